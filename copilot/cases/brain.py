@@ -1,0 +1,183 @@
+"""Synthetic brain-MRI case packs on real anatomy: the MNI ICBM152 2009a templates that nilearn ships.
+
+T1 comes from the template; T2, FLAIR and T1c are synthesised from the grey/white-matter maps
+(CSF is what the brain hull holds beyond them) with textbook contrasts. A glioblastoma-like
+lesion (necrotic core, enhancing rim, perilesional oedema) is placed deterministically per seed;
+its labels (BraTS convention 1 necrosis, 2 oedema, 4 enhancing) are the hidden mask.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import SimpleITK as sitk
+from scipy import ndimage
+
+TEMPLATE_FILES = {
+    "t1": "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz",
+    "gm": "mni_icbm152_gm_tal_nlin_sym_09a_converted.nii.gz",
+    "wm": "mni_icbm152_wm_tal_nlin_sym_09a_converted.nii.gz",
+}
+SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
+BRAIN_OPTIONS = {
+    "A": "Glioblastoma",
+    "B": "Oligodendroglioma / Astrocytoma",
+    "C": "No tumor",
+    "D": "Dysembryoplastic neuroepithelial tumor (DNET) / Ganglioglioma",
+    "E": "Pilocytic Astrocytoma",
+    "F": "Central Neurocytoma / Ependymoma",
+}
+
+
+def template_dir() -> Path:
+    """Folder of nilearn's packaged MNI templates (found without importing nilearn)."""
+    spec = importlib.util.find_spec("nilearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("nilearn is not installed; it provides the MNI ICBM152 templates")
+    return Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data"
+
+
+@dataclass
+class Anatomy:
+    """Template maps on one grid (SimpleITK reference image + arrays [k, j, i])."""
+
+    reference: sitk.Image
+    t1: np.ndarray
+    gm: np.ndarray
+    wm: np.ndarray
+    csf: np.ndarray
+    head: np.ndarray
+
+
+def load_anatomy(spacing: float = 1.0) -> Anatomy:
+    """Template T1/GM/WM, resampled to an isotropic spacing when it is not 1 mm, plus CSF and head masks."""
+    folder = template_dir()
+    images = {k: sitk.ReadImage(str(folder / f), sitk.sitkFloat32) for k, f in TEMPLATE_FILES.items()}
+    if abs(spacing - 1.0) > 1e-9:
+        ref = images["t1"]
+        size = [max(1, round(n * s / spacing)) for n, s in zip(ref.GetSize(), ref.GetSpacing(), strict=True)]
+        grid = sitk.Image(size, sitk.sitkFloat32)
+        grid.SetSpacing((spacing,) * 3)
+        grid.SetDirection(ref.GetDirection())
+        grid.SetOrigin(ref.GetOrigin())
+        images = {k: sitk.Resample(im, grid, sitk.Transform(), sitk.sitkLinear, 0.0) for k, im in images.items()}
+    arr = {k: sitk.GetArrayFromImage(im) for k, im in images.items()}
+    t1 = arr["t1"] / max(float(arr["t1"].max()), 1.0)
+    gm, wm = np.clip(arr["gm"], 0, 1), np.clip(arr["wm"], 0, 1)
+    hull = ndimage.binary_fill_holes(ndimage.binary_closing(gm + wm > 0.2, iterations=3))
+    csf = np.clip(1.0 - gm - wm, 0, 1) * hull
+    head = t1 > 0.05
+    return Anatomy(images["t1"], t1, gm, wm, csf, head)
+
+
+@dataclass
+class Lesion:
+    centre_ijk: np.ndarray
+    radius_vox: float
+
+
+def _place_lesion(anat: Anatomy, rng: np.random.Generator, spacing: float) -> Lesion:
+    """A deep white-matter centre in one hemisphere, away from the midline and the brain surface."""
+    deep = ndimage.binary_erosion(anat.wm > 0.6, iterations=max(1, round(6 / spacing)))
+    cand = np.argwhere(deep)
+    mid_i = anat.t1.shape[2] / 2.0
+    cand = cand[np.abs(cand[:, 2] - mid_i) > 12 / spacing]
+    k, j, i = cand[rng.integers(len(cand))]
+    radius_mm = float(rng.uniform(11.0, 17.0))
+    return Lesion(np.array([i, j, k], dtype=float), radius_mm / spacing)
+
+
+def _lesion_labels(anat: Anatomy, lesion: Lesion, rng: np.random.Generator) -> np.ndarray:
+    """BraTS-style labels: 1 necrotic core, 4 enhancing rim, 2 oedema (in white matter)."""
+    kk, jj, ii = np.indices(anat.t1.shape, dtype=np.float32)
+    c = lesion.centre_ijk
+    axes = rng.uniform(0.8, 1.2, size=3)
+    r = np.sqrt(((ii - c[0]) / axes[0]) ** 2 + ((jj - c[1]) / axes[1]) ** 2 + ((kk - c[2]) / axes[2]) ** 2)
+    wobble = ndimage.gaussian_filter(rng.standard_normal(anat.t1.shape).astype(np.float32), 3.0)
+    r = r / lesion.radius_vox * (1.0 + 1.5 * wobble)
+    labels = np.zeros(anat.t1.shape, dtype=np.uint8)
+    labels[(r < 1.9) & (anat.wm + anat.gm > 0.3)] = 2
+    labels[r < 1.0] = 4
+    labels[r < 0.55] = 1
+    return labels
+
+
+def synthesise(anat: Anatomy, labels: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """T1, T1c, T2 and FLAIR intensities with the lesion's phenotype, noise and a smooth bias field."""
+    gm, wm, csf, head = anat.gm, anat.wm, anat.csf, anat.head
+    scalp = head & (gm + wm + csf < 0.05)
+    base = {
+        "T1": 1000.0 * anat.t1,
+        "T2": 700.0 * csf + 420.0 * gm + 260.0 * wm + 300.0 * scalp,
+        "FLAIR": 90.0 * csf + 520.0 * gm + 400.0 * wm + 250.0 * scalp,
+    }
+    base["T1c"] = base["T1"].copy()
+    nec, oed, enh = labels == 1, labels == 2, labels == 4
+    contrast = {  # multiplicative change of each compartment per sequence
+        "T1": {1: 0.45, 2: 0.85, 4: 0.75},
+        "T1c": {1: 0.45, 2: 0.85, 4: 1.9},
+        "T2": {1: 2.4, 2: 1.9, 4: 1.5},
+        "FLAIR": {1: 1.1, 2: 1.9, 4: 1.6},
+    }
+    bias = ndimage.zoom(rng.uniform(0.92, 1.08, size=(4, 4, 4)), np.array(anat.t1.shape) / 4.0, order=3)
+    bias = bias[: anat.t1.shape[0], : anat.t1.shape[1], : anat.t1.shape[2]]
+    out = {}
+    for seq in SEQUENCES:
+        img = base[seq].astype(np.float32)
+        ref = float(np.percentile(img[wm > 0.6], 50)) if np.any(wm > 0.6) else float(img.max())
+        for mask, lab in ((nec, 1), (oed, 2), (enh, 4)):
+            img[mask] = np.maximum(img[mask], 0.2 * ref) * contrast[seq][lab]
+        img = img * bias + rng.normal(0.0, 0.015 * ref, img.shape).astype(np.float32) * head
+        out[seq] = np.clip(img, 0, None)
+    return out
+
+
+def _write(arr: np.ndarray, reference: sitk.Image, path: Path, pixel: int) -> None:
+    image = sitk.GetImageFromArray(arr)
+    image.CopyInformation(reference)
+    sitk.WriteImage(sitk.Cast(image, pixel), str(path), useCompression=True)
+
+
+def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0) -> Path:
+    """Write one brain_mri case pack (glioblastoma-like lesion, label A) and return its folder."""
+    rng = np.random.default_rng(seed)
+    anat = load_anatomy(spacing)
+    lesion = _place_lesion(anat, rng, spacing)
+    labels = _lesion_labels(anat, lesion, rng)
+    seqs = synthesise(anat, labels, rng)
+    case = out_dir / case_id
+    (case / "images").mkdir(parents=True, exist_ok=True)
+    (case / "hidden").mkdir(exist_ok=True)
+    files = []
+    for name in SEQUENCES:
+        rel = f"images/{name}.nii.gz"
+        _write(np.rint(seqs[name]), anat.reference, case / rel, sitk.sitkInt16)
+        files.append(rel)
+    _write(labels, anat.reference, case / "hidden" / "mask.nii.gz", sitk.sitkUInt8)
+    centre_lps = anat.reference.TransformContinuousIndexToPhysicalPoint([float(x) for x in lesion.centre_ijk])
+    centre_ras = [-centre_lps[0], -centre_lps[1], centre_lps[2]]
+    meta = {
+        "case_id": case_id,
+        "module": "brain_mri",
+        "inputs": {"volumes": files, "default_volume": "FLAIR"},
+        "prompt": {
+            "template": "brain_mri",
+            "csv_id": f"SYN-{seed:05d}",
+            "options": BRAIN_OPTIONS,
+            "loaded_files": [Path(f).name for f in files],
+        },
+    }
+    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    truth = {
+        "label": "A",
+        "diagnosis": BRAIN_OPTIONS["A"],
+        "seed": seed,
+        "lesion_centre_ras": [round(float(v), 3) for v in centre_ras],
+        "mask_labels": {"1": "necrosis", "2": "oedema", "4": "enhancing"},
+    }
+    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    return case

@@ -1,0 +1,113 @@
+"""`medcopilot` command line: cases make, serve, replay, demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from copilot.cases.pack import MODULES
+
+
+def _cases_make(ns: argparse.Namespace) -> int:
+    from copilot.cases.make import make_cases
+
+    try:
+        made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing)
+    except NotImplementedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in made:
+        print(path)
+    return 0
+
+
+def _default_trace_dir(case_dir: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
+
+
+def _serve(ns: argparse.Namespace) -> int:
+    from copilot.runtime import open_session
+    from copilot.server.http import make_server
+
+    token = ns.token or os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(24)
+    trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
+    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir)
+    server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat)
+    if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
+        print(f"token: {token}", file=sys.stderr)
+    print(f"trace: {trace_dir}", file=sys.stderr)
+    print(f"listening on {server.url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        if session.trace is not None:
+            session.trace.close({"status": "server_stopped"})
+    return 0
+
+
+def _replay(ns: argparse.Namespace) -> int:
+    from copilot.trace.replay import replay
+
+    report = replay(ns.trace_dir, case_dir=ns.case)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def _demo(ns: argparse.Namespace) -> int:
+    from copilot.demo import run_demo
+
+    return run_demo(Path(ns.out), spacing=ns.spacing)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="medcopilot", description="Auditable agent runtime for medical image viewers")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    cases = sub.add_parser("cases", help="case packs")
+    csub = cases.add_subparsers(dest="cases_command", required=True)
+    make = csub.add_parser("make", help="write synthetic case packs")
+    make.add_argument("--module", required=True, choices=[*MODULES, "all"])
+    make.add_argument("--n", type=int, default=1)
+    make.add_argument("--seed", type=int, default=0)
+    make.add_argument("--out", required=True)
+    make.add_argument("--spacing", type=float, default=1.0, help="radiology voxel size in mm (1 = template)")
+    make.set_defaults(func=_cases_make)
+
+    serve = sub.add_parser("serve", help="serve a case's handlers over HTTP")
+    serve.add_argument("--case", required=True)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8016)
+    serve.add_argument("--token", default=None, help="bearer token (default: $MEDCOPILOT_TOKEN or a random one)")
+    serve.add_argument("--track", choices=["A", "B"], default="A")
+    serve.add_argument("--slicer-compat", action="store_true", help="open the read-only /slicer subset on loopback")
+    serve.add_argument("--trace-dir", default=None)
+    serve.set_defaults(func=_serve)
+
+    rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
+    rp.add_argument("trace_dir")
+    rp.add_argument("--case", default=None, help="case folder, if it moved since the trace was written")
+    rp.set_defaults(func=_replay)
+
+    demo = sub.add_parser("demo", help="make a case, drive it over HTTP, write and replay a trace")
+    demo.add_argument("--out", default="demo-output")
+    demo.add_argument("--spacing", type=float, default=1.0)
+    demo.set_defaults(func=_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    return int(ns.func(ns))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Embedded viewer engines that obey the same contract as 3D Slicer and QuPath."""

@@ -1,0 +1,144 @@
+"""Slice-view geometry with 3D Slicer's conventions.
+
+Orientation matrices are vtkMRMLSliceNode's InitializeAxial/Sagittal/CoronalMatrix
+(Slicer `Libs/MRML/Core/vtkMRMLSliceNode.cxx`): columns are the screen-right direction, the
+screen-up direction and the view normal, all in RAS. The slice offset is the RAS coordinate
+along the normal (axial = S, sagittal = R, coronal = A).
+
+A rendered image of W×H pixels shows the field of view fitted inside it at a uniform mm/pixel
+(`pixel_mm`), centred on the slice centre. Image coordinates are continuous, origin at the
+top-left corner, pixel (c, r) centred on (c + 0.5, r + 0.5); model coordinates `*_1000` are
+image coordinates scaled to 0–1000 of the width/height.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+VIEW_NAMES = ("red", "yellow", "green")
+VIEW_ORIENTATION = {"red": "axial", "yellow": "sagittal", "green": "coronal"}
+AXIS_LABEL = {"axial": "S", "sagittal": "R", "coronal": "A"}
+
+ORIENTATION_MATRICES: dict[str, np.ndarray] = {
+    # columns: screen right, screen up, normal
+    "axial": np.array([[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+    "sagittal": np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+    "coronal": np.array([[-1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]),
+}
+
+
+@dataclass
+class SliceView:
+    """One slice view's state: orientation, centre (RAS), field of view (mm) and last render size."""
+
+    name: str
+    orientation: str
+    center: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    fov: tuple[float, float] = (250.0, 250.0)
+    last_size: tuple[int, int] = (512, 512)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """3×3 orientation (columns: right, up, normal) in RAS."""
+        return ORIENTATION_MATRICES[self.orientation]
+
+    @property
+    def normal(self) -> np.ndarray:
+        return self.matrix[:, 2]
+
+    @property
+    def offset(self) -> float:
+        """Slice offset in mm: the RAS coordinate of the slice plane along the normal."""
+        return float(self.normal @ self.center)
+
+    @property
+    def axis_label(self) -> str:
+        return AXIS_LABEL[self.orientation]
+
+    def slice_to_ras(self) -> np.ndarray:
+        """4×4 SliceToRAS matrix (orientation and slice centre), as Slicer's slice node holds it."""
+        m = np.eye(4)
+        m[:3, :3] = self.matrix
+        m[:3, 3] = self.center
+        return m
+
+    def set_offset(self, offset: float) -> None:
+        """Move the plane along its normal so that its offset is `offset`."""
+        self.center = self.center + (offset - self.offset) * self.normal
+
+    def pixel_mm(self, size: tuple[int, int]) -> float:
+        """Millimetres per pixel when rendering at `size` (fit the FOV inside the image)."""
+        w, h = size
+        return max(self.fov[0] / w, self.fov[1] / h)
+
+    def image_to_ras_matrix(self, size: tuple[int, int]) -> np.ndarray:
+        """4×4 matrix taking homogeneous image coordinates (x, y, 0, 1) to RAS."""
+        w, h = size
+        s = self.pixel_mm(size)
+        right, up = self.matrix[:, 0], self.matrix[:, 1]
+        m = np.eye(4)
+        m[:3, 0] = right * s
+        m[:3, 1] = -up * s
+        m[:3, 2] = self.normal
+        m[:3, 3] = self.center - right * (w / 2 * s) + up * (h / 2 * s)
+        return m
+
+    def image_to_ras(self, xy: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+        """RAS of continuous image coordinates, shape (..., 2) → (..., 3)."""
+        xy = np.asarray(xy, dtype=float)
+        m = self.image_to_ras_matrix(size)
+        return xy[..., 0, None] * m[:3, 0] + xy[..., 1, None] * m[:3, 1] + m[:3, 3]
+
+    def ras_to_image(self, ras: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+        """Image coordinates (x, y) of the in-plane projection of RAS points, shape (..., 3) → (..., 2)."""
+        m = np.linalg.inv(self.image_to_ras_matrix(size))
+        ras = np.asarray(ras, dtype=float)
+        xy = ras @ m[:2, :3].T + m[:2, 3]
+        return xy
+
+    def norm1000_to_ras(self, point: tuple[float, float], size: tuple[int, int] | None = None) -> np.ndarray:
+        """RAS of a 0–999 normalised point on the image rendered at `size` (default: the last one)."""
+        w, h = size or self.last_size
+        return self.image_to_ras(np.array([point[0] / 1000.0 * w, point[1] / 1000.0 * h]), (w, h))
+
+    def ras_to_norm1000(self, ras: np.ndarray, size: tuple[int, int] | None = None) -> np.ndarray:
+        """The 0–1000 normalised image position of a RAS point's projection."""
+        w, h = size or self.last_size
+        xy = self.ras_to_image(ras, (w, h))
+        return np.array([xy[0] / w * 1000.0, xy[1] / h * 1000.0])
+
+    def zoom(self, factor: float, anchor_ras: np.ndarray | None = None) -> None:
+        """Divide the FOV by `factor`, keeping `anchor_ras` (default: the centre) fixed on screen."""
+        if anchor_ras is not None:
+            n = self.normal
+            anchor = anchor_ras - n * float(n @ (anchor_ras - self.center))
+            self.center = anchor + (self.center - anchor) / factor
+        self.fov = (self.fov[0] / factor, self.fov[1] / factor)
+
+    def offset_range(self, corners_ras: np.ndarray) -> tuple[float, float]:
+        """Offsets of the first and last voxel-centre planes of a volume along this view's normal."""
+        proj = corners_ras @ self.normal
+        return (float(proj.min()), float(proj.max()))
+
+    def fit(self, corners_ras: np.ndarray, spacing_margin: float = 0.0) -> None:
+        """Fit the FOV to the volume's in-plane extent and centre it in-plane (offset unchanged)."""
+        right, up, n = self.matrix[:, 0], self.matrix[:, 1], self.normal
+        pr, pu = corners_ras @ right, corners_ras @ up
+        fov = (float(pr.max() - pr.min()) + spacing_margin, float(pu.max() - pu.min()) + spacing_margin)
+        side = max(fov)  # square FOV: same mm/pixel on both axes, no distortion
+        centre_in_plane = right * (pr.max() + pr.min()) / 2 + up * (pu.max() + pu.min()) / 2
+        self.center = centre_in_plane + n * self.offset
+        self.fov = (side, side)
+
+    def snapshot(self, decimals: int = 6) -> dict[str, object]:
+        """JSON-ready state of the view."""
+        return {
+            "orientation": self.orientation,
+            "offset": round(self.offset, decimals),
+            "axis": self.axis_label,
+            "center_ras": [round(float(v), decimals) for v in self.center],
+            "fov_mm": [round(float(v), decimals) for v in self.fov],
+            "last_size": list(self.last_size),
+        }

@@ -1,0 +1,61 @@
+"""Loading the volumes of a case path, with a small cache of immutable volumes keyed by file identity."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from copilot.engine.volume import VOLUME_SUFFIXES, Volume, VolumeLoadError, _is_dicom, load_volume
+from copilot.errors import HandlerError
+
+_CACHE: OrderedDict[tuple[str, int, int], Volume] = OrderedDict()
+_CACHE_SIZE = 24
+_LOCK = threading.Lock()
+
+
+def _key(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def load_cached(path: Path) -> Volume:
+    """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file."""
+    key = _key(path)
+    with _LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    vol = load_volume(path)
+    with _LOCK:
+        _CACHE[key] = vol
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return vol
+
+
+def _is_volume_file(p: Path) -> bool:
+    return p.is_file() and (p.name.lower().endswith(VOLUME_SUFFIXES) or p.suffix.lower() == ".dcm" or _is_dicom(p))
+
+
+def expand_case_path(path: Path) -> list[Path]:
+    """Volume sources under a path: a file; a DICOM series folder; or a folder's volume files and series."""
+    if path.is_file():
+        return [path]
+    children = sorted(path.iterdir())
+    if any(c.is_file() and (c.suffix.lower() == ".dcm" or _is_dicom(c)) for c in children):
+        return [path]
+    found = [c for c in children if c.is_file() and c.name.lower().endswith(VOLUME_SUFFIXES)]
+    found += [c for c in children if c.is_dir() and any(_is_volume_file(g) for g in c.iterdir())]
+    return found
+
+
+def load_case_volumes(paths: list[Path]) -> list[Volume]:
+    """Every volume under the given paths, in order; a clear error when nothing loads."""
+    sources = [s for p in paths for s in expand_case_path(p)]
+    if not sources:
+        raise HandlerError("not_found", "no image volumes found at the given path")
+    try:
+        return [load_cached(s) for s in sources]
+    except VolumeLoadError as exc:
+        raise HandlerError("load_failed", str(exc)) from exc

@@ -1,0 +1,342 @@
+"""The embedded radiology viewer: a scene of named volumes shown in three Slicer-like slice views.
+
+It implements the `RadiologyViewer` protocol. Every mutating method validates its inputs
+before it changes anything and raises `ViewerError` otherwise; `export_state`/`restore_state`
+let callers roll back a multi-step operation atomically.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from copilot.engine.display import (
+    AUTO_PRESETS,
+    FIXED_PRESETS,
+    DisplaySettings,
+    auto_window_level,
+    default_display,
+    preset_settings,
+)
+from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView
+from copilot.engine.render import Layer, compose, draw_corners
+from copilot.engine.volume import Volume
+from copilot.errors import ViewerError
+
+LAYOUTS: dict[str, tuple[str, ...]] = {
+    "three_up": ("red", "yellow", "green"),
+    "one_up_red": ("red",),
+    "one_up_yellow": ("yellow",),
+    "one_up_green": ("green",),
+}
+LAYOUT_ALIASES = {
+    "FourUp": "three_up",
+    "Conventional": "three_up",
+    "OneUpRedSlice": "one_up_red",
+    "OneUpYellowSlice": "one_up_yellow",
+    "OneUpGreenSlice": "one_up_green",
+    "axial": "one_up_red",
+    "sagittal": "one_up_yellow",
+    "coronal": "one_up_green",
+}
+FUSION_MODES = ("blend", "add")
+MAX_ZOOM_FOV_FACTOR = 10.0  # widest FOV: 10× the volume's extent
+MIN_FOV_MM = 1.0
+
+
+@dataclass
+class _SceneState:
+    volumes: dict[str, Volume] = field(default_factory=dict)
+    display: dict[str, DisplaySettings] = field(default_factory=dict)
+    views: dict[str, SliceView] = field(default_factory=dict)
+    layout: str = "three_up"
+    background: str | None = None
+    foreground: str | None = None
+    opacity: float = 0.0
+    fusion_mode: str = "blend"
+    slice_step: float | None = None
+    next_id: int = 1
+
+
+class EmbeddedVolumeViewer:
+    """Volumes, display settings and three slice views; renders views to RGB images."""
+
+    kind = "radiology"
+
+    def __init__(self) -> None:
+        self._s = _SceneState(views={n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES})
+
+    # ----- transactional state -----
+    def export_state(self) -> _SceneState:
+        """An independent copy of the whole viewer state (volumes are shared, being immutable)."""
+        s = self._s
+        return _SceneState(
+            volumes=dict(s.volumes),
+            display=copy.deepcopy(s.display),
+            views=copy.deepcopy(s.views),
+            layout=s.layout,
+            background=s.background,
+            foreground=s.foreground,
+            opacity=s.opacity,
+            fusion_mode=s.fusion_mode,
+            slice_step=s.slice_step,
+            next_id=s.next_id,
+        )
+
+    def restore_state(self, state: _SceneState) -> None:
+        """Put back a state taken with `export_state`."""
+        self._s = state
+
+    # ----- scene -----
+    def add_volume(self, volume: Volume) -> str:
+        """Add a volume to the scene; returns its node id (Slicer-style)."""
+        vid = f"vtkMRMLScalarVolumeNode{self._s.next_id}"
+        self._s.next_id += 1
+        self._s.volumes[vid] = volume
+        self._s.display[vid] = default_display(volume)
+        return vid
+
+    def clear(self) -> None:
+        """Remove every volume and reset views and fusion."""
+        self._s = _SceneState(views={n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES})
+
+    def volume(self, vid: str) -> Volume:
+        return self._s.volumes[vid]
+
+    def volume_ids(self) -> list[str]:
+        return list(self._s.volumes)
+
+    def resolve_volume(self, volume_id: str | None = None, volume_name: str | None = None) -> str:
+        """Node id for an id or a name (exact, then case-insensitive); the active volume when neither."""
+        vols = self._s.volumes
+        if volume_id is not None:
+            if volume_id in vols:
+                return volume_id
+            raise ViewerError("unknown_volume", f"no volume with id {volume_id!r}; loaded: {self._names()}")
+        if volume_name is not None:
+            for vid, v in vols.items():
+                if v.name == volume_name:
+                    return vid
+            matches = [vid for vid, v in vols.items() if v.name.lower() == volume_name.lower()]
+            if len(matches) == 1:
+                return matches[0]
+            raise ViewerError("unknown_volume", f"no volume named {volume_name!r}; loaded: {self._names()}")
+        if self._s.background is None:
+            raise ViewerError("no_volume", "no volume is loaded")
+        return self._s.background
+
+    def _names(self) -> list[str]:
+        return [v.name for v in self._s.volumes.values()]
+
+    def inventory(self) -> list[dict[str, Any]]:
+        """Scene inventory: one entry per volume with its geometry."""
+        out = []
+        for vid, v in self._s.volumes.items():
+            out.append(
+                {
+                    "id": vid,
+                    "name": v.name,
+                    "modality": v.modality,
+                    "dimensions": list(v.dimensions),
+                    "spacing_mm": [round(s, 6) for s in v.spacing],
+                    "origin_ras": [round(float(x), 6) for x in v.ijk_to_ras[:3, 3]],
+                    "ijk_to_ras": [[round(float(x), 6) for x in row] for row in v.ijk_to_ras],
+                    "value_range": [round(x, 6) for x in v.value_range],
+                }
+            )
+        return out
+
+    # ----- views -----
+    def view(self, name: str) -> SliceView:
+        if name not in self._s.views:
+            raise ViewerError("unknown_view", f"unknown view {name!r}; views are red, yellow, green")
+        return self._s.views[name]
+
+    @property
+    def layout(self) -> str:
+        return self._s.layout
+
+    def layout_views(self) -> tuple[str, ...]:
+        return LAYOUTS[self._s.layout]
+
+    def set_layout(self, layout: str) -> None:
+        name = LAYOUT_ALIASES.get(layout, layout)
+        if name not in LAYOUTS:
+            raise ViewerError("invalid_layout", f"unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
+        self._s.layout = name
+
+    def _reference(self) -> Volume:
+        vid = self.resolve_volume()
+        return self._s.volumes[vid]
+
+    def slice_offset_range(self, view: str) -> tuple[float, float]:
+        """Offsets of the first and last slice of the background volume in this view."""
+        return self.view(view).offset_range(self._reference().corners_ras())
+
+    def slice_step(self, view: str) -> float:
+        """Distance between adjacent slices along the view normal (the open_case spacing if given)."""
+        if self._s.slice_step is not None:
+            return self._s.slice_step
+        vol = self._reference()
+        cos = np.abs(vol.direction.T @ self.view(view).normal)
+        a = int(np.argmax(cos))
+        return float(vol.spacing[a] * cos[a])
+
+    def set_slice_step(self, step: float | None) -> None:
+        if step is not None and not (math.isfinite(step) and step > 0):
+            raise ViewerError("invalid_argument", "spacing must be a positive number of mm")
+        self._s.slice_step = step
+
+    def check_offset(self, view: str, offset: float) -> None:
+        """Raise unless `offset` lies inside the view's slice offset range."""
+        lo, hi = self.slice_offset_range(view)
+        if not math.isfinite(offset) or offset < lo - 1e-6 or offset > hi + 1e-6:
+            raise ViewerError(
+                "offset_out_of_range", f"offset {offset} mm is outside the {view} range [{lo:.3f}, {hi:.3f}] mm"
+            )
+
+    def set_slice_offset(self, view: str, offset: float) -> None:
+        self.check_offset(view, offset)
+        self.view(view).set_offset(offset)
+
+    def zoom(self, view: str, factor: float, anchor_ras: np.ndarray | None = None) -> None:
+        """Zoom by `factor` (>1 magnifies) about a RAS point fixed on screen (default: the centre)."""
+        v = self.view(view)
+        if not (math.isfinite(factor) and factor > 0):
+            raise ViewerError("invalid_argument", "factor must be a positive number")
+        extent = float(np.ptp(self._reference().corners_ras(), axis=0).max()) + 1.0
+        new_fov = max(v.fov) / factor
+        if new_fov < MIN_FOV_MM or new_fov > MAX_ZOOM_FOV_FACTOR * extent:
+            raise ViewerError(
+                "invalid_argument",
+                f"zoom factor {factor} gives a field of view of {new_fov:.2f} mm, outside "
+                f"[{MIN_FOV_MM}, {MAX_ZOOM_FOV_FACTOR * extent:.0f}] mm",
+            )
+        v.zoom(factor, anchor_ras)
+
+    def fit(self, view: str) -> None:
+        self.view(view).fit(self._reference().corners_ras(), spacing_margin=max(self._reference().spacing))
+
+    def recover_standard_views(self, vid: str | None = None) -> None:
+        """Standard orientations, fitted, each offset at the volume centre; `vid` becomes the background."""
+        vid = vid or self.resolve_volume()
+        self.select_volume(vid)
+        vol = self._s.volumes[vid]
+        centre = vol.center_ras()
+        for name in VIEW_NAMES:
+            v = self._s.views[name]
+            v.orientation = VIEW_ORIENTATION[name]
+            v.center = centre.copy()
+            v.fit(vol.corners_ras(), spacing_margin=max(vol.spacing))
+
+    def jump(self, ras: np.ndarray) -> None:
+        """Centre every view on a RAS point (Slicer's JumpAllSlices in centred mode)."""
+        ras = np.asarray(ras, dtype=float)
+        if ras.shape != (3,) or not np.all(np.isfinite(ras)):
+            raise ViewerError("invalid_argument", "ras must be three finite numbers")
+        lo = self._reference().corners_ras().min(axis=0) - 1e-6
+        hi = self._reference().corners_ras().max(axis=0) + 1e-6
+        if np.any(ras < lo) or np.any(ras > hi):
+            raise ViewerError("out_of_volume", f"RAS {ras.tolist()} lies outside the volume's bounds")
+        for v in self._s.views.values():
+            v.center = ras.copy()
+
+    # ----- display -----
+    def display(self, vid: str) -> DisplaySettings:
+        return self._s.display[vid]
+
+    def set_window_level(self, vid: str, window: float, level: float) -> None:
+        if not (math.isfinite(window) and window > 0 and math.isfinite(level)):
+            raise ViewerError("invalid_argument", "window must be > 0 and level finite")
+        d = self._s.display[vid]
+        d.window, d.level, d.auto, d.preset = float(window), float(level), False, None
+
+    def set_auto_window_level(self, vid: str) -> None:
+        d = self._s.display[vid]
+        d.window, d.level = auto_window_level(self._s.volumes[vid])
+        d.auto, d.preset = True, None
+
+    def apply_preset(self, vid: str, preset: str) -> None:
+        if preset not in FIXED_PRESETS and preset not in AUTO_PRESETS:
+            raise ViewerError("invalid_argument", f"unknown preset {preset!r}")
+        self._s.display[vid] = preset_settings(self._s.volumes[vid], preset)
+
+    # ----- layers -----
+    def select_volume(self, vid: str) -> None:
+        """Show a volume as the background of every view (the active volume)."""
+        self.resolve_volume(volume_id=vid)
+        self._s.background = vid
+        if self._s.foreground == vid:
+            self._s.foreground, self._s.opacity = None, 0.0
+
+    def set_fusion(self, bg: str, fg: str | None, opacity: float, mode: str = "blend") -> None:
+        if mode not in FUSION_MODES:
+            raise ViewerError("invalid_argument", f"mode must be one of {FUSION_MODES}")
+        if not (math.isfinite(opacity) and 0.0 <= opacity <= 1.0):
+            raise ViewerError("invalid_argument", "foreground_opacity must lie in [0, 1]")
+        if fg is not None and fg == bg:
+            raise ViewerError("invalid_argument", "foreground and background must be different volumes")
+        self._s.background, self._s.foreground = bg, fg
+        self._s.opacity = float(opacity) if fg is not None else 0.0
+        self._s.fusion_mode = mode
+
+    @property
+    def background(self) -> str | None:
+        return self._s.background
+
+    # ----- rendering and conversions -----
+    def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image:
+        """RGB image of a view with corner overlays; remembers the size for later point conversions."""
+        v = self.view(view)
+        s = self._s
+        bg = Layer(s.volumes[s.background], s.display[s.background]) if s.background else None
+        fg = Layer(s.volumes[s.foreground], s.display[s.foreground]) if s.foreground else None
+        image = compose(v, size, bg, fg, s.opacity, s.fusion_mode)
+        draw_corners(image, self._overlay_text(v))
+        if remember:
+            v.last_size = (int(size[0]), int(size[1]))
+        return image
+
+    def _overlay_text(self, v: SliceView) -> dict[str, list[str]]:
+        s = self._s
+        corners: dict[str, list[str]] = {
+            "tl": [f"{v.name.capitalize()}  {v.orientation}", f"{v.axis_label}: {v.offset:.1f}mm"]
+        }
+        if s.background:
+            d = s.display[s.background]
+            corners["tr"] = [f"W: {d.window:.0f}  L: {d.level:.0f}"]
+            corners["bl"] = [f"B: {s.volumes[s.background].name}"]
+            if s.foreground:
+                corners["bl"].append(f"F: {s.volumes[s.foreground].name} ({s.opacity:.0%})")
+        return corners
+
+    def point_to_ras(self, view: str, point_1000: tuple[float, float]) -> np.ndarray:
+        """RAS of a 0–999 point on the view's last rendered image."""
+        return self.view(view).norm1000_to_ras(point_1000)
+
+    def state(self) -> dict[str, Any]:
+        """JSON-ready snapshot of what is shown: layers, layout, views, display settings."""
+        s = self._s
+
+        def name(vid: str | None) -> str | None:
+            return s.volumes[vid].name if vid else None
+
+        return {
+            "active_volume": s.background,
+            "active_volume_name": name(s.background),
+            "background_volume": s.background,
+            "foreground_volume": s.foreground,
+            "foreground_volume_name": name(s.foreground),
+            "foreground_opacity": round(s.opacity, 6),
+            "fusion_mode": s.fusion_mode,
+            "layout": s.layout,
+            "slice_step_mm": s.slice_step,
+            "views": {n: v.snapshot() for n, v in s.views.items()},
+            "display": {vid: d.snapshot() for vid, d in s.display.items()},
+            "volumes": [{"id": vid, "name": v.name} for vid, v in s.volumes.items()],
+        }

@@ -1,0 +1,166 @@
+"""Volumes in RAS: voxel data plus an IJK→RAS affine, loaded with SimpleITK (pydicom as fallback).
+
+ITK/DICOM/NIfTI-through-SimpleITK geometry is LPS; it is converted to RAS once, here, by
+RAS = diag(-1, -1, 1)·LPS. The voxel array is never resampled: only the affine changes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import SimpleITK as sitk
+
+LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
+VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
+
+
+class VolumeLoadError(ValueError):
+    """A file or folder could not be read as an image volume."""
+
+
+@dataclass(eq=False)
+class Volume:
+    """A scalar volume: `data[k, j, i]` (float32) and the 4×4 IJK→RAS matrix."""
+
+    name: str
+    data: np.ndarray
+    ijk_to_ras: np.ndarray
+    modality: str = "MR"
+    source: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.data = np.ascontiguousarray(self.data, dtype=np.float32)
+        self.ijk_to_ras = np.asarray(self.ijk_to_ras, dtype=float)
+        self.ras_to_ijk = np.linalg.inv(self.ijk_to_ras)
+        finite = self.data[np.isfinite(self.data)]
+        self.value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+
+    @property
+    def dimensions(self) -> tuple[int, int, int]:
+        """Size along I, J, K."""
+        k, j, i = self.data.shape
+        return (i, j, k)
+
+    @property
+    def spacing(self) -> tuple[float, float, float]:
+        """Voxel size along I, J, K in mm."""
+        m = self.ijk_to_ras[:3, :3]
+        return tuple(float(np.linalg.norm(m[:, a])) for a in range(3))  # type: ignore[return-value]
+
+    @property
+    def direction(self) -> np.ndarray:
+        """Unit RAS direction of each IJK axis (columns)."""
+        m = self.ijk_to_ras[:3, :3]
+        return m / np.linalg.norm(m, axis=0)
+
+    def corners_ras(self) -> np.ndarray:
+        """RAS positions of the 8 corner voxel centres, shape (8, 3)."""
+        i, j, k = (d - 1 for d in self.dimensions)
+        ijk = np.array([[a, b, c, 1.0] for a in (0, i) for b in (0, j) for c in (0, k)])
+        return (self.ijk_to_ras @ ijk.T).T[:, :3]
+
+    def center_ras(self) -> np.ndarray:
+        """RAS position of the volume centre."""
+        return self.corners_ras().mean(axis=0)
+
+    def ras_to_ijk_point(self, ras: np.ndarray) -> np.ndarray:
+        """Continuous IJK of a RAS point."""
+        return (self.ras_to_ijk @ np.append(np.asarray(ras, dtype=float), 1.0))[:3]
+
+    def ijk_to_ras_point(self, ijk: np.ndarray) -> np.ndarray:
+        """RAS of a continuous IJK position."""
+        return (self.ijk_to_ras @ np.append(np.asarray(ijk, dtype=float), 1.0))[:3]
+
+    def nearest_voxel(self, ras: np.ndarray) -> tuple[int, int, int] | None:
+        """Nearest voxel index (i, j, k) of a RAS point, or None when outside the volume."""
+        ijk = np.rint(self.ras_to_ijk_point(ras)).astype(int)
+        if all(0 <= ijk[a] < self.dimensions[a] for a in range(3)):
+            return (int(ijk[0]), int(ijk[1]), int(ijk[2]))
+        return None
+
+
+def affine_from_sitk(image: sitk.Image) -> np.ndarray:
+    """IJK→RAS 4×4 matrix of a SimpleITK image (whose geometry is LPS)."""
+    direction = np.array(image.GetDirection(), dtype=float).reshape(3, 3)
+    spacing = np.array(image.GetSpacing(), dtype=float)
+    m = np.eye(4)
+    m[:3, :3] = LPS_TO_RAS @ direction @ np.diag(spacing)
+    m[:3, 3] = LPS_TO_RAS @ np.array(image.GetOrigin(), dtype=float)
+    return m
+
+
+def volume_from_sitk(image: sitk.Image, name: str, modality: str = "MR", source: str = "") -> Volume:
+    """Wrap a 3D scalar SimpleITK image as a RAS volume (2D images become one-slice volumes)."""
+    if image.GetNumberOfComponentsPerPixel() != 1:
+        raise VolumeLoadError(f"{name}: only scalar images are supported")
+    if image.GetDimension() == 2:
+        image = sitk.JoinSeries(image)
+    if image.GetDimension() != 3:
+        raise VolumeLoadError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
+    data = sitk.GetArrayFromImage(image).astype(np.float32, copy=False)
+    return Volume(name=name, data=data, ijk_to_ras=affine_from_sitk(image), modality=modality, source=source)
+
+
+def volume_to_sitk(volume: Volume) -> sitk.Image:
+    """The inverse of `volume_from_sitk`: a SimpleITK image in LPS geometry."""
+    image = sitk.GetImageFromArray(volume.data)
+    m = LPS_TO_RAS @ volume.ijk_to_ras[:3, :3]
+    spacing = np.linalg.norm(m, axis=0)
+    image.SetSpacing(tuple(float(s) for s in spacing))
+    image.SetDirection(tuple(float(v) for v in (m / spacing).ravel()))
+    image.SetOrigin(tuple(float(v) for v in LPS_TO_RAS @ volume.ijk_to_ras[:3, 3]))
+    return image
+
+
+def volume_name_for(path: Path) -> str:
+    """Scene name for a file: its name without the image suffix."""
+    name = path.name
+    for suffix in (*VOLUME_SUFFIXES, ".dcm"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def guess_modality(name: str) -> str:
+    """Modality from a series name (PET, CT or MR)."""
+    lower = name.lower()
+    if "pet" in lower or lower.startswith("pt") or "suv" in lower:
+        return "PT"
+    if lower.startswith("ct") or "_ct" in lower or lower == "ct":
+        return "CT"
+    return "MR"
+
+
+def load_volume(path: str | os.PathLike[str], name: str | None = None) -> Volume:
+    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder."""
+    p = Path(path)
+    if p.is_dir():
+        from copilot.engine.dicom import load_dicom_series
+
+        return load_dicom_series(p, name=name)
+    if not p.is_file():
+        raise VolumeLoadError(f"no such file: {p.name}")
+    if p.suffix.lower() == ".dcm" or _is_dicom(p):
+        from copilot.engine.dicom import load_dicom_file
+
+        return load_dicom_file(p, name=name)
+    try:
+        image = sitk.ReadImage(str(p), sitk.sitkFloat32)
+    except RuntimeError as exc:
+        raise VolumeLoadError(f"cannot read {p.name}: {str(exc).strip().splitlines()[-1]}") from exc
+    vname = name or volume_name_for(p)
+    return volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
+
+
+def _is_dicom(path: Path) -> bool:
+    """True when the file carries the DICM preamble marker."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(128)
+            return fh.read(4) == b"DICM"
+    except OSError:
+        return False

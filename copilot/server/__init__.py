@@ -1,0 +1,1 @@
+"""HTTP server for the handler registry and its client."""

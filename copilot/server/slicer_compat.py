@@ -1,0 +1,114 @@
+"""The read-only subset of 3D Slicer's WebServer `/slicer` API that existing clients use.
+
+`/slicer/slice` renders a view at the requested orientation/offset/size without moving the
+viewer (the agent's state stays what the audited handlers made it); unlike Slicer's own module
+it honours `offset=0` and `size`. Requests are logged in the trace as reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from PIL import Image
+
+import copilot
+from copilot.engine.geometry import VIEW_NAMES
+from copilot.engine.render import encode_png
+from copilot.errors import HandlerError
+from copilot.session import Session
+
+ORIENTATIONS = ("axial", "sagittal", "coronal")
+MAX_SIZE = 2048
+
+
+def _one(query: dict[str, list[str]], key: str) -> str | None:
+    values = query.get(key)
+    return values[0].strip() if values else None
+
+
+def _number(query: dict[str, list[str]], key: str) -> float | None:
+    raw = _one(query, key)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise HandlerError("invalid_arguments", f"{key} must be a number") from None
+    if not math.isfinite(value):
+        raise HandlerError("invalid_arguments", f"{key} must be finite")
+    return value
+
+
+class SlicerCompat:
+    """Answers `/slicer/...` GET requests from a session, never changing its state."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def handle(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        route = path.rstrip("/")
+        viewer = self.session.viewer
+        with self.session.lock:
+            if self.session.trace is not None:
+                self.session.trace.record("slicer_read", {"path": route, "query": query})
+            if route == "/slicer/slice":
+                return 200, "image/png", self._slice(query)
+            if route == "/slicer/screenshot":
+                return 200, "image/png", self._screenshot(query)
+            if route == "/slicer/volumes":
+                vols = [{"id": vid, "name": viewer.volume(vid).name} for vid in viewer.volume_ids()]
+                return 200, "application/json", json.dumps(vols).encode()
+            if route in ("/slicer/mrml/names", "/slicer/mrml/ids"):
+                nodes = [(vid, viewer.volume(vid).name) for vid in viewer.volume_ids()]
+                nodes += [(f"vtkMRMLSliceNode{v.capitalize()}", v.capitalize()) for v in VIEW_NAMES]
+                pick = 1 if route.endswith("names") else 0
+                return 200, "application/json", json.dumps([n[pick] for n in nodes]).encode()
+            if route == "/slicer/system/version":
+                info = {
+                    "applicationName": "MedCopilot",
+                    "applicationVersion": copilot.__version__,
+                    "compatibleWith": "3D Slicer WebServer (read-only subset)",
+                }
+                return 200, "application/json", json.dumps(info).encode()
+        raise HandlerError("not_found", f"{route} is not served (read-only Slicer subset)", status=404)
+
+    def _slice(self, query: dict[str, list[str]]) -> bytes:
+        viewer = self.session.viewer
+        view = (_one(query, "view") or "red").lower()
+        if view not in VIEW_NAMES:
+            raise HandlerError("invalid_arguments", f"view must be one of {VIEW_NAMES}")
+        orientation = (_one(query, "orientation") or "").lower() or None
+        if orientation is not None and orientation not in ORIENTATIONS:
+            raise HandlerError("invalid_arguments", f"orientation must be one of {ORIENTATIONS}")
+        offset, scroll_to, size = _number(query, "offset"), _number(query, "scrollTo"), _number(query, "size")
+        side = int(size) if size is not None else 512
+        if not 16 <= side <= MAX_SIZE:
+            raise HandlerError("invalid_arguments", f"size must lie in [16, {MAX_SIZE}]")
+        saved = viewer.export_state()
+        try:
+            v = viewer.view(view)
+            if orientation is not None and orientation != v.orientation:
+                v.orientation = orientation
+                viewer.fit(view)
+            if scroll_to is not None:
+                if not 0.0 <= scroll_to <= 1.0:
+                    raise HandlerError("invalid_arguments", "scrollTo must lie in [0, 1]")
+                lo, hi = viewer.slice_offset_range(view)
+                offset = lo + scroll_to * (hi - lo)
+            if offset is not None:
+                viewer.set_slice_offset(view, offset)
+            return encode_png(viewer.render(view, (side, side), remember=False))
+        finally:
+            viewer.restore_state(saved)
+
+    def _screenshot(self, query: dict[str, list[str]]) -> bytes:
+        viewer = self.session.viewer
+        size = _number(query, "size")
+        side = int(size) if size is not None else 384
+        if not 16 <= side <= MAX_SIZE:
+            raise HandlerError("invalid_arguments", f"size must lie in [16, {MAX_SIZE}]")
+        views = viewer.layout_views()
+        tiles = [np.asarray(viewer.render(v, (side, side), remember=False)) for v in views]
+        return encode_png(Image.fromarray(np.concatenate(tiles, axis=1)))

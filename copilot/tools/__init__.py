@@ -1,0 +1,7 @@
+"""The handler registries. Importing this package declares every radiology handler once."""
+
+from copilot.tools import evidence as _evidence  # noqa: F401  (declares evidence handlers)
+from copilot.tools.radiology import RADIOLOGY
+from copilot.tools.registry import HandlerContext, HandlerOutput, HandlerSpec, ImageOut, Registry, RegistryError
+
+__all__ = ["RADIOLOGY", "HandlerContext", "HandlerOutput", "HandlerSpec", "ImageOut", "Registry", "RegistryError"]

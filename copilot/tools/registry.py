@@ -1,0 +1,184 @@
+"""Handler declarations and the registry.
+
+A handler is declared once, as a function whose first parameter is the `HandlerContext` and
+whose other parameters are typed (`Annotated[..., Field(description=...)]`). The decorator turns
+the signature into a strict pydantic model (unknown keys, NaN/inf and wrong types refused), the
+model into the JSON schema that agents see, and the docstring into the description.
+Registration fails on a duplicate name, a missing description or an undocumented argument.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from copilot.errors import HandlerError
+
+Role = Literal["viewer_control", "evidence_capture", "analysis_operator"]
+ROLES: tuple[str, ...] = ("viewer_control", "evidence_capture", "analysis_operator")
+TRACK_ROLES: dict[str, tuple[str, ...]] = {
+    "A": ("viewer_control", "evidence_capture"),
+    "B": ("viewer_control", "evidence_capture", "analysis_operator"),
+}
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+
+
+class RegistryError(Exception):
+    """A handler declaration is invalid (raised at import time, never at call time)."""
+
+
+@dataclass
+class ImageOut:
+    """An image a handler returns: a view render, a keyframe or a cine."""
+
+    view: str
+    image: Image.Image | None = None
+    data: bytes | None = None  # pre-encoded (e.g. an animated PNG)
+    mime: str = "image/png"
+    label: str = ""
+
+
+@dataclass
+class HandlerOutput:
+    """What an implementation returns: JSON-ready result plus images."""
+
+    result: dict[str, Any] = field(default_factory=dict)
+    images: list[ImageOut] = field(default_factory=list)
+
+
+@dataclass
+class HandlerContext:
+    """What an implementation may touch: the viewer, the case root, the evidence log."""
+
+    viewer: Any
+    case_root: Path | None
+    evidence: list[dict[str, Any]]
+    case_inputs: dict[str, Any] = field(default_factory=dict)
+
+
+Impl = Callable[..., HandlerOutput]
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    """One declared handler."""
+
+    name: str
+    kind: str
+    role: str
+    tracks: tuple[str, ...]
+    description: str
+    args_model: type[BaseModel]
+    impl: Impl
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """JSON schema of the arguments (titles stripped, as tool schemas usually are)."""
+        return _strip_titles(self.args_model.model_json_schema())
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "tracks": list(self.tracks),
+            "description": self.description,
+            "parameters": self.parameters_schema(),
+        }
+
+    def validate(self, args: dict[str, Any] | None) -> dict[str, Any]:
+        """Validated keyword arguments, or HandlerError('invalid_arguments') naming each problem."""
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise HandlerError("invalid_arguments", f"{self.name}: arguments must be a JSON object")
+        try:
+            model = self.args_model.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise HandlerError("invalid_arguments", f"{self.name}: {problems}") from None
+        return {k: getattr(model, k) for k in type(model).model_fields}
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+class Registry:
+    """Named handlers of one viewer kind ('radiology' or 'pathology')."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._specs: dict[str, HandlerSpec] = {}
+
+    def handler(
+        self, *, role: Role, tracks: Iterable[str] = ("A", "B"), name: str | None = None
+    ) -> Callable[[Impl], Impl]:
+        """Decorator declaring a handler from a typed, documented function."""
+
+        def deco(fn: Impl) -> Impl:
+            self.register(build_spec(fn, kind=self.kind, role=role, tracks=tuple(tracks), name=name))
+            return fn
+
+        return deco
+
+    def register(self, spec: HandlerSpec) -> None:
+        if spec.name in self._specs:
+            raise RegistryError(f"duplicate handler name {spec.name!r} in the {self.kind} registry")
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> HandlerSpec:
+        if name not in self._specs:
+            raise HandlerError("unknown_handler", f"no handler named {name!r}")
+        return self._specs[name]
+
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def specs(self, track: str | None = None) -> list[HandlerSpec]:
+        """Handlers visible in a track (all when `track` is None)."""
+        return [s for s in self._specs.values() if track is None or track in s.tracks]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+
+def build_spec(fn: Impl, *, kind: str, role: str, tracks: tuple[str, ...], name: str | None) -> HandlerSpec:
+    """Turn a handler function into a spec, checking the declaration rules."""
+    hname = name or fn.__name__
+    if not _NAME_RE.match(hname):
+        raise RegistryError(f"invalid handler name {hname!r}")
+    if role not in ROLES:
+        raise RegistryError(f"{hname}: unknown role {role!r}")
+    if not tracks or any(t not in TRACK_ROLES or role not in TRACK_ROLES[t] for t in tracks):
+        raise RegistryError(f"{hname}: role {role} is not allowed in tracks {tracks}")
+    doc = inspect.getdoc(fn) or ""
+    description = doc.strip().split("\n\n")[0].replace("\n", " ").strip()
+    if not description:
+        raise RegistryError(f"{hname}: a handler needs a description (its docstring)")
+    params = list(inspect.signature(fn, eval_str=True).parameters.values())
+    if not params or params[0].name != "ctx":
+        raise RegistryError(f"{hname}: the first parameter must be 'ctx'")
+    fields: dict[str, Any] = {}
+    for p in params[1:]:
+        if p.annotation is inspect.Parameter.empty:
+            raise RegistryError(f"{hname}: argument {p.name!r} has no type")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (p.annotation, default)
+    config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+    model = create_model(f"{hname}_args", __config__=config, **fields)  # type: ignore[call-overload]
+    for fname, finfo in model.model_fields.items():
+        if not finfo.description:
+            raise RegistryError(f"{hname}: argument {fname!r} has no description")
+    return HandlerSpec(hname, kind, role, tracks, description, model, fn)

@@ -1,0 +1,98 @@
+"""Writing traces: `trace.jsonl` (one hash-chained event per line) and `artifacts/` (PNGs).
+
+Each event carries `prev` (the SHA-256 of the previous event's line) and `hash` (the SHA-256
+of its own canonical JSON without `hash`), so that editing, removing or reordering any event
+is detected. Lines are the canonical JSON of the event, so the bytes are reproducible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from copilot.session import CallOutcome
+
+GENESIS = "0" * 64
+TRACE_FILE = "trace.jsonl"
+ARTIFACTS = "artifacts"
+FORMAT_VERSION = 1
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace, no NaN: the form that is hashed and written."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def event_hash(event: dict[str, Any]) -> str:
+    body = {k: v for k, v in event.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+class TraceRecorder:
+    """Appends events to a trace directory; thread-safe, flushed after every event."""
+
+    def __init__(self, trace_dir: str | Path, header: dict[str, Any]) -> None:
+        self.dir = Path(trace_dir)
+        (self.dir / ARTIFACTS).mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / TRACE_FILE
+        if self.path.exists() and self.path.stat().st_size:
+            raise FileExistsError(f"{self.path} already holds a trace; use a new directory")
+        self._fh = self.path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._prev = GENESIS
+        self.record("episode_start", {"format": FORMAT_VERSION, **header})
+
+    def record(self, event_type: str, payload: dict[str, Any]) -> int:
+        """Append one event; returns its sequence number."""
+        with self._lock:
+            event = {"seq": self._seq, "type": event_type, "time": round(time.time(), 3), "prev": self._prev, **payload}
+            event["hash"] = event_hash(event)
+            line = canonical_json(event)
+            self._fh.write(line + "\n")
+            self._fh.flush()
+            self._prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
+            self._seq += 1
+            return event["seq"]
+
+    def record_call(
+        self, name: str, args: dict[str, Any] | None, actor: str, outcome: CallOutcome, duration_ms: float
+    ) -> int:
+        """A handler call with its arguments, result or error, state snapshot and image hashes."""
+        seq = self._seq
+        images = []
+        for n, im in enumerate(outcome.images):
+            ext = "png"
+            rel = f"{ARTIFACTS}/{seq:06d}_{n}_{im.view}.{ext}"
+            (self.dir / rel).write_bytes(im.data)
+            images.append({**im.to_json(with_data=False), "artifact": rel})
+        payload: dict[str, Any] = {
+            "actor": actor,
+            "handler": name,
+            "args": args if args is not None else {},
+            "ok": outcome.ok,
+            "status": outcome.status,
+            "duration_ms": round(duration_ms, 3),
+        }
+        if outcome.ok:
+            payload.update(result=outcome.result, state=outcome.state, images=images)
+        else:
+            payload["error"] = outcome.error
+        try:
+            return self.record("handler_call", payload)
+        except ValueError:  # arguments that JSON cannot hold (NaN): record them as text
+            payload["args"] = {"unserialisable": repr(args)}
+            return self.record("handler_call", payload)
+
+    def close(self, final: dict[str, Any] | None = None) -> None:
+        """Write the episode end (with an optional final answer/status) and close the file."""
+        if self._fh.closed:
+            return
+        self.record("episode_end", final or {})
+        with self._lock:
+            self._fh.close()

@@ -1,0 +1,112 @@
+"""Verifying and replaying a trace against a fresh viewer.
+
+First the file itself: every line must be canonical JSON, carry its own correct hash and the
+hash of the line before it. Then every handler call is executed again on a new session built
+from the episode header; its outcome, state snapshot, result and image hashes must match, and
+each stored artifact must still have the recorded hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
+
+
+@dataclass
+class ReplayReport:
+    ok: bool
+    events: int
+    calls: int
+    divergence: str | None = None
+    seq: int | None = None
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"replay ok: {self.events} events, {self.calls} handler calls reproduced"
+        return f"replay FAILED at event {self.seq}: {self.divergence}"
+
+
+def read_events(trace_dir: Path) -> tuple[list[dict[str, Any]], ReplayReport | None]:
+    """Parse and verify the hash chain; a failing report names the first bad event."""
+    path = trace_dir / TRACE_FILE
+    if not path.is_file():
+        return [], ReplayReport(False, 0, 0, f"no {TRACE_FILE} in {trace_dir}", 0)
+    events: list[dict[str, Any]] = []
+    prev = GENESIS
+    raw = path.read_bytes()
+    for n, line_bytes in enumerate(raw.split(b"\n")):
+        if not line_bytes and n == raw.count(b"\n"):
+            break
+        try:
+            line = line_bytes.decode("utf-8")
+            event = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return events, ReplayReport(False, n, 0, f"line {n + 1} is not valid JSON", n)
+        where = f"event {n} ({event.get('type')} {event.get('handler', '')})".replace(" )", ")")
+        if not isinstance(event, dict) or canonical_json(event) != line:
+            return events, ReplayReport(False, n, 0, f"{where} is not in canonical form (edited)", n)
+        if event.get("seq") != n:
+            return events, ReplayReport(False, n, 0, f"{where} has sequence number {event.get('seq')}", n)
+        if event.get("hash") != event_hash(event):
+            return events, ReplayReport(False, n, 0, f"{where}: content does not match its hash (edited)", n)
+        if event.get("prev") != prev:
+            return events, ReplayReport(False, n, 0, f"{where}: chain broken (previous event edited or removed)", n)
+        prev = hashlib.sha256(line_bytes).hexdigest()
+        events.append(event)
+    if not events or events[0].get("type") != "episode_start":
+        return events, ReplayReport(False, 0, 0, "the trace does not begin with episode_start", 0)
+    return events, None
+
+
+def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayReport:
+    """Verify the chain, then re-execute every handler call and compare what it produces."""
+    from copilot.runtime import new_viewer, registry_for
+    from copilot.session import Session
+
+    tdir = Path(trace_dir)
+    events, failure = read_events(tdir)
+    if failure is not None:
+        return failure
+    head = events[0]
+    root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
+    session = Session(
+        new_viewer(head["kind"]), registry_for(head["kind"]), root, head.get("case_inputs"), head.get("track", "A")
+    )
+    calls = 0
+    for ev in events[1:]:
+        if ev["type"] != "handler_call":
+            continue
+        calls += 1
+        problem = _check_call(tdir, session, ev)
+        if problem:
+            return ReplayReport(False, len(events), calls, f"event {ev['seq']} ({ev['handler']}): {problem}", ev["seq"])
+    return ReplayReport(True, len(events), calls)
+
+
+def _check_call(tdir: Path, session: Any, ev: dict[str, Any]) -> str | None:
+    out = session.call(ev["handler"], ev.get("args"), actor="replay")
+    if out.ok != ev["ok"]:
+        return f"recorded ok={ev['ok']} but replay gave ok={out.ok} ({out.error})"
+    if not out.ok:
+        if out.error["code"] != ev["error"]["code"]:
+            return f"error code {out.error['code']!r} differs from recorded {ev['error']['code']!r}"
+        return None
+    if canonical_json(out.state) != canonical_json(ev["state"]):
+        return "viewer state differs from the recorded snapshot"
+    if canonical_json(out.result) != canonical_json(ev["result"]):
+        return "result differs from the recorded result"
+    recorded = ev.get("images", [])
+    if len(recorded) != len(out.images):
+        return f"{len(out.images)} images instead of {len(recorded)}"
+    for rec, im in zip(recorded, out.images, strict=True):
+        if im.sha256 != rec["sha256"]:
+            return f"image of view {rec['view']} differs (sha256 {im.sha256[:12]} vs {rec['sha256'][:12]})"
+        art = tdir / rec["artifact"]
+        if not art.is_file() or hashlib.sha256(art.read_bytes()).hexdigest() != rec["sha256"]:
+            return f"artifact {rec['artifact']} is missing or was modified"
+    return None

@@ -1,0 +1,5 @@
+"""Viewer protocols shared by every backend (embedded engines, Slicer, remote, QuPath)."""
+
+from copilot.viewer.protocol import RadiologyViewer
+
+__all__ = ["RadiologyViewer"]
