@@ -36,7 +36,7 @@ def run_demo(out: Path, spacing: float = 1.0) -> int:
     session = open_session(case, trace_dir=out / "trace")
     token = secrets.token_urlsafe(16)
     server = make_server(session, "127.0.0.1", 0, token)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     print(f"listening on {server.url}")
     client = RemoteViewer(server.url, token)

@@ -85,7 +85,7 @@ def _place_lesion(anat: Anatomy, rng: np.random.Generator, spacing: float) -> Le
     deep = ndimage.binary_erosion(anat.wm > 0.6, iterations=max(1, round(6 / spacing)))
     cand = np.argwhere(deep)
     mid_i = anat.t1.shape[2] / 2.0
-    cand = cand[np.abs(cand[:, 2] - mid_i) > 12 / spacing]
+    cand = cand[np.abs(cand[:, 2] - mid_i) > 20 / spacing]
     k, j, i = cand[rng.integers(len(cand))]
     radius_mm = float(rng.uniform(11.0, 17.0))
     return Lesion(np.array([i, j, k], dtype=float), radius_mm / spacing)
@@ -109,11 +109,19 @@ def _lesion_labels(anat: Anatomy, lesion: Lesion, rng: np.random.Generator) -> n
 def synthesise(anat: Anatomy, labels: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """T1, T1c, T2 and FLAIR intensities with the lesion's phenotype, noise and a smooth bias field."""
     gm, wm, csf, head = anat.gm, anat.wm, anat.csf, anat.head
-    scalp = head & (gm + wm + csf < 0.05)
+    t1 = anat.t1
+    # Tissue T1 intensities of this template; T2/FLAIR are piecewise-linear maps of T1 through them,
+    # so that they keep the template's partial-volume texture instead of hard tissue classes.
+    tissue = [float(np.median(t1[m > 0.7])) if np.any(m > 0.7) else d for m, d in ((csf, 0.15), (gm, 0.45), (wm, 0.7))]
+    xs = [0.0, *sorted(tissue), 1.0]
+    brain = np.clip(gm + wm + csf, 0, 1)
+    scalp = head & (brain < 0.05)
+    t2_brain = np.interp(t1, xs, [720.0, 700.0, 420.0, 260.0, 240.0])
+    flair_brain = np.interp(t1, xs, [60.0, 90.0, 520.0, 400.0, 380.0])
     base = {
-        "T1": 1000.0 * anat.t1,
-        "T2": 700.0 * csf + 420.0 * gm + 260.0 * wm + 300.0 * scalp,
-        "FLAIR": 90.0 * csf + 520.0 * gm + 400.0 * wm + 250.0 * scalp,
+        "T1": 1000.0 * t1,
+        "T2": brain * t2_brain + scalp * 1.2 * 1000.0 * t1 * 0.35,
+        "FLAIR": brain * flair_brain + scalp * 1000.0 * t1 * 0.3,
     }
     base["T1c"] = base["T1"].copy()
     nec, oed, enh = labels == 1, labels == 2, labels == 4

@@ -51,7 +51,14 @@ class DisplaySettings:
 
 
 def auto_window_level(volume: Volume, low: float = 0.5, high: float = 99.5) -> tuple[float, float]:
-    """Window and level spanning the [low, high] percentiles of the foreground voxels."""
+    """Window and level spanning the [low, high] percentiles of the foreground voxels (cached per volume)."""
+    key = ("auto_wl", low, high)
+    if key not in volume.cache:
+        volume.cache[key] = _auto_window_level(volume, low, high)
+    return volume.cache[key]
+
+
+def _auto_window_level(volume: Volume, low: float, high: float) -> tuple[float, float]:
     data = volume.data
     step = max(1, data.size // 2_000_000)
     sample = data.ravel()[::step]

@@ -189,7 +189,7 @@ class EmbeddedVolumeViewer:
 
     def set_slice_step(self, step: float | None) -> None:
         if step is not None and not (math.isfinite(step) and step > 0):
-            raise ViewerError("invalid_argument", "spacing must be a positive number of mm")
+            raise ViewerError("invalid_arguments", "spacing must be a positive number of mm")
         self._s.slice_step = step
 
     def check_offset(self, view: str, offset: float) -> None:
@@ -208,12 +208,12 @@ class EmbeddedVolumeViewer:
         """Zoom by `factor` (>1 magnifies) about a RAS point fixed on screen (default: the centre)."""
         v = self.view(view)
         if not (math.isfinite(factor) and factor > 0):
-            raise ViewerError("invalid_argument", "factor must be a positive number")
+            raise ViewerError("invalid_arguments", "factor must be a positive number")
         extent = float(np.ptp(self._reference().corners_ras(), axis=0).max()) + 1.0
         new_fov = max(v.fov) / factor
         if new_fov < MIN_FOV_MM or new_fov > MAX_ZOOM_FOV_FACTOR * extent:
             raise ViewerError(
-                "invalid_argument",
+                "invalid_arguments",
                 f"zoom factor {factor} gives a field of view of {new_fov:.2f} mm, outside "
                 f"[{MIN_FOV_MM}, {MAX_ZOOM_FOV_FACTOR * extent:.0f}] mm",
             )
@@ -238,7 +238,7 @@ class EmbeddedVolumeViewer:
         """Centre every view on a RAS point (Slicer's JumpAllSlices in centred mode)."""
         ras = np.asarray(ras, dtype=float)
         if ras.shape != (3,) or not np.all(np.isfinite(ras)):
-            raise ViewerError("invalid_argument", "ras must be three finite numbers")
+            raise ViewerError("invalid_arguments", "ras must be three finite numbers")
         lo = self._reference().corners_ras().min(axis=0) - 1e-6
         hi = self._reference().corners_ras().max(axis=0) + 1e-6
         if np.any(ras < lo) or np.any(ras > hi):
@@ -252,7 +252,7 @@ class EmbeddedVolumeViewer:
 
     def set_window_level(self, vid: str, window: float, level: float) -> None:
         if not (math.isfinite(window) and window > 0 and math.isfinite(level)):
-            raise ViewerError("invalid_argument", "window must be > 0 and level finite")
+            raise ViewerError("invalid_arguments", "window must be > 0 and level finite")
         d = self._s.display[vid]
         d.window, d.level, d.auto, d.preset = float(window), float(level), False, None
 
@@ -263,7 +263,7 @@ class EmbeddedVolumeViewer:
 
     def apply_preset(self, vid: str, preset: str) -> None:
         if preset not in FIXED_PRESETS and preset not in AUTO_PRESETS:
-            raise ViewerError("invalid_argument", f"unknown preset {preset!r}")
+            raise ViewerError("invalid_arguments", f"unknown preset {preset!r}")
         self._s.display[vid] = preset_settings(self._s.volumes[vid], preset)
 
     # ----- layers -----
@@ -276,11 +276,11 @@ class EmbeddedVolumeViewer:
 
     def set_fusion(self, bg: str, fg: str | None, opacity: float, mode: str = "blend") -> None:
         if mode not in FUSION_MODES:
-            raise ViewerError("invalid_argument", f"mode must be one of {FUSION_MODES}")
+            raise ViewerError("invalid_arguments", f"mode must be one of {FUSION_MODES}")
         if not (math.isfinite(opacity) and 0.0 <= opacity <= 1.0):
-            raise ViewerError("invalid_argument", "foreground_opacity must lie in [0, 1]")
+            raise ViewerError("invalid_arguments", "foreground_opacity must lie in [0, 1]")
         if fg is not None and fg == bg:
-            raise ViewerError("invalid_argument", "foreground and background must be different volumes")
+            raise ViewerError("invalid_arguments", "foreground and background must be different volumes")
         self._s.background, self._s.foreground = bg, fg
         self._s.opacity = float(opacity) if fg is not None else 0.0
         self._s.fusion_mode = mode

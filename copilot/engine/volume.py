@@ -31,6 +31,7 @@ class Volume:
     modality: str = "MR"
     source: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    cache: dict[object, object] = field(default_factory=dict, repr=False)  # derived values (voxels never change)
 
     def __post_init__(self) -> None:
         self.data = np.ascontiguousarray(self.data, dtype=np.float32)
@@ -38,6 +39,7 @@ class Volume:
         self.ras_to_ijk = np.linalg.inv(self.ijk_to_ras)
         finite = self.data[np.isfinite(self.data)]
         self.value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        self.cache.clear()
 
     @property
     def dimensions(self) -> tuple[int, int, int]:

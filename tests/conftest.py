@@ -1,0 +1,100 @@
+"""Shared fixtures: synthetic volumes, a small brain case pack, sessions, an HTTP server and clients."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from copilot.cases.make import make_cases
+from copilot.engine.volume import Volume
+from copilot.runtime import open_session
+from copilot.server.client import LocalClient, RemoteViewer
+from copilot.server.http import make_server
+from copilot.session import Session
+
+
+def rotation(ax: float, ay: float, az: float) -> np.ndarray:
+    """Rotation matrix from three angles (radians)."""
+    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
+    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+def make_volume(
+    dims: tuple[int, int, int] = (40, 40, 40),
+    spacing: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    direction: np.ndarray | None = None,
+    origin: tuple[float, float, float] = (0.0, 0.0, 0.0),
+    name: str = "vol",
+    fill: float = 0.0,
+    modality: str = "MR",
+) -> Volume:
+    """A constant volume with the given geometry (IJK→RAS = [direction·diag(spacing) | origin])."""
+    m = np.eye(4)
+    d = np.eye(3) if direction is None else np.asarray(direction, dtype=float)
+    m[:3, :3] = d @ np.diag(spacing)
+    m[:3, 3] = origin
+    data = np.full(dims[::-1], fill, dtype=np.float32)
+    return Volume(name=name, data=data, ijk_to_ras=m, modality=modality)
+
+
+@pytest.fixture(scope="session")
+def brain_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One brain_mri case pack at 2 mm (fast to make and load)."""
+    out = tmp_path_factory.mktemp("cases")
+    return make_cases("brain_mri", 1, 7, out, spacing=2.0)[0]
+
+
+@pytest.fixture
+def session(brain_case: Path) -> Session:
+    return open_session(brain_case)
+
+
+@pytest.fixture
+def traced_session(brain_case: Path, tmp_path: Path) -> Session:
+    return open_session(brain_case, trace_dir=tmp_path / "trace")
+
+
+class RunningServer:
+    def __init__(self, session: Session, slicer_compat: bool = False) -> None:
+        self.session = session
+        self.token = secrets.token_urlsafe(16)
+        self.server = make_server(session, "127.0.0.1", 0, self.token, slicer_compat=slicer_compat)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+        self.url = self.server.url
+        self.client = RemoteViewer(self.url, self.token)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def server(traced_session: Session) -> Iterator[RunningServer]:
+    srv = RunningServer(traced_session, slicer_compat=True)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(params=["local", "http"])
+def client(request: pytest.FixtureRequest, traced_session: Session) -> Iterator[LocalClient | RemoteViewer]:
+    """The same handler API in-process and over HTTP: contract tests run against both."""
+    if request.param == "local":
+        yield LocalClient(traced_session)
+        return
+    srv = RunningServer(traced_session)
+    yield srv.client
+    srv.stop()
+
+
+def canonical_state(client: LocalClient | RemoteViewer) -> str:
+    return json.dumps(client.state(), sort_keys=True, separators=(",", ":"))
