@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ def _serve(ns: argparse.Namespace) -> int:
         print(f"token: {token}", file=sys.stderr)
     print(f"trace: {trace_dir}", file=sys.stderr)
     print(f"listening on {server.url}", flush=True)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -52,6 +54,10 @@ def _serve(ns: argparse.Namespace) -> int:
         if session.trace is not None:
             session.trace.close({"status": "server_stopped"})
     return 0
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _replay(ns: argparse.Namespace) -> int:

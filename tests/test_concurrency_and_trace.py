@@ -73,7 +73,7 @@ def test_replay_reproduces_the_trace(traced_session: Session) -> None:
 def test_one_edited_byte_fails_replay_naming_the_event(traced_session: Session, tmp_path: Path) -> None:
     tdir = _write_trace(traced_session)
     raw = (tdir / "trace.jsonl").read_bytes()
-    line_starts = [0] + [i + 1 for i, b in enumerate(raw) if b == ord("\n")][:-1]
+    line_starts = [0, *[i + 1 for i, b in enumerate(raw) if b == ord("\n")][:-1]]
     rnd = random.Random(1234)
     for trial in range(25):
         pos = rnd.randrange(len(raw) - 1)

@@ -101,7 +101,11 @@ class SliceView:
     def norm1000_to_ras(self, point: tuple[float, float], size: tuple[int, int] | None = None) -> np.ndarray:
         """RAS of a 0–999 normalised point on the image rendered at `size` (default: the last one)."""
         w, h = size or self.last_size
-        return self.image_to_ras(np.array([point[0] / 1000.0 * w, point[1] / 1000.0 * h]), (w, h))
+        s = self.pixel_mm((w, h))
+        m = self.matrix
+        dx = (point[0] / 1000.0 - 0.5) * w * s  # mm right of the centre
+        dy = (0.5 - point[1] / 1000.0) * h * s  # mm above the centre
+        return self.center + m[:, 0] * dx + m[:, 1] * dy
 
     def ras_to_norm1000(self, ras: np.ndarray, size: tuple[int, int] | None = None) -> np.ndarray:
         """The 0–1000 normalised image position of a RAS point's projection."""

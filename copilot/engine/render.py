@@ -1,4 +1,8 @@
-"""Composing a slice view: background and foreground layers, fusion, corner overlays, PNG encoding."""
+"""Composing a slice view: background and foreground layers, fusion, corner overlays, PNG encoding.
+
+Grey views stay 8-bit single-channel images (half the PNG encoding cost of RGB); colour maps and
+fusion produce RGB. Colour mapping and blending run in Pillow's C code.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageChops, ImageDraw, ImageFont
 
 from copilot.engine.display import LUTS, DisplaySettings
 from copilot.engine.geometry import SliceView
@@ -33,26 +37,33 @@ def compose(
     opacity: float = 0.0,
     mode: str = "blend",
 ) -> Image.Image:
-    """RGB image of the view: background and optional foreground, alpha-blended or added."""
+    """The view's image: 8-bit grey ('L') for a grey layer alone, RGB once a colour map or fusion is shown."""
     m = view.image_to_ras_matrix(size)
     w, h = size
-    rgb = np.zeros((h, w, 3), dtype=np.uint8)
-    if background is not None:
-        rgb = _layer_rgb(background, m, size)
+    image = _layer_image(background, m, size) if background is not None else Image.new("L", (w, h))
     if foreground is not None and opacity > 0.0:
-        fg = _layer_rgb(foreground, m, size).astype(np.float32)
-        bg = rgb.astype(np.float32)
+        bg = image.convert("RGB")
+        fg = _layer_image(foreground, m, size).convert("RGB")
         if mode == "add":
-            out = bg + fg * np.float32(opacity)
+            image = ImageChops.add(bg, Image.blend(Image.new("RGB", (w, h)), fg, opacity))
         else:
-            out = bg * np.float32(1.0 - opacity) + fg * np.float32(opacity)
-        rgb = np.clip(out + 0.5, 0, 255).astype(np.uint8)
-    return Image.fromarray(rgb, mode="RGB")
+            image = Image.blend(bg, fg, opacity)
+    return image
 
 
-def _layer_rgb(layer: Layer, image_to_ras: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    grey = reslice_uint8(layer.volume, image_to_ras, size, layer.display.window, layer.display.level)
-    return LUTS[layer.display.colormap][grey]
+def _layer_image(layer: Layer, image_to_ras: np.ndarray, size: tuple[int, int]) -> Image.Image:
+    grey = Image.fromarray(
+        reslice_uint8(layer.volume, image_to_ras, size, layer.display.window, layer.display.level), mode="L"
+    )
+    if layer.display.colormap == "grey":
+        return grey
+    grey.putpalette(_palette(layer.display.colormap))
+    return grey.convert("RGB")
+
+
+@lru_cache(maxsize=8)
+def _palette(colormap: str) -> bytes:
+    return LUTS[colormap].astype(np.uint8).tobytes()
 
 
 @lru_cache(maxsize=8)
@@ -61,19 +72,21 @@ def _font(px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
 
 
 def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
-    """Draw text lines in the image corners ('tl', 'tr', 'bl', 'br'), Slicer-style, with a shadow."""
+    """Draw white text lines with a dark shadow in the image corners ('tl', 'tr', 'bl', 'br'), like Slicer's
+    corner annotations."""
     w, h = image.size
     px = max(9, min(18, round(min(w, h) / 28)))
     font = _font(px)
     draw = ImageDraw.Draw(image)
+    ink, shadow = (255, 0) if image.mode == "L" else ((255, 255, 255), (0, 0, 0))
     pad, line_h = 3, px + 2
     for corner, lines in corners.items():
         for n, text in enumerate(lines):
             tw = draw.textlength(text, font=font)
             x = pad if corner[1] == "l" else w - pad - tw
             y = pad + n * line_h if corner[0] == "t" else h - pad - (len(lines) - n) * line_h
-            draw.text((x + 1, y + 1), text, fill=(0, 0, 0), font=font)
-            draw.text((x, y), text, fill=(255, 255, 120), font=font)
+            draw.text((x + 1, y + 1), text, fill=shadow, font=font)
+            draw.text((x, y), text, fill=ink, font=font)
 
 
 def encode_png(image: Image.Image) -> bytes:

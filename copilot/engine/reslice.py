@@ -3,18 +3,18 @@
 The image→IJK map is affine. When the view plane is a voxel plane of the volume (the usual
 axis-aligned case, whatever the in-plane flips, swaps and spacing), one 2D slab is taken,
 interpolated along the normal, windowed to 8 bits and resampled in 2D by Pillow's affine
-transform. Any other (oblique) geometry samples the volume trilinearly with SciPy.
+transform. Any other (oblique) geometry is sampled trilinearly by SimpleITK (multi-threaded ITK).
 Outside the volume (beyond half a voxel from the outer voxel centres) the image is 0.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import SimpleITK as sitk
 from PIL import Image
-from scipy import ndimage
 
 from copilot.engine.display import to_uint8
-from copilot.engine.volume import Volume
+from copilot.engine.volume import LPS_TO_RAS, Volume, volume_to_sitk
 
 _EPS = 1e-9
 
@@ -33,7 +33,7 @@ def reslice_uint8(
     for normal_axis in range(3):
         if abs(ax[normal_axis]) < _EPS and abs(ay[normal_axis]) < _EPS:
             return _reslice_voxel_plane(volume, normal_axis, ax, ay, origin, size, window, level)
-    return _reslice_general(volume, ax, ay, origin, size, window, level)
+    return _reslice_general(volume, image_to_ras, size, window, level)
 
 
 def _slab(volume: Volume, axis: int, index: float) -> np.ndarray | None:
@@ -84,28 +84,32 @@ def _reslice_voxel_plane(
     return np.asarray(out)
 
 
-def _reslice_general(
-    volume: Volume,
-    ax: np.ndarray,
-    ay: np.ndarray,
-    origin: np.ndarray,
-    size: tuple[int, int],
-    window: float,
-    level: float,
-) -> np.ndarray:
+def view_grid(image_to_ras: np.ndarray, size: tuple[int, int]) -> sitk.Image:
+    """A one-slice SimpleITK image (LPS geometry) whose voxels are the pixels of the view's image."""
     w, h = size
-    xs = np.arange(w, dtype=np.float32) + np.float32(0.5)
-    ys = np.arange(h, dtype=np.float32) + np.float32(0.5)
-    coords = np.empty((3, h, w), dtype=np.float32)
-    inside = np.ones((h, w), dtype=bool)
-    for a in range(3):
-        # data axis order is k, j, i
-        c = coords[2 - a]
-        np.add.outer(ys * np.float32(ay[a]), xs * np.float32(ax[a]), out=c)
-        c += np.float32(origin[a])
-        n = volume.dimensions[a]
-        inside &= (c >= -0.5) & (c <= n - 0.5)
-    values = ndimage.map_coordinates(volume.data, coords, order=1, mode="nearest", prefilter=False)
-    out = to_uint8(values, window, level)
-    out[~inside] = 0
-    return out
+    m = image_to_ras
+    s = float(np.linalg.norm(m[:3, 0]))
+    origin_ras = m[:3, 3] + 0.5 * m[:3, 0] + 0.5 * m[:3, 1]  # centre of pixel (0, 0)
+    cols = np.stack([m[:3, 0] / s, m[:3, 1] / s, m[:3, 2] / np.linalg.norm(m[:3, 2])], axis=1)
+    ref = sitk.Image([w, h, 1], sitk.sitkFloat32)
+    ref.SetSpacing((s, s, 1.0))
+    ref.SetOrigin(tuple(float(v) for v in LPS_TO_RAS @ origin_ras))
+    ref.SetDirection(tuple(float(v) for v in (LPS_TO_RAS @ cols).ravel()))
+    return ref
+
+
+def sitk_image(volume: Volume) -> sitk.Image:
+    """The volume as a SimpleITK image, made once per volume."""
+    image = volume.cache.get("sitk")
+    if image is None:
+        image = volume.cache["sitk"] = volume_to_sitk(volume)
+    return image  # type: ignore[return-value]
+
+
+def _reslice_general(
+    volume: Volume, image_to_ras: np.ndarray, size: tuple[int, int], window: float, level: float
+) -> np.ndarray:
+    """Trilinear sampling by SimpleITK `Resample` onto a one-slice grid with the view's geometry."""
+    ref = view_grid(image_to_ras, size)
+    out = sitk.Resample(sitk_image(volume), ref, sitk.Transform(), sitk.sitkLinear, 0.0, sitk.sitkFloat32)
+    return to_uint8(sitk.GetArrayViewFromImage(out)[0], window, level)
