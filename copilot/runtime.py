@@ -7,23 +7,31 @@ from typing import Any
 
 import copilot
 from copilot.cases.pack import CasePack, load_case
+from copilot.engine.slide_viewer import EmbeddedSlideViewer
 from copilot.engine.viewer import EmbeddedVolumeViewer
 from copilot.errors import HandlerError
 from copilot.session import Session
-from copilot.tools import RADIOLOGY
+from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
 from copilot.trace.recorder import TraceRecorder
+
+OPEN_HANDLER = {"radiology": "open_case", "pathology": "load_case"}
 
 
 def new_viewer(kind: str) -> Any:
+    """A fresh embedded viewer for a case kind."""
     if kind == "radiology":
         return EmbeddedVolumeViewer()
-    raise ValueError(f"no embedded viewer for {kind!r} cases yet")
+    if kind == "pathology":
+        return EmbeddedSlideViewer()
+    raise ValueError(f"no embedded viewer for {kind!r} cases")
 
 
-def registry_for(kind: str) -> Any:
-    if kind == "radiology":
-        return RADIOLOGY
-    raise ValueError(f"no handler registry for {kind!r} cases yet")
+def registry_for(kind: str) -> Registry:
+    """The handler registry of a case kind."""
+    registries = {"radiology": RADIOLOGY, "pathology": PATHOLOGY}
+    if kind not in registries:
+        raise ValueError(f"no handler registry for {kind!r} cases")
+    return registries[kind]
 
 
 def session_header(case: CasePack, track: str) -> dict[str, Any]:
@@ -47,7 +55,7 @@ def open_session(
     trace = TraceRecorder(trace_dir, session_header(case, track)) if trace_dir is not None else None
     session = Session(new_viewer(case.kind), registry_for(case.kind), case.root, case.inputs, track, trace)
     if preload:
-        outcome = session.call("open_case", {}, actor="system")
+        outcome = session.call(OPEN_HANDLER[case.kind], {}, actor="system")
         if not outcome.ok:
             raise HandlerError(outcome.error["code"], f"cannot open case: {outcome.error['message']}")  # type: ignore[index]
     return session

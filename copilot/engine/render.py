@@ -67,7 +67,7 @@ def _palette(colormap: str) -> bytes:
 
 
 @lru_cache(maxsize=8)
-def _font(px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+def overlay_font(px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=px)
 
 
@@ -76,7 +76,7 @@ def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
     corner annotations."""
     w, h = image.size
     px = max(9, min(18, round(min(w, h) / 28)))
-    font = _font(px)
+    font = overlay_font(px)
     draw = ImageDraw.Draw(image)
     ink, shadow = (255, 0) if image.mode == "L" else ((255, 255, 255), (0, 0, 0))
     pad, line_h = 3, px + 2

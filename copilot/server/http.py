@@ -151,6 +151,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if method != "GET":
             self._error(405, "read_only", "the /slicer subset is read-only")
             return
+        if self.server.session.viewer.kind != "radiology":
+            self._error(404, "not_found", "the /slicer subset is served for radiology cases only")
+            return
         try:
             status, ctype, body = self.server.compat.handle(path, parse_qs(query))
         except HandlerError as exc:

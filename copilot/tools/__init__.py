@@ -1,7 +1,17 @@
-"""The handler registries. Importing this package declares every radiology handler once."""
+"""The handler registries. Importing this package declares every radiology and pathology handler once."""
 
 from copilot.tools import evidence as _evidence  # noqa: F401  (declares evidence handlers)
+from copilot.tools.pathology import PATHOLOGY
 from copilot.tools.radiology import RADIOLOGY
 from copilot.tools.registry import HandlerContext, HandlerOutput, HandlerSpec, ImageOut, Registry, RegistryError
 
-__all__ = ["RADIOLOGY", "HandlerContext", "HandlerOutput", "HandlerSpec", "ImageOut", "Registry", "RegistryError"]
+__all__ = [
+    "PATHOLOGY",
+    "RADIOLOGY",
+    "HandlerContext",
+    "HandlerOutput",
+    "HandlerSpec",
+    "ImageOut",
+    "Registry",
+    "RegistryError",
+]

@@ -1,0 +1,245 @@
+"""The embedded slide viewer: a QuPath-like viewport over a whole-slide image.
+
+The viewport is QuPath's: a centre in level-0 pixels, a downsample factor and a component size
+in screen pixels. Screen pixel (sx, sy) (continuous, origin top-left) shows level-0 position
+(cx + (sx - W/2)·d, cy + (sy - H/2)·d). Downsamples are clamped to QuPath's range
+(1/64 … max(width, height)/100); the centre is kept on the image. Rendering reads only the tiles
+of the best pyramid level that the viewport covers.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from copilot.engine.slide import SlideError, SlideSource, TileCache
+from copilot.engine.slide_overlays import draw_slide_overlays
+from copilot.errors import ViewerError
+
+MIN_DOWNSAMPLE = 1.0 / 64.0  # QuPathViewer.getMinDownsample()
+ZOOM_STEP = 1.01  # QuPathViewer.getDefaultZoomFactor(): one zoomIn() step
+IMAGE_TYPES = ("BRIGHTFIELD_H_E", "BRIGHTFIELD_H_DAB", "BRIGHTFIELD_OTHER", "FLUORESCENCE", "OTHER", "UNSET")
+OUTSIDE_RGB = (0, 0, 0)  # the viewer background beyond the image
+
+
+@dataclass
+class Viewport:
+    """Centre (level-0 px), downsample and component size (screen px)."""
+
+    cx: float
+    cy: float
+    downsample: float
+    width: int = 1024
+    height: int = 768
+
+    def screen_to_level0(self, sx: float, sy: float) -> tuple[float, float]:
+        d = self.downsample
+        return (self.cx + (sx - self.width / 2.0) * d, self.cy + (sy - self.height / 2.0) * d)
+
+    def level0_to_screen(self, x: float, y: float) -> tuple[float, float]:
+        d = self.downsample
+        return ((x - self.cx) / d + self.width / 2.0, (y - self.cy) / d + self.height / 2.0)
+
+    def norm1000_to_level0(self, px: float, py: float) -> tuple[float, float]:
+        return self.screen_to_level0(px / 1000.0 * self.width, py / 1000.0 * self.height)
+
+    def level0_to_norm1000(self, x: float, y: float) -> tuple[float, float]:
+        sx, sy = self.level0_to_screen(x, y)
+        return (sx / self.width * 1000.0, sy / self.height * 1000.0)
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """Visible level-0 rectangle (x0, y0, x1, y1)."""
+        x0, y0 = self.screen_to_level0(0.0, 0.0)
+        x1, y1 = self.screen_to_level0(float(self.width), float(self.height))
+        return (x0, y0, x1, y1)
+
+
+class EmbeddedSlideViewer:
+    """One slide at a time in a QuPath-like viewport; implements the slide-viewer protocol."""
+
+    kind = "pathology"
+
+    def __init__(self, size: tuple[int, int] = (1024, 768), cache: TileCache | None = None) -> None:
+        self.size = size
+        self.cache = cache if cache is not None else TileCache()
+        self.slide: SlideSource | None = None
+        self.viewport = Viewport(0.0, 0.0, 1.0, *size)
+        self.image_type = "UNSET"
+        self.last_action = "none"
+
+    # ----- transactional state -----
+    def export_state(self) -> dict[str, Any]:
+        return {
+            "slide": self.slide,
+            "viewport": copy.copy(self.viewport),
+            "image_type": self.image_type,
+            "last_action": self.last_action,
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.slide = state["slide"]
+        self.viewport = state["viewport"]
+        self.image_type = state["image_type"]
+        self.last_action = state["last_action"]
+
+    # ----- image -----
+    def open(self, path: str | Path, image_type: str = "BRIGHTFIELD_H_E") -> None:
+        """Open a slide and fit it in the viewer (QuPath's zoom-to-fit on open)."""
+        try:
+            self.slide = SlideSource(path, cache=self.cache)
+        except SlideError as exc:
+            raise ViewerError("load_failed", str(exc)) from exc
+        self.image_type = image_type
+        self.fit()
+
+    def close(self) -> None:
+        self.slide = None
+        self.image_type = "UNSET"
+
+    def require(self) -> SlideSource:
+        if self.slide is None:
+            raise ViewerError("no_image", "no image is open in the viewer; call load_case or load_image")
+        return self.slide
+
+    def set_image_type(self, image_type: str) -> None:
+        self.require()
+        if image_type not in IMAGE_TYPES:
+            raise ViewerError("invalid_arguments", f"image type must be one of {IMAGE_TYPES}")
+        self.image_type = image_type
+
+    # ----- geometry -----
+    def max_downsample(self) -> float:
+        w, h = self.require().info.dimensions
+        return max(w, h) / 100.0
+
+    def full_magnification(self) -> float | None:
+        """Magnification at downsample 1, from the pixel size (10 µm / mpp: 0.25 µm/px ≈ 40×)."""
+        info = self.require().info
+        if info.mpp is not None:
+            return 10.0 / info.mpp[0]
+        return info.objective_power
+
+    def magnification(self) -> float | None:
+        full = self.full_magnification()
+        return None if full is None else full / self.viewport.downsample
+
+    def fit_downsample(self) -> float:
+        w, h = self.require().info.dimensions
+        return max(w / self.viewport.width, h / self.viewport.height)
+
+    def fit(self) -> None:
+        w, h = self.require().info.dimensions
+        self.viewport.cx, self.viewport.cy = w / 2.0, h / 2.0
+        self.viewport.downsample = self.fit_downsample()
+
+    def set_downsample(self, downsample: float, anchor: tuple[float, float] | None = None) -> bool:
+        """Set the downsample (clamped to QuPath's range), keeping a level-0 anchor fixed on screen.
+
+        Returns True when the request was clamped.
+        """
+        if not (math.isfinite(downsample) and downsample > 0):
+            raise ViewerError("invalid_arguments", "the zoom must give a positive, finite downsample")
+        lo, hi = MIN_DOWNSAMPLE, self.max_downsample()
+        new = min(max(downsample, lo), hi)
+        vp = self.viewport
+        if anchor is not None:
+            ax, ay = anchor
+            ratio = new / vp.downsample
+            vp.cx, vp.cy = ax + (vp.cx - ax) * ratio, ay + (vp.cy - ay) * ratio
+        vp.downsample = new
+        self._clamp_centre()
+        return not math.isclose(new, downsample, rel_tol=1e-12)
+
+    def set_centre(self, x: float, y: float) -> bool:
+        """Centre the viewer on a level-0 point (kept on the image); True when clamped."""
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ViewerError("invalid_arguments", "the centre must be finite")
+        self.require()
+        self.viewport.cx, self.viewport.cy = x, y
+        return self._clamp_centre()
+
+    def _clamp_centre(self) -> bool:
+        w, h = self.require().info.dimensions
+        vp = self.viewport
+        cx, cy = min(max(vp.cx, 0.0), float(w)), min(max(vp.cy, 0.0), float(h))
+        clamped = (cx, cy) != (vp.cx, vp.cy)
+        vp.cx, vp.cy = cx, cy
+        return clamped
+
+    def point_to_level0(self, x1000: float, y1000: float) -> tuple[float, float]:
+        self.require()
+        return self.viewport.norm1000_to_level0(x1000, y1000)
+
+    # ----- rendering -----
+    def render(self, overlays: bool = True) -> Image.Image:
+        """RGB screenshot of the viewport; with the overview, scale bar and magnification overlays."""
+        slide = self.require()
+        image = render_viewport(slide, self.viewport)
+        if overlays:
+            draw_slide_overlays(image, slide, self.viewport, self.magnification())
+        return image
+
+    def state(self) -> dict[str, Any]:
+        if self.slide is None:
+            return {"image_open": False, "image_type": self.image_type, "last_action": self.last_action}
+        info = self.slide.info
+        vp = self.viewport
+        mag = self.magnification()
+        x0, y0, x1, y1 = vp.bounds()
+        return {
+            "image_open": True,
+            "image": info.name,
+            "dimensions": list(info.dimensions),
+            "levels": len(info.level_dimensions),
+            "level_downsamples": [round(d, 6) for d in info.level_downsamples],
+            "mpp": list(info.mpp) if info.mpp else None,
+            "image_type": self.image_type,
+            "center": [round(vp.cx, 3), round(vp.cy, 3)],
+            "downsample": round(vp.downsample, 6),
+            "magnification": None if mag is None else round(mag, 4),
+            "viewer_size": [vp.width, vp.height],
+            "visible_region": [round(v, 3) for v in (x0, y0, x1, y1)],
+            "pyramid_level": slide_level(self.slide, vp.downsample),
+            "last_action": self.last_action,
+        }
+
+
+def slide_level(slide: SlideSource, downsample: float) -> int:
+    return slide.best_level(max(downsample, 1.0))
+
+
+def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:
+    """Read only the tiles the viewport covers at the best level and resample them to the screen."""
+    level = slide_level(slide, vp.downsample)
+    ds = slide.info.level_downsamples[level]
+    lw, lh = slide.info.level_dimensions[level]
+    t = slide.tile
+    x0, y0, x1, y1 = vp.bounds()
+    left, top, right, bottom = x0 / ds, y0 / ds, x1 / ds, y1 / ds  # level coordinates
+    tx0, ty0 = max(0, math.floor(left / t)), max(0, math.floor(top / t))
+    tx1, ty1 = min(math.ceil(lw / t) - 1, math.floor(right / t)), min(math.ceil(lh / t) - 1, math.floor(bottom / t))
+    if tx1 < tx0 or ty1 < ty0:
+        return Image.new("RGB", (vp.width, vp.height), OUTSIDE_RGB)
+    mosaic = np.empty(((ty1 - ty0 + 1) * t, (tx1 - tx0 + 1) * t, 3), dtype=np.uint8)
+    mosaic[...] = OUTSIDE_RGB
+    for ty in range(ty0, ty1 + 1):
+        for tx in range(tx0, tx1 + 1):
+            tile = slide.read_tile(level, tx, ty)
+            oy, ox = (ty - ty0) * t, (tx - tx0) * t
+            mosaic[oy : oy + tile.shape[0], ox : ox + tile.shape[1]] = tile
+    box = (left - tx0 * t, top - ty0 * t, right - tx0 * t, bottom - ty0 * t)
+    src = Image.fromarray(mosaic)
+    if box[0] >= 0 and box[1] >= 0 and box[2] <= mosaic.shape[1] and box[3] <= mosaic.shape[0]:
+        return src.resize((vp.width, vp.height), Image.Resampling.BILINEAR, box=box)
+    # the viewport reaches beyond the image: an affine map leaves the outside in the background colour
+    s = vp.downsample / ds
+    coeffs = (s, 0.0, box[0], 0.0, s, box[1])
+    return src.transform(
+        (vp.width, vp.height), Image.Transform.AFFINE, coeffs, Image.Resampling.BILINEAR, fillcolor=OUTSIDE_RGB
+    )
