@@ -96,6 +96,13 @@ def encode_png(image: Image.Image) -> bytes:
     return buf.getvalue()
 
 
+def encode_jpeg(image: Image.Image, quality: int = 90) -> bytes:
+    """JPEG bytes (for slide screenshots when speed matters more than losslessness)."""
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
 def encode_apng(frames: list[Image.Image], frame_ms: int = 120) -> bytes:
     """Animated PNG of frames (a cine loop)."""
     buf = io.BytesIO()

@@ -7,8 +7,10 @@ cache, so panning a gigapixel slide never holds more than the budget in memory.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-DEFAULT_TILE = 512
+DEFAULT_TILE = 512  # read unit when the file does not say its tile size
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 BACKGROUND_RGB = (255, 255, 255)  # what a slide shows where it has no data (glass)
+_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="tiles")
 
 
 class SlideError(ValueError):
@@ -42,12 +45,12 @@ class SlideInfo:
 class SlideSource:
     """A slide opened with OpenSlide (or tiffslide), with cached tile reads."""
 
-    def __init__(self, path: str | Path, cache: TileCache | None = None, tile: int = DEFAULT_TILE) -> None:
+    def __init__(self, path: str | Path, cache: TileCache | None = None, tile: int | None = None) -> None:
         p = Path(path)
         if not p.is_file():
             raise SlideError(f"no such slide file: {p.name}")
         self._slide, backend = _open(p)
-        self.tile = tile
+        self.tile = tile or _native_tile(self._slide.properties)
         self.cache = cache if cache is not None else TileCache()
         self._lock = threading.Lock()
         props = self._slide.properties
@@ -72,19 +75,40 @@ class SlideSource:
 
     def read_tile(self, level: int, tx: int, ty: int) -> np.ndarray:
         """RGB tile (level coordinates `tx*tile`, `ty*tile`), clipped at the level's edge; cached."""
-        key = (self.info.path, level, tx, ty)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        hit = self.cache.get((self.info.path, level, tx, ty))
+        return hit if hit is not None else self._load_tile(level, tx, ty)
+
+    def _load_tile(self, level: int, tx: int, ty: int) -> np.ndarray:
+        """Decode one tile and put it in the cache."""
         lw, lh = self.info.level_dimensions[level]
         w, h = min(self.tile, lw - tx * self.tile), min(self.tile, lh - ty * self.tile)
         ds = self.info.level_downsamples[level]
         loc = (round(tx * self.tile * ds), round(ty * self.tile * ds))
-        with self._lock:  # OpenSlide handles are thread-safe, tiffslide's are not
+        if self.info.backend == "openslide":  # OpenSlide handles are thread-safe
             region = self._slide.read_region(loc, level, (w, h))
+        else:
+            with self._lock:
+                region = self._slide.read_region(loc, level, (w, h))
         tile = _to_rgb(region)
-        self.cache.put(key, tile)
+        self.cache.put((self.info.path, level, tx, ty), tile)
         return tile
+
+    def read_tiles(self, level: int, keys: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
+        """Several tiles; the ones not cached are decoded in parallel (OpenSlide releases the GIL)."""
+        out: dict[tuple[int, int], np.ndarray] = {}
+        missing = []
+        for tx, ty in keys:
+            hit = self.cache.get((self.info.path, level, tx, ty))
+            if hit is None:
+                missing.append((tx, ty))
+            else:
+                out[(tx, ty)] = hit
+        if len(missing) > 1:
+            for key, tile in zip(missing, _POOL.map(lambda k: self._load_tile(level, *k), missing), strict=True):
+                out[key] = tile
+        elif missing:
+            out[missing[0]] = self._load_tile(level, *missing[0])
+        return out
 
     def _make_thumbnail(self, side: int) -> Image.Image:
         w, h = self.info.dimensions
@@ -107,6 +131,12 @@ def _open(path: Path) -> tuple[Any, str]:
             raise SlideError(f"cannot open {path.name}: {first}; tiffslide: {exc}") from exc
 
 
+def _native_tile(props: Any) -> int:
+    """The file's own tile width when it is a sensible read unit (one decode per read), else 512."""
+    width = _float(props.get("openslide.level[0].tile-width"))
+    return int(width) if width is not None and 256 <= width <= 1024 else DEFAULT_TILE
+
+
 def _float(value: Any) -> float | None:
     try:
         f = float(value)
@@ -124,14 +154,15 @@ def _mpp(props: Any) -> tuple[float, float] | None:
 
 
 def _to_rgb(image: Image.Image) -> np.ndarray:
-    """RGBA (premultiplied transparent where there is no data) composited on the glass background."""
+    """RGB array of a region; transparent (no-data) pixels composited over the glass background."""
     if image.mode == "RGB":
         return np.asarray(image)
-    rgba = np.asarray(image.convert("RGBA"), dtype=np.uint16)
-    alpha = rgba[..., 3:4]
-    bg = np.array(BACKGROUND_RGB, dtype=np.uint16)
-    rgb = (rgba[..., :3] * alpha + bg * (255 - alpha) + 127) // 255
-    return rgb.astype(np.uint8)
+    if image.mode != "RGBA":
+        image = image.convert("RGBA")
+    if image.getchannel("A").getextrema()[0] == 255:  # fully opaque: drop alpha
+        return np.asarray(image.convert("RGB"))
+    background = Image.new("RGBA", image.size, (*BACKGROUND_RGB, 255))
+    return np.asarray(Image.alpha_composite(background, image).convert("RGB"))
 
 
 class TileCache:

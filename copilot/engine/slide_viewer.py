@@ -65,8 +65,13 @@ class EmbeddedSlideViewer:
 
     kind = "pathology"
 
-    def __init__(self, size: tuple[int, int] = (1024, 768), cache: TileCache | None = None) -> None:
+    def __init__(
+        self, size: tuple[int, int] = (1024, 768), cache: TileCache | None = None, screenshot_format: str = "png"
+    ) -> None:
+        if screenshot_format not in ("png", "jpeg"):
+            raise ValueError("screenshot_format must be png or jpeg")
         self.size = size
+        self.screenshot_format = screenshot_format
         self.cache = cache if cache is not None else TileCache()
         self.slide: SlideSource | None = None
         self.viewport = Viewport(0.0, 0.0, 1.0, *size)
@@ -228,11 +233,10 @@ def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:
         return Image.new("RGB", (vp.width, vp.height), OUTSIDE_RGB)
     mosaic = np.empty(((ty1 - ty0 + 1) * t, (tx1 - tx0 + 1) * t, 3), dtype=np.uint8)
     mosaic[...] = OUTSIDE_RGB
-    for ty in range(ty0, ty1 + 1):
-        for tx in range(tx0, tx1 + 1):
-            tile = slide.read_tile(level, tx, ty)
-            oy, ox = (ty - ty0) * t, (tx - tx0) * t
-            mosaic[oy : oy + tile.shape[0], ox : ox + tile.shape[1]] = tile
+    keys = [(tx, ty) for ty in range(ty0, ty1 + 1) for tx in range(tx0, tx1 + 1)]
+    for (tx, ty), tile in slide.read_tiles(level, keys).items():
+        oy, ox = (ty - ty0) * t, (tx - tx0) * t
+        mosaic[oy : oy + tile.shape[0], ox : ox + tile.shape[1]] = tile
     box = (left - tx0 * t, top - ty0 * t, right - tx0 * t, bottom - ty0 * t)
     src = Image.fromarray(mosaic)
     if box[0] >= 0 and box[1] >= 0 and box[2] <= mosaic.shape[1] and box[3] <= mosaic.shape[0]:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from copilot.engine.render import encode_jpeg
 from copilot.engine.slide_viewer import IMAGE_TYPES, ZOOM_STEP
 from copilot.errors import HandlerError
 from copilot.tools.args import Label, resolve_case_path
@@ -24,7 +25,10 @@ ImageType = Literal[IMAGE_TYPES]  # type: ignore[valid-type]
 
 
 def _screenshot(ctx: HandlerContext, label: str = "viewer") -> ImageOut:
-    return ImageOut(view="viewer", image=ctx.viewer.render(), label=label)
+    image = ctx.viewer.render()
+    if getattr(ctx.viewer, "screenshot_format", "png") == "jpeg":
+        return ImageOut(view="viewer", data=encode_jpeg(image), mime="image/jpeg", label=label)
+    return ImageOut(view="viewer", image=image, label=label)
 
 
 def _with_state(ctx: HandlerContext, result: dict[str, Any], image: bool = True) -> HandlerOutput:
