@@ -7,7 +7,7 @@ maps back to it (within half a voxel), whatever the view, zoom, pan and output s
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy import ndimage
 
@@ -55,6 +55,17 @@ def _blob_centroid(image: np.ndarray) -> tuple[float, float]:
     view=st.sampled_from(VIEWS), size=st.sampled_from([160, 256, 400]),
     zoom=st.floats(1.0, 1.5), anchor=st.tuples(st.integers(300, 700), st.integers(300, 700)),
 )  # fmt: skip
+@example(
+    ax=0.0,
+    ay=0.375,
+    az=3.5e-299,
+    spacing=(1.0, 1.0, 1.0),
+    voxel=(6, 6, 6),
+    view="red",
+    size=160,
+    zoom=1.0,
+    anchor=(300, 300),
+)  # denormal direction cosines once broke ITK's inverse
 def test_jump_render_and_convert_back(ax, ay, az, spacing, voxel, view, size, zoom, anchor) -> None:
     vol = make_volume(dims=(20, 20, 20), spacing=spacing, direction=rotation(ax, ay, az), origin=(5.0, -7.0, 3.0))
     i, j, k = voxel

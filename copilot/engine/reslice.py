@@ -91,6 +91,7 @@ def view_grid(image_to_ras: np.ndarray, size: tuple[int, int]) -> sitk.Image:
     s = float(np.linalg.norm(m[:3, 0]))
     origin_ras = m[:3, 3] + 0.5 * m[:3, 0] + 0.5 * m[:3, 1]  # centre of pixel (0, 0)
     cols = np.stack([m[:3, 0] / s, m[:3, 1] / s, m[:3, 2] / np.linalg.norm(m[:3, 2])], axis=1)
+    cols[np.abs(cols) < 1e-12] = 0.0
     ref = sitk.Image([w, h, 1], sitk.sitkFloat32)
     ref.SetSpacing((s, s, 1.0))
     ref.SetOrigin(tuple(float(v) for v in LPS_TO_RAS @ origin_ras))

@@ -35,7 +35,8 @@ class Volume:
 
     def __post_init__(self) -> None:
         self.data = np.ascontiguousarray(self.data, dtype=np.float32)
-        self.ijk_to_ras = np.asarray(self.ijk_to_ras, dtype=float)
+        self.ijk_to_ras = np.array(self.ijk_to_ras, dtype=float)
+        self.ijk_to_ras[np.abs(self.ijk_to_ras) < 1e-12] = 0.0  # denormal cosines break ITK's matrix inverse
         self.ras_to_ijk = np.linalg.inv(self.ijk_to_ras)
         finite = self.data[np.isfinite(self.data)]
         self.value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
