@@ -38,7 +38,12 @@ def _serve(ns: argparse.Namespace) -> int:
 
     token = ns.token or os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(24)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir)
+    viewer = None
+    if ns.qupath is not None:  # a live QuPath instead of the embedded slide viewer
+        from qupath_ext import QuPathViewer
+
+        viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
+    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer)
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat)
     if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
         print(f"token: {token}", file=sys.stderr)
@@ -96,6 +101,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--track", choices=["A", "B"], default="A")
     serve.add_argument("--slicer-compat", action="store_true", help="open the read-only /slicer subset on loopback")
     serve.add_argument("--trace-dir", default=None)
+    serve.add_argument(
+        "--qupath",
+        type=int,
+        nargs="?",
+        const=25333,
+        default=None,
+        metavar="PORT",
+        help="drive a running QuPath through its Py4J gateway (token: $MEDCOPILOT_QUPATH_TOKEN)",
+    )
     serve.set_defaults(func=_serve)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")

@@ -48,12 +48,20 @@ def session_header(case: CasePack, track: str) -> dict[str, Any]:
 
 
 def open_session(
-    case_dir: str | Path, track: str = "A", trace_dir: str | Path | None = None, preload: bool = True
+    case_dir: str | Path,
+    track: str = "A",
+    trace_dir: str | Path | None = None,
+    preload: bool = True,
+    viewer: Any = None,
 ) -> Session:
-    """A session on a case; with `preload`, the system opens the case's inputs (recorded in the trace)."""
+    """A session on a case; with `preload`, the system opens the case's inputs (recorded in the trace).
+
+    `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`).
+    """
     case = load_case(case_dir)
     trace = TraceRecorder(trace_dir, session_header(case, track)) if trace_dir is not None else None
-    session = Session(new_viewer(case.kind), registry_for(case.kind), case.root, case.inputs, track, trace)
+    viewer = viewer if viewer is not None else new_viewer(case.kind)
+    session = Session(viewer, registry_for(case.kind), case.root, case.inputs, track, trace)
     if preload:
         outcome = session.call(OPEN_HANDLER[case.kind], {}, actor="system")
         if not outcome.ok:

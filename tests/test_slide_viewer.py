@@ -187,6 +187,8 @@ def test_bad_pathology_calls_change_nothing(slide_case: Path, tmp_path: Path, tr
             assert not reply.ok and reply.error_code == code, (name, args, reply.body)
             assert reply.status == 422
             assert canonical_state(client) == before, (name, args)
+        if srv:
+            assert client.request("GET", "/slicer/volumes").status == 404  # radiology-only subset
         assert client.call("close", {}).ok
         assert client.call("zoom", {"direction": "in"}).error_code == "no_image"
         assert client.call("load_case", {}).ok

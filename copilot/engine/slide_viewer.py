@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from copilot.engine.slide import SlideError, SlideSource, TileCache
-from copilot.engine.slide_overlays import draw_slide_overlays
+from copilot.engine.slide_overlays import draw_slide_overlays, overview_box
 from copilot.errors import ViewerError
 
 MIN_DOWNSAMPLE = 1.0 / 64.0  # QuPathViewer.getMinDownsample()
@@ -107,6 +107,9 @@ class EmbeddedSlideViewer:
         self.slide = None
         self.image_type = "UNSET"
 
+    def has_image(self) -> bool:
+        return self.slide is not None
+
     def require(self) -> SlideSource:
         if self.slide is None:
             raise ViewerError("no_image", "no image is open in the viewer; call load_case or load_image")
@@ -180,6 +183,10 @@ class EmbeddedSlideViewer:
     def point_to_level0(self, x1000: float, y1000: float) -> tuple[float, float]:
         self.require()
         return self.viewport.norm1000_to_level0(x1000, y1000)
+
+    def overview_box(self) -> tuple[int, int, int, int] | None:
+        """Screen rectangle of the overview thumbnail drawn over the view."""
+        return overview_box(self.require(), self.viewport)
 
     # ----- rendering -----
     def render(self, overlays: bool = True) -> Image.Image:

@@ -38,7 +38,7 @@ def _with_state(ctx: HandlerContext, result: dict[str, Any], image: bool = True)
         "direct_state_summary": direct_state_summary(ctx.viewer),
         "gui_state_summary": gui_state_summary(ctx.viewer),
     }
-    images = [_screenshot(ctx)] if image and ctx.viewer.slide is not None else []
+    images = [_screenshot(ctx)] if image and ctx.viewer.has_image() else []
     return HandlerOutput(result, images)
 
 
@@ -133,7 +133,9 @@ def zoom(
         viewer.set_centre(*viewer.point_to_level0(*centre))
     clamped = viewer.set_downsample(target)
     viewer.last_action = f"zoom {direction or 'to'} {amount:g} ({unit})"
-    return _with_state(ctx, {"downsample": vp.downsample, "magnification": viewer.magnification(), "clamped": clamped})
+    return _with_state(
+        ctx, {"downsample": viewer.viewport.downsample, "magnification": viewer.magnification(), "clamped": clamped}
+    )
 
 
 @handler(role="viewer_control")
@@ -180,7 +182,7 @@ def pan(
         dx, dy = (sign * dist, 0.0) if horizontal else (0.0, sign * dist)
         clamped = viewer.set_centre(vp.cx + dx, vp.cy + dy)
         viewer.last_action = f"pan {direction} {amount:g} {unit}"
-    return _with_state(ctx, {"center": [vp.cx, vp.cy], "clamped": clamped})
+    return _with_state(ctx, {"center": [viewer.viewport.cx, viewer.viewport.cy], "clamped": clamped})
 
 
 @handler(role="viewer_control")
@@ -221,21 +223,20 @@ def viewer_point_to_wsi_coordinate(
     y: Annotated[float, Field(ge=0, le=999, description="0–999 from the top of the current screenshot.")],
 ) -> HandlerOutput:
     """Convert a 0–999 point on the current screenshot to full-resolution (level-0) WSI pixel coordinates."""
-    from copilot.engine.slide_overlays import overview_box
-
     viewer = ctx.viewer
     slide = viewer.require()
     wx, wy = viewer.point_to_level0(x, y)
     w, h = slide.info.dimensions
     vp = viewer.viewport
     sx, sy = x / 1000.0 * vp.width, y / 1000.0 * vp.height
-    ox0, oy0, ox1, oy1 = overview_box(slide, vp)
+    box = viewer.overview_box()
+    on_overview = box is not None and box[0] <= sx <= box[2] and box[1] <= sy <= box[3]
     return HandlerOutput(
         {
             "x": round(wx, 2),
             "y": round(wy, 2),
             "inside_image": 0 <= wx < w and 0 <= wy < h,
-            "on_overview_thumbnail": ox0 <= sx <= ox1 and oy0 <= sy <= oy1,
+            "on_overview_thumbnail": on_overview,
             "downsample": vp.downsample,
         }
     )

@@ -1,5 +1,5 @@
 """Viewer protocols shared by every backend (embedded engines, Slicer, remote, QuPath)."""
 
-from copilot.viewer.protocol import RadiologyViewer
+from copilot.viewer.protocol import RadiologyViewer, SlideViewer
 
-__all__ = ["RadiologyViewer"]
+__all__ = ["RadiologyViewer", "SlideViewer"]
