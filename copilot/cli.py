@@ -18,8 +18,9 @@ def _cases_make(ns: argparse.Namespace) -> int:
     from copilot.cases.make import make_cases
 
     try:
-        made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing)
-    except NotImplementedError as exc:
+        w, h = (int(v) for v in ns.slide_size.lower().split("x"))
+        made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing, slide_size=(w, h), mpp=ns.mpp)
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for path in made:
@@ -90,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--n", type=int, default=1)
     make.add_argument("--seed", type=int, default=0)
     make.add_argument("--out", required=True)
-    make.add_argument("--spacing", type=float, default=1.0, help="radiology voxel size in mm (1 = template)")
+    make.add_argument("--spacing", type=float, default=None, help="radiology voxel size in mm (module default)")
+    make.add_argument("--slide-size", default="4096x3072", help="slide size WxH in level-0 px")
+    make.add_argument("--mpp", type=float, default=None, help="slide µm per pixel (module default)")
     make.set_defaults(func=_cases_make)
 
     serve = sub.add_parser("serve", help="serve a case's handlers over HTTP")

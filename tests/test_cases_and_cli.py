@@ -60,7 +60,7 @@ def test_cases_make_command(tmp_path: Path, capsys) -> None:
                  "--spacing", "4"]) == 0  # fmt: skip
     made = capsys.readouterr().out.split()
     assert len(made) == 2 and all((Path(p) / "case.json").is_file() for p in made)
-    assert main(["cases", "make", "--module", "breast_wsi", "--out", str(tmp_path)]) == 2
+    assert main(["cases", "make", "--module", "brain_mri", "--n", "0", "--out", str(tmp_path)]) == 2
 
 
 def test_serve_command_prints_listening_line_and_serves(brain_case: Path, tmp_path: Path) -> None:

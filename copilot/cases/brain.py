@@ -1,9 +1,10 @@
 """Synthetic brain-MRI case packs on real anatomy: the MNI ICBM152 2009a templates that nilearn ships.
 
 T1 comes from the template; T2, FLAIR and T1c are synthesised from the grey/white-matter maps
-(CSF is what the brain hull holds beyond them) with textbook contrasts. A glioblastoma-like
-lesion (necrotic core, enhancing rim, perilesional oedema) is placed deterministically per seed;
-its labels (BraTS convention 1 necrosis, 2 oedema, 4 enhancing) are the hidden mask.
+(CSF is what the brain hull holds beyond them) with textbook contrasts. One of six lesion
+phenotypes (or none) is placed deterministically per seed;
+its labels (BraTS convention 1 core, 2 oedema, 4 enhancing) are the hidden mask. Lesion phenotypes are in
+`brain_lesions.py`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import SimpleITK as sitk
 from scipy import ndimage
+
+from copilot.cases.brain_lesions import CONTRAST, Compartment, choose_lesion, compartments, index_to_ras, label_map
 
 TEMPLATE_FILES = {
     "t1": "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz",
@@ -74,40 +77,8 @@ def load_anatomy(spacing: float = 1.0) -> Anatomy:
     return Anatomy(images["t1"], t1, gm, wm, csf, head)
 
 
-@dataclass
-class Lesion:
-    centre_ijk: np.ndarray
-    radius_vox: float
-
-
-def _place_lesion(anat: Anatomy, rng: np.random.Generator, spacing: float) -> Lesion:
-    """A deep white-matter centre in one hemisphere, away from the midline and the brain surface."""
-    deep = ndimage.binary_erosion(anat.wm > 0.6, iterations=max(1, round(6 / spacing)))
-    cand = np.argwhere(deep)
-    mid_i = anat.t1.shape[2] / 2.0
-    cand = cand[np.abs(cand[:, 2] - mid_i) > 20 / spacing]
-    k, j, i = cand[rng.integers(len(cand))]
-    radius_mm = float(rng.uniform(11.0, 17.0))
-    return Lesion(np.array([i, j, k], dtype=float), radius_mm / spacing)
-
-
-def _lesion_labels(anat: Anatomy, lesion: Lesion, rng: np.random.Generator) -> np.ndarray:
-    """BraTS-style labels: 1 necrotic core, 4 enhancing rim, 2 oedema (in white matter)."""
-    kk, jj, ii = np.indices(anat.t1.shape, dtype=np.float32)
-    c = lesion.centre_ijk
-    axes = rng.uniform(0.8, 1.2, size=3)
-    r = np.sqrt(((ii - c[0]) / axes[0]) ** 2 + ((jj - c[1]) / axes[1]) ** 2 + ((kk - c[2]) / axes[2]) ** 2)
-    wobble = ndimage.gaussian_filter(rng.standard_normal(anat.t1.shape).astype(np.float32), 3.0)
-    r = r / lesion.radius_vox * (1.0 + 1.5 * wobble)
-    labels = np.zeros(anat.t1.shape, dtype=np.uint8)
-    labels[(r < 1.9) & (anat.wm + anat.gm > 0.3)] = 2
-    labels[r < 1.0] = 4
-    labels[r < 0.55] = 1
-    return labels
-
-
-def synthesise(anat: Anatomy, labels: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """T1, T1c, T2 and FLAIR intensities with the lesion's phenotype, noise and a smooth bias field."""
+def synthesise(anat: Anatomy, parts: list[Compartment], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """T1, T1c, T2 and FLAIR intensities with the lesion compartments, noise and a smooth bias field."""
     gm, wm, csf, head = anat.gm, anat.wm, anat.csf, anat.head
     t1 = anat.t1
     # Tissue T1 intensities of this template; T2/FLAIR are piecewise-linear maps of T1 through them,
@@ -124,21 +95,15 @@ def synthesise(anat: Anatomy, labels: np.ndarray, rng: np.random.Generator) -> d
         "FLAIR": brain * flair_brain + scalp * 1000.0 * t1 * 0.3,
     }
     base["T1c"] = base["T1"].copy()
-    nec, oed, enh = labels == 1, labels == 2, labels == 4
-    contrast = {  # multiplicative change of each compartment per sequence
-        "T1": {1: 0.45, 2: 0.85, 4: 0.75},
-        "T1c": {1: 0.45, 2: 0.85, 4: 1.9},
-        "T2": {1: 2.4, 2: 1.9, 4: 1.5},
-        "FLAIR": {1: 1.1, 2: 1.9, 4: 1.6},
-    }
     bias = ndimage.zoom(rng.uniform(0.92, 1.08, size=(4, 4, 4)), np.array(anat.t1.shape) / 4.0, order=3)
     bias = bias[: anat.t1.shape[0], : anat.t1.shape[1], : anat.t1.shape[2]]
+    texture = 1.0 + 0.06 * ndimage.gaussian_filter(rng.standard_normal(anat.t1.shape).astype(np.float32), 1.0) * 3
     out = {}
     for seq in SEQUENCES:
         img = base[seq].astype(np.float32)
         ref = float(np.percentile(img[wm > 0.6], 50)) if np.any(wm > 0.6) else float(img.max())
-        for mask, lab in ((nec, 1), (oed, 2), (enh, 4)):
-            img[mask] = np.maximum(img[mask], 0.2 * ref) * contrast[seq][lab]
+        for part in parts:
+            img[part.mask] = ref * CONTRAST[part.kind][seq] * texture[part.mask]
         img = img * bias + rng.normal(0.0, 0.015 * ref, img.shape).astype(np.float32) * head
         out[seq] = np.clip(img, 0, None)
     return out
@@ -150,24 +115,30 @@ def _write(arr: np.ndarray, reference: sitk.Image, path: Path, pixel: int) -> No
     sitk.WriteImage(sitk.Cast(image, pixel), str(path), useCompression=True)
 
 
-def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0) -> Path:
-    """Write one brain_mri case pack (glioblastoma-like lesion, label A) and return its folder."""
-    rng = np.random.default_rng(seed)
-    anat = load_anatomy(spacing)
-    lesion = _place_lesion(anat, rng, spacing)
-    labels = _lesion_labels(anat, lesion, rng)
-    seqs = synthesise(anat, labels, rng)
-    case = out_dir / case_id
-    (case / "images").mkdir(parents=True, exist_ok=True)
-    (case / "hidden").mkdir(exist_ok=True)
+def write_sequences(folder: Path, anat: Anatomy, seqs: dict[str, np.ndarray], names: dict[str, str]) -> list[str]:
+    """Write each sequence as int16 NIfTI under `folder/images/`; returns the relative paths."""
+    (folder / "images").mkdir(parents=True, exist_ok=True)
     files = []
-    for name in SEQUENCES:
+    for seq, name in names.items():
         rel = f"images/{name}.nii.gz"
-        _write(np.rint(seqs[name]), anat.reference, case / rel, sitk.sitkInt16)
+        _write(np.rint(seqs[seq]), anat.reference, folder / rel, sitk.sitkInt16)
         files.append(rel)
+    return files
+
+
+def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0, label: str | None = None) -> Path:
+    """Write one brain_mri case pack; the option (A–F) cycles with the seed unless `label` is given."""
+    rng = np.random.default_rng(seed)
+    letter = label or "ABCDEF"[seed % 6]
+    anat = load_anatomy(spacing)
+    spec = choose_lesion(letter, anat, rng)
+    parts = compartments(spec, anat)
+    labels = label_map(parts, anat.t1.shape)
+    seqs = synthesise(anat, parts, rng)
+    case = out_dir / case_id
+    (case / "hidden").mkdir(parents=True, exist_ok=True)
+    files = write_sequences(case, anat, seqs, {s: s for s in SEQUENCES})
     _write(labels, anat.reference, case / "hidden" / "mask.nii.gz", sitk.sitkUInt8)
-    centre_lps = anat.reference.TransformContinuousIndexToPhysicalPoint([float(x) for x in lesion.centre_ijk])
-    centre_ras = [-centre_lps[0], -centre_lps[1], centre_lps[2]]
     meta = {
         "case_id": case_id,
         "module": "brain_mri",
@@ -177,15 +148,16 @@ def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0
             "csv_id": f"SYN-{seed:05d}",
             "options": BRAIN_OPTIONS,
             "loaded_files": [Path(f).name for f in files],
+            "evidence": True,
         },
     }
     (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     truth = {
-        "label": "A",
-        "diagnosis": BRAIN_OPTIONS["A"],
+        "label": letter,
+        "diagnosis": BRAIN_OPTIONS[letter],
         "seed": seed,
-        "lesion_centre_ras": [round(float(v), 3) for v in centre_ras],
-        "mask_labels": {"1": "necrosis", "2": "oedema", "4": "enhancing"},
+        "lesion_centre_ras": None if spec is None else [round(v, 3) for v in index_to_ras(anat, spec.centre_ijk)],
+        "mask_labels": {"1": "core/cyst/non-enhancing", "2": "oedema", "4": "enhancing"},
     }
     (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
     return case

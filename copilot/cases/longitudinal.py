@@ -1,0 +1,94 @@
+"""LUMIERE-like longitudinal case packs: OLD and CURRENT studies (CT1, T1, T2, FLAIR) in MNI atlas space.
+
+A glioblastoma-like lesion changes between the studies according to the RANO category drawn for the
+case: PD (the enhancing lesion grows ≥ 25 % in the product of diameters, or a new enhancing lesion
+appears), SD, PR (≥ 50 % decrease) or CR (no enhancing disease left). The six CURRENT-study fields
+follow from what the CURRENT study shows; a field is null (not scorable) when the scenario cannot
+decide it, as some LUMIERE ratings are.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import SimpleITK as sitk
+
+from copilot.bench.parsers import RANO_FIELDS
+from copilot.cases.brain import _write, load_anatomy, synthesise, write_sequences
+from copilot.cases.brain_lesions import LesionSpec, choose_lesion, compartments, index_to_ras, label_map
+
+RANO_OPTIONS = {"A": "PD", "B": "SD", "C": "PR", "D": "CR"}
+LUMIERE_SEQUENCES = {"T1c": "CT1", "T1": "T1", "T2": "T2", "FLAIR": "FLAIR"}
+SCALE = {"A": 1.35, "B": 1.03, "C": 0.6, "D": 0.0}  # diameter ratio CURRENT / OLD
+
+
+def _study(anat, specs: list[tuple[LesionSpec, float]], rng: np.random.Generator) -> tuple[dict, np.ndarray]:
+    parts = [p for spec, scale in specs for p in compartments(spec, anat, scale)]
+    return synthesise(anat, parts, rng), label_map(parts, anat.t1.shape)
+
+
+def make_longitudinal_case(
+    out_dir: Path, case_id: str, seed: int, spacing: float = 1.0, label: str | None = None
+) -> Path:
+    rng = np.random.default_rng(seed)
+    letter = label or "ABCD"[seed % 4]
+    anat = load_anatomy(spacing)
+    main = choose_lesion("A", anat, rng)
+    assert main is not None
+    satellite = seed % 3 == 1  # a small (< 10 mm) enhancing non-target lesion present in both studies
+    new_lesion = letter == "A" and seed % 2 == 1  # progression by a new measurable lesion
+    old_specs: list[tuple[LesionSpec, float]] = [(main, 1.0)]
+    cur_specs: list[tuple[LesionSpec, float]] = [(main, 1.0 if new_lesion else SCALE[letter])]
+    if satellite:
+        sat = choose_lesion("A", anat, rng)
+        assert sat is not None
+        sat = LesionSpec("A", sat.centre_ijk, 3.5, sat.shape_seed)
+        old_specs.append((sat, 1.0))
+        cur_specs.append((sat, 0.0 if letter == "D" else 1.0))
+    if new_lesion:
+        extra = choose_lesion("A", anat, rng)
+        assert extra is not None
+        cur_specs.append((LesionSpec("A", extra.centre_ijk, 7.0, extra.shape_seed), 1.0))
+    old, _ = _study(anat, old_specs, rng)
+    cur, cur_labels = _study(anat, cur_specs, rng)
+    case = out_dir / case_id
+    (case / "hidden").mkdir(parents=True, exist_ok=True)
+    files = write_sequences(case, anat, old, {s: f"OLD_{n}" for s, n in LUMIERE_SEQUENCES.items()})
+    files += write_sequences(case, anat, cur, {s: f"CURRENT_{n}" for s, n in LUMIERE_SEQUENCES.items()})
+    _write(cur_labels, anat.reference, case / "hidden" / "mask.nii.gz", sitk.sitkUInt8)
+    has_target = letter != "D"
+    fields: dict[str, str | None] = {
+        "NON_MEASURABLE_LESION": "YES" if satellite and letter != "D" else "NO",
+        "T2_PROGRESSION": "YES" if letter == "A" else "NO",
+        "CURRENT_TARGET_LESION": "YES" if has_target else "NO",
+        "NEW_TARGET_LESION": "YES" if new_lesion else "NO",
+        "CURRENT_NON_TARGET_LESION": "YES" if satellite and letter != "D" else "NO",
+        "NEW_NON_TARGET_LESION": "NO",
+    }
+    if seed % 8 == 7:
+        fields["NEW_NON_TARGET_LESION"] = None  # not scorable for this case
+    assert set(fields) == set(RANO_FIELDS)
+    meta = {
+        "case_id": case_id,
+        "module": "longitudinal_mri",
+        "inputs": {"volumes": files, "default_volume": "CURRENT_CT1"},
+        "prompt": {
+            "template": "longitudinal_mri",
+            "patient_id": f"SYN-{seed:05d}",
+            "old_week": "week-000",
+            "current_week": f"week-{12 + seed % 40:03d}",
+            "options": RANO_OPTIONS,
+        },
+    }
+    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    truth = {
+        "label": letter,
+        "rano": RANO_OPTIONS[letter],
+        "fields": fields,
+        "seed": seed,
+        "lesion_centre_ras": [round(v, 3) for v in index_to_ras(anat, main.centre_ijk)],
+    }
+    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    return case
