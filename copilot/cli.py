@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import signal
@@ -25,6 +26,19 @@ def _cases_make(ns: argparse.Namespace) -> int:
         return 2
     for path in made:
         print(path)
+    return 0
+
+
+def _bench_score(ns: argparse.Namespace) -> int:
+    from copilot.bench.score_cli import find_cases, format_table, read_answers, report_json, score_answers
+
+    cases = find_cases(ns.cases)
+    if not cases:
+        print(f"error: no case packs under {ns.cases}", file=sys.stderr)
+        return 2
+    scores = score_answers(cases, read_answers(ns.answers))
+    out = report_json(scores)
+    print(json.dumps(out, indent=2) if ns.json else format_table(out["summary"]))
     return 0
 
 
@@ -95,6 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--slide-size", default="4096x3072", help="slide size WxH in level-0 px")
     make.add_argument("--mpp", type=float, default=None, help="slide µm per pixel (module default)")
     make.set_defaults(func=_cases_make)
+
+    bench = sub.add_parser("bench", help="the MedFlow benchmark")
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    score = bsub.add_parser("score", help="score an answers file (JSON lines case_id/response)")
+    score.add_argument("--cases", required=True)
+    score.add_argument("--answers", required=True)
+    score.add_argument("--json", action="store_true")
+    score.set_defaults(func=_bench_score)
 
     serve = sub.add_parser("serve", help="serve a case's handlers over HTTP")
     serve.add_argument("--case", required=True)
