@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
-SYSTEM_PACKAGES :=
+SYSTEM_PACKAGES := chromium
 
 .PHONY: demo test lint sysdeps venv bench clean
 

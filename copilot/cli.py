@@ -42,6 +42,30 @@ def _bench_score(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_run(ns: argparse.Namespace) -> int:
+    from copilot.bench.batch import run_batch
+    from copilot.bench.report import summary
+
+    rows = run_batch(
+        ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track, budget=ns.budget
+    )
+    for (track, policy, module), s in sorted(summary(rows).items()):
+        loc = "—" if s["loc"] is None else f"{s['loc']:.2f}"
+        print(f"{track} {policy} {module}: n={s['n']} Task={s['task']:.2f} Strict={s['strict']:.2f} Loc={loc}")
+    print(f"results: {Path(ns.out) / 'results.sqlite'}\nreport: {Path(ns.out) / 'report.html'}")
+    return 0
+
+
+def _bench_montage(ns: argparse.Namespace) -> int:
+    from copilot.bench.montage import write_montages
+    from copilot.bench.score_cli import find_cases
+
+    for case in find_cases(ns.cases):
+        for path in write_montages(case.root, ns.out):
+            print(path)
+    return 0
+
+
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
@@ -117,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--answers", required=True)
     score.add_argument("--json", action="store_true")
     score.set_defaults(func=_bench_score)
+    brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
+    brun.add_argument("--cases", required=True)
+    brun.add_argument("--policy", required=True, help="prior | scripted:FILE | baseline | openai")
+    brun.add_argument("--out", required=True)
+    brun.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    brun.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
+    brun.add_argument("--track", choices=["A", "B"], default="A")
+    brun.add_argument("--budget", type=int, default=20)
+    brun.set_defaults(func=_bench_run)
+    montage = bsub.add_parser("montage", help="Track C slice montages of case packs")
+    montage.add_argument("--cases", required=True)
+    montage.add_argument("--out", required=True)
+    montage.set_defaults(func=_bench_montage)
 
     serve = sub.add_parser("serve", help="serve a case's handlers over HTTP")
     serve.add_argument("--case", required=True)

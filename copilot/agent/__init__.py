@@ -1,0 +1,1 @@
+"""Agents and offline policies that run episodes through a session's handlers."""

@@ -1,0 +1,95 @@
+"""The policy interface shared by model-driven agents and offline policies, and the offline ones.
+
+A policy runs one episode: it may call the session's handlers (every call is audited in the trace)
+and returns the final response text, scored later exactly like a model's. Offline policies:
+`prior` (no tool use; a fixed, documented prior answer per module) and `scripted:FILE` (a list of
+handler calls followed by a final answer).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from copilot.cases.pack import CasePack
+from copilot.session import Session
+
+PRIOR_ANSWERS = {  # the most frequent class of each module's public cohort; evidence at the view centre
+    "brain_mri": "Prior answer (no image reading).\n{evidence}ANSWER: A",
+    "longitudinal_mri": "Prior answer (no image reading).\nNON_MEASURABLE_LESION: NO\nT2_PROGRESSION: NO\n"
+    "CURRENT_TARGET_LESION: YES\nNEW_TARGET_LESION: NO\nCURRENT_NON_TARGET_LESION: NO\n"
+    "NEW_NON_TARGET_LESION: NO\nANSWER: B",
+    "lung_petct": "Prior answer (no image reading).\n{evidence}1A2A3A4A5B",
+    "breast_wsi": '{{"selected_option": "G", "wsi_label": "IC", "confidence": 0.1, '
+    '"brief_rationale": "prior", "localizations": [{{"x": {x}, "y": {y}}}]}}',
+    "lymph_node_wsi": '{{"tumor_presence_option": "A", "tumor_presence": "no_tumor", "largest_metastasis_option": "A", '
+    '"largest_metastasis": "negative", "confidence": 0.1, "brief_rationale": "prior", "localizations": []}}',
+}
+
+
+@dataclass
+class EpisodeResult:
+    response: str
+    status: str = "done"  # done | budget_exhausted | error
+    rounds: int = 0
+    error: str | None = None
+
+
+class Policy(Protocol):
+    name: str
+
+    def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult: ...
+
+
+class PriorPolicy:
+    """No reading: one state query for the evidence position, then the module's fixed prior answer."""
+
+    name = "prior"
+
+    def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
+        fmt: dict[str, str | float] = {"evidence": ""}
+        if case.kind == "radiology":
+            views = session.call("get_viewer_state", {"include_volumes": False}).result.get("views", {})
+            if views:
+                s, r, a = views["red"]["offset"], views["yellow"]["offset"], views["green"]["offset"]
+                fmt["evidence"] = (
+                    f"EVIDENCE:\nKEY_SLICE_AXIAL_MM: {s}\nKEY_SLICE_SAGITTAL_MM: {r}\n"
+                    f"KEY_SLICE_CORONAL_MM: {a}\nRAS: [{r}, {a}, {s}]\n"
+                )
+        else:
+            out = session.call("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
+            fmt["x"], fmt["y"] = out.result.get("x", 0.0), out.result.get("y", 0.0)
+        return EpisodeResult(PRIOR_ANSWERS[case.module].format(**fmt), rounds=1)
+
+
+class ScriptedPolicy:
+    """Replays `{"calls": [{"handler", "args"}], "answer": "..."}`; `{case_id}` in the answer is filled in."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        self.calls = list(data.get("calls", []))
+        self.answer = str(data.get("answer", ""))
+        self.name = f"scripted:{self.path.name}"
+
+    def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
+        rounds = 0
+        for step in self.calls:
+            if rounds >= budget:
+                return EpisodeResult(self.answer.replace("{case_id}", case.case_id), "budget_exhausted", rounds)
+            session.call(step["handler"], step.get("args", {}), actor="agent")
+            rounds += 1
+        return EpisodeResult(self.answer.replace("{case_id}", case.case_id), rounds=rounds)
+
+
+def make_policy(spec: str) -> Policy:
+    """`prior`, `scripted:FILE` (more kinds are registered by the agent package)."""
+    if spec == "prior":
+        return PriorPolicy()
+    if spec.startswith("scripted:"):
+        return ScriptedPolicy(spec.split(":", 1)[1])
+    from copilot.agent import registry
+
+    return registry.make(spec)

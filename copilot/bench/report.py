@@ -1,0 +1,148 @@
+"""`report.html`: the paper's table layout (per track: policies × modules with Task / Strict / Loc), plots of
+score distributions and of the Task–Strict gap (inline SVG, no external assets), and every episode with
+a link to its trace."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from copilot.cases.pack import MODULES
+
+MODULE_TITLES = {
+    "longitudinal_mri": "Longitudinal MRI",
+    "brain_mri": "Brain MRI",
+    "lung_petct": "Lung PET/CT",
+    "breast_wsi": "Breast WSI (BRACS)",
+    "lymph_node_wsi": "Lymph node WSI (CAMELYON17)",
+}
+HAS_LOC = {"brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"}
+CSS = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222} table{border-collapse:collapse;margin:12px 0}
+th,td{border:1px solid #bbb;padding:4px 8px;text-align:right} th{background:#eee} td.l{text-align:left}
+td.strict{background:#fff7d6} td.loc{background:#e3f0ff} .muted{color:#888} svg{margin:6px 18px 6px 0}
+"""
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _fmt(v: float | None) -> str:
+    return '<span class="muted">—</span>' if v is None else f"{v:.2f}"
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(track, policy, module) → n, task, strict, loc."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["track"], r["policy"], r["module"])].append(r)
+    return {
+        key: {
+            "n": len(g),
+            "task": _mean([r["task"] for r in g]),
+            "strict": _mean([r["strict"] for r in g]),
+            "loc": _mean([r["loc"] for r in g if r["loc"] is not None]),
+            "errors": sum(r["status"] == "error" for r in g),
+        }
+        for key, g in groups.items()
+    }
+
+
+def _main_table(track: str, stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
+    policies = sorted({p for (t, p, _) in stats if t == track})
+    modules = [m for m in MODULES if any((track, p, m) in stats for p in policies)]
+    head1 = "".join(f'<th colspan="{3 if m in HAS_LOC else 2}">{MODULE_TITLES[m]}</th>' for m in modules)
+    head2 = "".join("<th>Task</th><th>Strict</th>" + ("<th>Loc.</th>" if m in HAS_LOC else "") for m in modules)
+    body = []
+    for p in policies:
+        cells = []
+        for m in modules:
+            s = stats.get((track, p, m), {"task": None, "strict": None, "loc": None})
+            cells.append(f"<td>{_fmt(s['task'])}</td><td class=strict>{_fmt(s['strict'])}</td>")
+            if m in HAS_LOC:
+                cells.append(f"<td class=loc>{_fmt(s['loc'])}</td>")
+        body.append(f'<tr><td class="l">{html.escape(p)}</td>{"".join(cells)}</tr>')
+    return (
+        f'<table class="main" data-track="{track}"><tr><th rowspan="2">Policy / model</th>{head1}</tr>'
+        f"<tr>{head2}</tr>{''.join(body)}</table>"
+    )
+
+
+def _histogram(title: str, values: list[float], bins: int = 5) -> str:
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, int(v * bins))] += 1
+    top = max(counts) or 1
+    w, h, bw = 220, 120, 200 / bins
+    bars = "".join(
+        f'<rect x="{10 + i * bw:.1f}" y="{h - 20 - 80 * c / top:.1f}" width="{bw - 4:.1f}" '
+        f'height="{80 * c / top:.1f}" fill="#4a78c2"><title>{c}</title></rect>'
+        for i, c in enumerate(counts)
+    )
+    return (
+        f'<svg class="plot hist" width="{w}" height="{h}" role="img" aria-label="{html.escape(title)}">'
+        f'<text x="10" y="14" font-size="12">{html.escape(title)}</text>{bars}'
+        f'<text x="10" y="{h - 4}" font-size="10">0</text><text x="200" y="{h - 4}" font-size="10">1</text></svg>'
+    )
+
+
+def _gap_chart(stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
+    items = [(f"{t}/{p}/{m}", s["task"] or 0.0, s["strict"] or 0.0) for (t, p, m), s in sorted(stats.items())]
+    h = 24 + 22 * len(items)
+    rows = []
+    for n, (label, task, strict) in enumerate(items):
+        y = 20 + 22 * n
+        rows.append(
+            f'<text x="0" y="{y + 12}" font-size="11">{html.escape(label)}</text>'
+            f'<rect x="260" y="{y}" width="{200 * task:.1f}" height="8" fill="#9ab">'
+            f"<title>Task {task:.2f}</title></rect>"
+            f'<rect x="260" y="{y + 9}" width="{200 * strict:.1f}" height="8" fill="#e0a800">'
+            f"<title>Strict {strict:.2f}</title></rect>"
+        )
+    return (
+        f'<svg class="plot gap" width="480" height="{h}" role="img" aria-label="Task vs Strict">'
+        f'<text x="0" y="12" font-size="12">Task (grey) vs Strict (amber)</text>{"".join(rows)}</svg>'
+    )
+
+
+def render_report(rows: list[dict[str, Any]]) -> str:
+    stats = summary(rows)
+    tracks = sorted({r["track"] for r in rows})
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>MedFlow report</title><style>{CSS}</style>"
+        f"</head><body><h1>MedFlow benchmark report</h1><p>{len(rows)} episodes; written "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
+    ]
+    for track in tracks:
+        parts.append(f"<h2>Track {html.escape(track)}</h2>{_main_table(track, stats)}")
+    parts.append("<h2>Score distributions</h2><div>")
+    for (track, policy, module), _ in sorted(stats.items()):
+        values = [r["strict"] for r in rows if (r["track"], r["policy"], r["module"]) == (track, policy, module)]
+        parts.append(_histogram(f"Strict: {MODULE_TITLES[module]} ({policy}, {track})", values))
+    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}<h2>Episodes</h2>")
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("case", "module", "policy", "track", "status", "Task", "Strict", "Loc", "parse error", "trace")
+    )
+    body = []
+    for r in rows:
+        link = f"{html.escape(r['trace_dir'])}/trace.jsonl"
+        body.append(
+            f'<tr><td class="l">{html.escape(r["case_id"])}</td><td class="l">{r["module"]}</td>'
+            f'<td class="l">{html.escape(r["policy"])}</td><td>{r["track"]}</td><td>{r["status"]}</td>'
+            f"<td>{_fmt(r['task'])}</td><td>{_fmt(r['strict'])}</td><td>{_fmt(r['loc'])}</td>"
+            f'<td class="l">{html.escape(r["parse_error"] or "")}</td>'
+            f'<td class="l"><a href="{link}">trace</a></td></tr>'
+        )
+    parts.append(f'<table class="episodes"><tr>{head}</tr>{"".join(body)}</table></body></html>')
+    return "".join(parts)
+
+
+def write_report(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(render_report(rows), encoding="utf-8")
+    return path
