@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -113,20 +114,37 @@ def ras_report(ctx: HandlerContext, vid: str, ras: np.ndarray) -> dict[str, Any]
     }
 
 
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
 def resolve_case_path(ctx: HandlerContext, path: str) -> Path:
-    """A path inside the case root (relative to it, or absolute), never in its hidden/ part."""
+    """A path inside the case folder, never in (or linked into) its hidden/ part.
+
+    The path is first normalised lexically (no symlinks followed): it must lie in the case folder and
+    outside hidden/. Followed to its target, it must still not reach hidden/, and may leave the case
+    folder only as a symbolic link to a file, placed directly (no linked folders on the way) under
+    images/: how dataset adapters reference large source images without copying them.
+    """
     if ctx.case_root is None:
         raise HandlerError("no_case_root", "this viewer has no case root; paths cannot be opened")
     if "\x00" in path:
         raise HandlerError("path_outside_case", "invalid path")
     root = ctx.case_root.resolve()
     candidate = Path(path)
-    target = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    if target != root and root not in target.parents:
-        raise HandlerError("path_outside_case", f"{path!r} is outside the case folder")
+    lexical = Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
     hidden = root / "hidden"
-    if target == hidden or hidden in target.parents:
+    if not _within(lexical, root):
+        raise HandlerError("path_outside_case", f"{path!r} is outside the case folder")
+    if _within(lexical, hidden):
         raise HandlerError("path_outside_case", f"{path!r} is not available to the viewer")
+    target = lexical.resolve()
+    if _within(target, hidden.resolve()):
+        raise HandlerError("path_outside_case", f"{path!r} is not available to the viewer")
+    if not _within(target, root):
+        file_link = lexical.is_symlink() and target.is_file() and lexical.parent.resolve() == lexical.parent
+        if not (file_link and _within(lexical, root / "images")):
+            raise HandlerError("path_outside_case", f"{path!r} leads outside the case folder")
     if not target.exists():
         raise HandlerError("not_found", f"{path!r} does not exist in the case folder")
     return target
