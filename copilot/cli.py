@@ -66,6 +66,19 @@ def _bench_montage(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cases_adapt(ns: argparse.Namespace) -> int:
+    from copilot.adapters import ADAPTERS
+
+    extra = [ns.csv] if ns.csv else []
+    made = ADAPTERS[ns.dataset](ns.src, ns.out, *extra, copy=ns.copy)
+    for path in made:
+        print(path)
+    if not made:
+        print("error: no cases found in that layout", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
@@ -133,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--slide-size", default="4096x3072", help="slide size WxH in level-0 px")
     make.add_argument("--mpp", type=float, default=None, help="slide µm per pixel (module default)")
     make.set_defaults(func=_cases_make)
+    adapt = csub.add_parser("adapt", help="case packs from a public dataset in its published layout")
+    adapt.add_argument("--dataset", required=True, choices=["ucsf_pdgm", "lumiere", "nsclc", "bracs", "camelyon17"])
+    adapt.add_argument("--src", required=True, help="the dataset folder")
+    adapt.add_argument("--out", required=True)
+    adapt.add_argument("--csv", default=None, help="metadata / rating / clinical / stage CSV (or annotations dir)")
+    adapt.add_argument("--copy", action="store_true", help="copy source files instead of linking them")
+    adapt.set_defaults(func=_cases_adapt)
 
     bench = sub.add_parser("bench", help="the MedFlow benchmark")
     bsub = bench.add_subparsers(dest="bench_command", required=True)

@@ -26,6 +26,7 @@ def _attempts(case: Path) -> list[str]:
     if not link.exists():
         os.symlink(hidden, link)
     return [
+        "images",
         "hidden",
         "hidden/",
         "hidden/truth.json",
@@ -123,7 +124,7 @@ def test_file_links_under_images_may_point_outside_but_folder_links_may_not(brai
     (brain_case / "images" / "dir_link").symlink_to(outside)
     ctx = HandlerContext(None, brain_case, [])
     try:
-        assert resolve_case_path(ctx, "images/scan_link.nii.gz") == (outside / "scan.nii.gz").resolve()
+        assert resolve_case_path(ctx, "images/scan_link.nii.gz").resolve() == (outside / "scan.nii.gz").resolve()
         for bad in ("images/dir_link/seg.nii.gz", "images/dir_link", str(outside / "seg.nii.gz")):
             with pytest.raises(Exception, match="outside the case"):
                 resolve_case_path(ctx, bad)

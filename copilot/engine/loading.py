@@ -20,13 +20,17 @@ def _key(path: Path) -> tuple[str, int, int]:
 
 
 def load_cached(path: Path) -> Volume:
-    """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file."""
+    """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file.
+
+    A DICOM series folder is named after the folder (the case author's name for it); its
+    SeriesDescription stays in the volume's metadata.
+    """
     key = _key(path)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    vol = load_volume(path)
+    vol = load_volume(path, name=path.name if path.is_dir() else None)
     with _LOCK:
         _CACHE[key] = vol
         while len(_CACHE) > _CACHE_SIZE:

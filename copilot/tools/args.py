@@ -119,7 +119,8 @@ def _within(path: Path, folder: Path) -> bool:
 
 
 def resolve_case_path(ctx: HandlerContext, path: str) -> Path:
-    """A path inside the case folder, never in (or linked into) its hidden/ part.
+    """A path inside the case folder, never in (or linked into) its hidden/ part; returned as given
+    (normalised, links not followed) so that volumes keep the names the case gives them.
 
     The path is first normalised lexically (no symlinks followed): it must lie in the case folder and
     outside hidden/. Followed to its target, it must still not reach hidden/, and may leave the case
@@ -147,4 +148,4 @@ def resolve_case_path(ctx: HandlerContext, path: str) -> Path:
             raise HandlerError("path_outside_case", f"{path!r} leads outside the case folder")
     if not target.exists():
         raise HandlerError("not_found", f"{path!r} does not exist in the case folder")
-    return target
+    return lexical

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -10,7 +9,7 @@ from pydantic import Field
 
 import copilot
 from copilot.engine.display import PRESET_NAMES
-from copilot.engine.loading import load_case_volumes
+from copilot.engine.loading import expand_case_path, load_case_volumes
 from copilot.engine.render import encode_apng
 from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS
 from copilot.errors import HandlerError
@@ -90,12 +89,15 @@ def open_case(
 ) -> HandlerOutput:
     """Open (or recover) a case with the standard viewer preset; returns baseline views and the scene inventory."""
     if dicom_dir is None:
-        paths = [resolve_case_path(ctx, p) for p in ctx.case_inputs.get("volumes", [])]
+        requested = [str(p) for p in ctx.case_inputs.get("volumes", [])]
+        paths = [resolve_case_path(ctx, p) for p in requested]
         if not paths:
             raise HandlerError("invalid_arguments", "this case lists no inputs; give dicom_dir")
     else:
+        requested = [dicom_dir]
         paths = [resolve_case_path(ctx, dicom_dir)]
-    volumes = load_case_volumes(paths)
+    sources = [resolve_case_path(ctx, str(src)) for p in paths for src in expand_case_path(p)]
+    volumes = load_case_volumes(sources)
     viewer = ctx.viewer
     viewer.clear()
     viewer.set_slice_step(spacing)
@@ -106,13 +108,8 @@ def open_case(
     if view_layout is not None:
         viewer.set_layout(view_layout)
     planes = tuple(dict.fromkeys(canonical_view(p) for p in (slice_planes or ["red", "yellow", "green"])))
-    result = {"opened": [str(_rel(ctx, p)) for p in paths], "inventory": viewer.inventory(), "active_volume": first}
+    result = {"opened": requested, "inventory": viewer.inventory(), "active_volume": first}
     return HandlerOutput(result, render_views(ctx, planes, size))
-
-
-def _rel(ctx: HandlerContext, path: Path) -> Path:
-    root = ctx.case_root.resolve() if ctx.case_root else None
-    return path.relative_to(root) if root and path != root else Path(".")
 
 
 @handler(role="viewer_control")
