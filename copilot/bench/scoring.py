@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import SimpleITK as sitk
 
 from copilot.bench import parsers as P
 from copilot.cases.annotations import Annotation, read_geojson
 from copilot.cases.pack import CasePack, load_case
-from copilot.engine.volume import Volume, load_volume
+from copilot.engine.volume import affine_from_sitk
 
 AXIS_INDEX = {"R": 0, "A": 1, "S": 2}
 BRAIN_LETTERS = "ABCDEF"
@@ -49,6 +50,27 @@ class CaseScore:
         return asdict(self)
 
 
+class MaskGrid:
+    """A hidden mask as stored (integer voxels, no float copy) with its IJK→RAS matrix."""
+
+    def __init__(self, data: np.ndarray, ijk_to_ras: np.ndarray) -> None:
+        self.data = data
+        self.ijk_to_ras = ijk_to_ras
+        self.ras_to_ijk = np.linalg.inv(ijk_to_ras)
+
+    @classmethod
+    def read(cls, path: Path) -> MaskGrid:
+        image = sitk.ReadImage(str(path))
+        return cls(sitk.GetArrayFromImage(image), affine_from_sitk(image))
+
+    def nearest_voxel(self, ras: np.ndarray) -> tuple[int, int, int] | None:
+        ijk = np.rint((self.ras_to_ijk @ np.append(ras, 1.0))[:3]).astype(int)
+        k, j, i = self.data.shape
+        if 0 <= ijk[0] < i and 0 <= ijk[1] < j and 0 <= ijk[2] < k:
+            return (int(ijk[0]), int(ijk[1]), int(ijk[2]))
+        return None
+
+
 class Truth:
     """Hidden ground truth of one case, loaded lazily (scoring code only; no handler can reach it)."""
 
@@ -58,16 +80,22 @@ class Truth:
         self.data: dict[str, Any] = json.loads((self.hidden / "truth.json").read_text(encoding="utf-8"))
 
     @cached_property
-    def mask(self) -> Volume | None:
+    def mask(self) -> MaskGrid | None:
         path = self.hidden / "mask.nii.gz"
-        return load_volume(path) if path.is_file() else None
+        return MaskGrid.read(path) if path.is_file() else None
 
     @cached_property
     def mask_voxels(self) -> np.ndarray:
-        """IJK (i, j, k) of every mask voxel > 0."""
+        """IJK (i, j, k) of every mask voxel > 0 (searched only inside the mask's bounding box)."""
         if self.mask is None:
             return np.zeros((0, 3), dtype=int)
-        return np.argwhere(self.mask.data > 0)[:, ::-1]
+        on = self.mask.data > 0
+        ranges = [np.flatnonzero(on.any(axis=axes)) for axes in ((1, 2), (0, 2), (0, 1))]
+        if any(len(r) == 0 for r in ranges):
+            return np.zeros((0, 3), dtype=int)
+        lo = [int(r[0]) for r in ranges]
+        box = on[lo[0] : ranges[0][-1] + 1, lo[1] : ranges[1][-1] + 1, lo[2] : ranges[2][-1] + 1]
+        return (np.argwhere(box) + np.array(lo))[:, ::-1]
 
     @cached_property
     def annotations(self) -> list[Annotation]:
