@@ -79,6 +79,22 @@ def _cases_adapt(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp(ns: argparse.Namespace) -> int:
+    import anyio
+
+    from copilot.runtime import open_session
+    from copilot.server.mcp_server import serve_stdio
+
+    trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
+    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir)
+    try:
+        anyio.run(serve_stdio, session)
+    finally:
+        if session.trace is not None:
+            session.trace.close({"status": "mcp_closed"})
+    return 0
+
+
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
@@ -193,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="drive a running QuPath through its Py4J gateway (token: $MEDCOPILOT_QUPATH_TOKEN)",
     )
     serve.set_defaults(func=_serve)
+
+    mcp = sub.add_parser("mcp", help="the handler registry as an MCP server over stdio")
+    mcp.add_argument("--case", required=True)
+    mcp.add_argument("--track", choices=["A", "B"], default="A")
+    mcp.add_argument("--trace-dir", default=None)
+    mcp.set_defaults(func=_mcp)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
     rp.add_argument("trace_dir")
