@@ -95,6 +95,28 @@ def _mcp(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _run(ns: argparse.Namespace) -> int:
+    from copilot.bench.batch import run_episode
+
+    policy = None
+    if ns.policy == "openai" or ns.policy.startswith("openai:"):
+        from copilot.agent.loop import ChatAgent
+        from copilot.agent.settings import AgentSettings
+
+        model = ns.model or (ns.policy.split(":", 1)[1] if ":" in ns.policy else None)
+        policy = ChatAgent(AgentSettings.from_env(model=model, base_url=ns.base_url, budget=ns.budget))
+    row = run_episode(
+        ns.case, ns.policy, str(Path(ns.out).parent), ns.track, ns.budget, trace_dir=ns.out, policy=policy
+    )
+    print(row["response"])
+    loc = "—" if row["loc"] is None else f"{row['loc']:.2f}"
+    print(
+        f"\nstatus={row['status']} rounds={row['rounds']} Task={row['task']:.2f} Strict={row['strict']:.2f} "
+        f"Loc={loc}{'  error: ' + row['error'] if row['error'] else ''}\ntrace: {ns.out}"
+    )
+    return 0 if row["status"] != "error" else 1
+
+
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
@@ -169,6 +191,16 @@ def build_parser() -> argparse.ArgumentParser:
     adapt.add_argument("--csv", default=None, help="metadata / rating / clinical / stage CSV (or annotations dir)")
     adapt.add_argument("--copy", action="store_true", help="copy source files instead of linking them")
     adapt.set_defaults(func=_cases_adapt)
+
+    run = sub.add_parser("run", help="one episode of a policy on a case")
+    run.add_argument("--case", required=True)
+    run.add_argument("--policy", required=True, help="prior | scripted:FILE | baseline | openai[:MODEL]")
+    run.add_argument("--model", default=None)
+    run.add_argument("--base-url", default=None)
+    run.add_argument("--track", choices=["A", "B"], default="A")
+    run.add_argument("--budget", type=int, default=20)
+    run.add_argument("--out", required=True, help="trace directory")
+    run.set_defaults(func=_run)
 
     bench = sub.add_parser("bench", help="the MedFlow benchmark")
     bsub = bench.add_subparsers(dest="bench_command", required=True)

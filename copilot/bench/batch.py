@@ -77,7 +77,15 @@ class ResultsDB:
         self.conn.close()
 
 
-def run_episode(case_dir: str, policy_spec: str, run_dir: str, track: str = "A", budget: int = 20) -> dict[str, Any]:
+def run_episode(
+    case_dir: str,
+    policy_spec: str,
+    run_dir: str,
+    track: str = "A",
+    budget: int = 20,
+    trace_dir: str | Path | None = None,
+    policy: Any = None,
+) -> dict[str, Any]:
     """One episode end to end (in a worker): session with trace, policy, score; returns the result row."""
     from copilot.agent.policy import EpisodeResult, make_policy
     from copilot.bench.scoring import score_case
@@ -86,11 +94,13 @@ def run_episode(case_dir: str, policy_spec: str, run_dir: str, track: str = "A",
 
     t0 = time.time()
     case = load_case(case_dir)
-    trace_dir = Path(run_dir) / "episodes" / policy_slug(policy_spec) / track / case.case_id
+    if trace_dir is None:
+        trace_dir = Path(run_dir) / "episodes" / policy_slug(policy_spec) / track / case.case_id
+    trace_dir = Path(trace_dir).resolve()
     shutil.rmtree(trace_dir, ignore_errors=True)  # an episode interrupted by a kill starts again
     session = None
     try:
-        policy = make_policy(policy_spec)
+        policy = policy if policy is not None else make_policy(policy_spec)
         session = open_session(case.root, track=track, trace_dir=trace_dir)
         result = policy.run(session, case, budget)
     except Exception as exc:  # a failing episode is recorded, never fatal to the batch
@@ -120,6 +130,13 @@ def run_episode(case_dir: str, policy_spec: str, run_dir: str, track: str = "A",
         "duration_s": round(time.time() - t0, 3),
         "finished_at": time.time(),
     }
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def policy_slug(spec: str) -> str:
