@@ -193,3 +193,13 @@ def test_batch_completes_every_episode_when_one_service_fails(tmp_path: Path, mo
         fake.stop()
     status = {r["case_id"]: r["status"] for r in rows}
     assert status == {c.name: ("error" if c.name == doomed else "done") for c in cases}
+
+
+def test_wall_clock_limit_asks_for_the_answer(brain_case: Path, tmp_path: Path) -> None:
+    fake = FakeOpenAI(lambda body: {"content": "ANSWER: A"} if "tools" not in body else {"tool_calls": [tool("ping")]})
+    try:
+        row = _run(brain_case, _agent(fake, wall_clock_s=0.0), tmp_path)
+    finally:
+        fake.stop()
+    assert row["status"] == "timeout" and row["rounds"] == 0 and "ANSWER: A" in row["response"]
+    assert len(fake.requests) == 1 and "tools" not in fake.requests[0]
