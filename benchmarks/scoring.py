@@ -21,7 +21,7 @@ from copilot.cases.pack import load_case
 from copilot.engine.volume import load_volume
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.oracle import perfect_evidence, perfect_response  # noqa: E402  (perfect answers from hidden/)
+from tests.oracle import perfect_evidence, perfect_response  # perfect answers built from hidden/
 
 MODULES = ("brain_mri", "longitudinal_mri", "lung_petct", "breast_wsi", "lymph_node_wsi")
 
