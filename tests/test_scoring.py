@@ -224,3 +224,17 @@ def test_hand_computed_brain_deep_voxel_is_inside() -> None:
     data = np.zeros((5, 5, 5), np.float32)
     data[1:4, 1:4, 1:4] = 1
     assert deep_voxel(Volume("m", data, np.eye(4))) == (2, 2, 2)
+
+
+def test_hand_computed_lung_gate(tmp_path: Path) -> None:
+    """A 2×2×1 lesion at voxels i=1..2, j=1..2, k=1 of a 10 mm grid at the origin: R∈[5, 25], A∈[5, 25],
+    S∈[5, 15]. Four of five answers right → 0.8 when the gate holds, 0 when one key slice misses."""
+    m = np.diag([10.0, 10.0, 10.0, 1.0])
+    data = np.zeros((3, 4, 4), np.float32)
+    data[1, 1:3, 1:3] = 1
+    truth = {"answers": {"1": "A", "2": "B", "3": "A", "4": "A", "5": "C"}, "source_series": "CT"}
+    case = _fixture_case(tmp_path, "lung_petct", Volume("mask", data, m), truth)
+    good = {"S": 15.0, "R": 5.0, "A": 25.0}
+    assert _scores(case, evidence_block(good, (20.0, 20.0, 10.0)) + "1A2B3A4A5B") == (0.8, 0.8, 1.0)
+    assert _scores(case, evidence_block({**good, "S": 15.01}, (20.0, 20.0, 10.0)) + "1A2B3A4A5B") == (0.8, 0.0, 1.0)
+    assert _scores(case, evidence_block(good, (26.0, 20.0, 10.0)) + "1A2B3A4A5C") == (1.0, 0.0, 0.0)
