@@ -97,7 +97,8 @@ class Session:
         self.trace = trace
         self.lock = threading.RLock()
         self.evidence: list[dict[str, Any]] = []
-        self.ctx = HandlerContext(viewer, case_root, self.evidence, dict(case_inputs or {}))
+        output = trace.dir / "derived" if trace is not None else None
+        self.ctx = HandlerContext(viewer, case_root, self.evidence, dict(case_inputs or {}), output)
 
     def snapshot(self) -> dict[str, Any]:
         """Viewer state plus the evidence recorded so far (what a call may change)."""

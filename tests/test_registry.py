@@ -40,7 +40,10 @@ def test_table_9_names_and_arguments() -> None:
         assert spec.role == "viewer_control"
     for name in EVIDENCE:
         assert RADIOLOGY.get(name).role == "evidence_capture"
-    assert set(RADIOLOGY.names()) == set(TABLE_9) | EVIDENCE
+    operators = {s.name for s in RADIOLOGY.specs() if s.role == "analysis_operator"}
+    assert set(RADIOLOGY.names()) == set(TABLE_9) | EVIDENCE | operators
+    assert all(RADIOLOGY.get(n).tracks == ("B",) for n in operators)
+    assert {s.name for s in RADIOLOGY.specs("A")} == set(TABLE_9) | EVIDENCE
 
 
 def test_schemas_are_closed_and_documented() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
 from copilot.engine.display import (
     AUTO_PRESETS,
     FIXED_PRESETS,
@@ -61,6 +62,8 @@ class _SceneState:
     fusion_mode: str = "blend"
     slice_step: float | None = None
     next_id: int = 1
+    segments: dict[str, Segment] = field(default_factory=dict)
+    transforms: dict[str, TransformNode] = field(default_factory=dict)
 
 
 class EmbeddedVolumeViewer:
@@ -86,6 +89,8 @@ class EmbeddedVolumeViewer:
             fusion_mode=s.fusion_mode,
             slice_step=s.slice_step,
             next_id=s.next_id,
+            segments=dict(s.segments),
+            transforms=dict(s.transforms),
         )
 
     def restore_state(self, state: _SceneState) -> None:
@@ -100,6 +105,46 @@ class EmbeddedVolumeViewer:
         self._s.volumes[vid] = volume
         self._s.display[vid] = default_display(volume)
         return vid
+
+    def add_segment(self, segment: Segment) -> str:
+        """Add a segment (a label map on its source volume's grid); returns its node id."""
+        if any(sg.name == segment.name for sg in self._s.segments.values()):
+            raise ViewerError("name_taken", f"a segment named {segment.name!r} exists already")
+        sid = f"vtkMRMLSegmentationNode{self._s.next_id}"
+        self._s.next_id += 1
+        segment.colour = SEGMENT_COLOURS[len(self._s.segments) % len(SEGMENT_COLOURS)]
+        self._s.segments[sid] = segment
+        return sid
+
+    def add_transform(self, node: TransformNode) -> str:
+        if any(t.name == node.name for t in self._s.transforms.values()):
+            raise ViewerError("name_taken", f"a transform named {node.name!r} exists already")
+        tid = f"vtkMRMLLinearTransformNode{self._s.next_id}"
+        self._s.next_id += 1
+        self._s.transforms[tid] = node
+        return tid
+
+    def segment(self, ref: str) -> tuple[str, Segment]:
+        """A segment by node id or name; unknown or stale references are errors, never a fallback."""
+        segs = self._s.segments
+        if ref in segs:
+            return ref, segs[ref]
+        named = [(sid, sg) for sid, sg in segs.items() if sg.name == ref]
+        if len(named) == 1:
+            return named[0]
+        raise ViewerError("unknown_segment", f"no segment {ref!r}; segments: {[sg.name for sg in segs.values()]}")
+
+    def transform(self, ref: str) -> tuple[str, TransformNode]:
+        tfs = self._s.transforms
+        if ref in tfs:
+            return ref, tfs[ref]
+        named = [(tid, t) for tid, t in tfs.items() if t.name == ref]
+        if len(named) == 1:
+            return named[0]
+        raise ViewerError("unknown_transform", f"no transform {ref!r}; transforms: {[t.name for t in tfs.values()]}")
+
+    def volume_name_taken(self, name: str) -> bool:
+        return any(v.name == name for v in self._s.volumes.values())
 
     def clear(self) -> None:
         """Remove every volume and reset views and fusion."""
@@ -297,10 +342,19 @@ class EmbeddedVolumeViewer:
         bg = Layer(s.volumes[s.background], s.display[s.background]) if s.background else None
         fg = Layer(s.volumes[s.foreground], s.display[s.foreground]) if s.foreground else None
         image = compose(v, size, bg, fg, s.opacity, s.fusion_mode)
+        if s.segments:
+            image = self._draw_outlines(image, v, size)
         draw_corners(image, self._overlay_text(v))
         if remember:
             v.last_size = (int(size[0]), int(size[1]))
         return image
+
+    def _draw_outlines(self, image: Image.Image, v: SliceView, size: tuple[int, int]) -> Image.Image:
+        rgb = np.array(image.convert("RGB"))
+        m = v.image_to_ras_matrix(size)
+        for seg in self._s.segments.values():
+            rgb[outline(seg, m, size)] = seg.colour
+        return Image.fromarray(rgb)
 
     def _overlay_text(self, v: SliceView) -> dict[str, list[str]]:
         s = self._s
@@ -339,4 +393,9 @@ class EmbeddedVolumeViewer:
             "views": {n: v.snapshot() for n, v in s.views.items()},
             "display": {vid: d.snapshot() for vid, d in s.display.items()},
             "volumes": [{"id": vid, "name": v.name} for vid, v in s.volumes.items()],
+            "segments": [
+                {"id": sid, "name": sg.name, "source": sg.source, "voxels": sg.voxels()}
+                for sid, sg in s.segments.items()
+            ],
+            "transforms": [{"id": tid, **t.snapshot()} for tid, t in s.transforms.items()],
         }

@@ -1,6 +1,8 @@
 """The handler registries. Importing this package declares every radiology and pathology handler once."""
 
+from copilot.tools import dicom_ops as _dicom_ops  # noqa: F401  (declares DICOM operators)
 from copilot.tools import evidence as _evidence  # noqa: F401  (declares evidence handlers)
+from copilot.tools import operators as _operators  # noqa: F401  (declares Track B operators)
 from copilot.tools.pathology import PATHOLOGY
 from copilot.tools.radiology import RADIOLOGY
 from copilot.tools.registry import HandlerContext, HandlerOutput, HandlerSpec, ImageOut, Registry, RegistryError

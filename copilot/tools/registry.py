@@ -61,6 +61,7 @@ class HandlerContext:
     case_root: Path | None
     evidence: list[dict[str, Any]]
     case_inputs: dict[str, Any] = field(default_factory=dict)
+    output_dir: Path | None = None  # where operators write files (DICOM SEG); the trace's derived/ folder
 
 
 Impl = Callable[..., HandlerOutput]

@@ -1,0 +1,111 @@
+"""Track B DICOM operators: `import_dicom` (a DICOM folder of the case → volumes, described in the scene
+inventory) and `export_dicom_seg` (a segment → a DICOM SEG that references its source series, highdicom)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pydicom
+import SimpleITK as sitk
+from pydantic import Field
+
+from copilot.engine.loading import expand_case_path, load_case_volumes
+from copilot.errors import HandlerError
+from copilot.tools.args import resolve_case_path
+from copilot.tools.operators import OPERATOR, NewName
+from copilot.tools.radiology import handler
+from copilot.tools.registry import HandlerContext, HandlerOutput
+
+
+@handler(**OPERATOR)
+def import_dicom(
+    ctx: HandlerContext,
+    path: Annotated[str, Field(min_length=1, max_length=1024, description="DICOM folder inside the case folder.")],
+) -> HandlerOutput:
+    """Load the DICOM series of a case folder as new volumes (the scene keeps what it has)."""
+    sources = [resolve_case_path(ctx, str(s)) for s in expand_case_path(resolve_case_path(ctx, path))]
+    dicom = [s for s in sources if s.is_dir()]
+    if not dicom:
+        raise HandlerError("not_found", f"no DICOM series in {path!r}")
+    added = []
+    for vol in load_case_volumes(dicom):
+        if ctx.viewer.volume_name_taken(vol.name):
+            raise HandlerError("name_taken", f"a volume named {vol.name!r} is already loaded")
+        vid = ctx.viewer.add_volume(vol)
+        added.append(
+            {
+                "id": vid,
+                "name": vol.name,
+                "modality": vol.modality,
+                "series": dict(vol.metadata),
+                "dimensions": list(vol.dimensions),
+                "spacing_mm": [round(s, 6) for s in vol.spacing],
+            }
+        )
+    return HandlerOutput({"imported": added})
+
+
+@handler(**OPERATOR)
+def export_dicom_seg(
+    ctx: HandlerContext,
+    segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],
+    output_name: NewName,
+) -> HandlerOutput:
+    """Write a segment as a DICOM SEG (binary) referencing the DICOM series it was made from."""
+    import highdicom as hd
+    from pydicom.sr.codedict import codes
+
+    sid, sg = ctx.viewer.segment(segment)
+    source = ctx.viewer.volume(sg.source)
+    folder = Path(source.source)
+    if not folder.is_dir() or "SeriesInstanceUID" not in source.metadata:
+        raise HandlerError("not_dicom", f"{source.name} was not loaded from a DICOM series; nothing to reference")
+    if ctx.output_dir is None:
+        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
+    files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), source.metadata["SeriesInstanceUID"]))
+    datasets = [pydicom.dcmread(f) for f in files]  # SimpleITK's slice order = the volume's k order
+    if len(datasets) != source.dimensions[2]:
+        raise HandlerError("not_dicom", "the source series no longer matches the loaded volume")
+    desc = hd.seg.SegmentDescription(
+        segment_number=1,
+        segment_label=sg.name[:64],
+        segmented_property_category=codes.SCT.MorphologicallyAbnormalStructure,
+        segmented_property_type=codes.SCT.Lesion,
+        algorithm_type=hd.seg.SegmentAlgorithmTypeValues.SEMIAUTOMATIC,
+        algorithm_identification=hd.AlgorithmIdentificationSequence(
+            name=str(sg.provenance.get("operator", "medcopilot")), version="1", family=codes.DCM.ArtificialIntelligence
+        ),
+    )
+    seg_ds = hd.seg.Segmentation(
+        source_images=datasets,
+        pixel_array=(sg.mask.data > 0).astype(np.uint8),
+        segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
+        segment_descriptions=[desc],
+        series_instance_uid=hd.UID(),
+        series_number=900,
+        sop_instance_uid=hd.UID(),
+        instance_number=1,
+        manufacturer="MedCopilot",
+        manufacturer_model_name="MedCopilot",
+        software_versions="0.1",
+        device_serial_number="embedded",
+        series_description=output_name[:64],
+        omit_empty_frames=False,
+    )
+    ctx.output_dir.mkdir(parents=True, exist_ok=True)
+    out = ctx.output_dir / f"{output_name}.dcm"
+    if out.exists():
+        raise HandlerError("name_taken", f"{out.name} exists already")
+    seg_ds.save_as(out)
+    return HandlerOutput(
+        {
+            "segment_id": sid,
+            "file": out.name,
+            "sop_instance_uid": str(seg_ds.SOPInstanceUID),
+            "series_instance_uid": str(seg_ds.SeriesInstanceUID),
+            "referenced_series_uid": source.metadata["SeriesInstanceUID"],
+            "frame_of_reference_uid": str(seg_ds.FrameOfReferenceUID),
+        }
+    )
