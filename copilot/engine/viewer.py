@@ -66,6 +66,16 @@ class _SceneState:
     transforms: dict[str, TransformNode] = field(default_factory=dict)
 
 
+def _lookup(table: dict[str, Any], ref: str, kind: str) -> tuple[str, Any]:
+    """(id, node) of a derived node by id or unique name."""
+    if ref in table:
+        return ref, table[ref]
+    named = [(nid, node) for nid, node in table.items() if node.name == ref]
+    if len(named) == 1:
+        return named[0]
+    raise ViewerError(f"unknown_{kind}", f"no {kind} {ref!r}; {kind}s: {[n.name for n in table.values()]}")
+
+
 class EmbeddedVolumeViewer:
     """Volumes, display settings and three slice views; renders views to RGB images."""
 
@@ -126,22 +136,10 @@ class EmbeddedVolumeViewer:
 
     def segment(self, ref: str) -> tuple[str, Segment]:
         """A segment by node id or name; unknown or stale references are errors, never a fallback."""
-        segs = self._s.segments
-        if ref in segs:
-            return ref, segs[ref]
-        named = [(sid, sg) for sid, sg in segs.items() if sg.name == ref]
-        if len(named) == 1:
-            return named[0]
-        raise ViewerError("unknown_segment", f"no segment {ref!r}; segments: {[sg.name for sg in segs.values()]}")
+        return _lookup(self._s.segments, ref, "segment")
 
     def transform(self, ref: str) -> tuple[str, TransformNode]:
-        tfs = self._s.transforms
-        if ref in tfs:
-            return ref, tfs[ref]
-        named = [(tid, t) for tid, t in tfs.items() if t.name == ref]
-        if len(named) == 1:
-            return named[0]
-        raise ViewerError("unknown_transform", f"no transform {ref!r}; transforms: {[t.name for t in tfs.values()]}")
+        return _lookup(self._s.transforms, ref, "transform")
 
     def volume_name_taken(self, name: str) -> bool:
         return any(v.name == name for v in self._s.volumes.values())
