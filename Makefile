@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory sysdeps
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q torch==2.13.0  # the CPU build (VISTA3D runs on CPU here; CUDA where present)
+	$(BIN)/pip install -q -e '.[dev,vista3d]'
 	@touch $(STAMP)
 
 venv: $(STAMP)

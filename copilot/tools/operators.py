@@ -266,3 +266,53 @@ def segment_statistics(
     refs = volumes or [sg.source]
     vols = {ctx.viewer.volume(v).name: ctx.viewer.volume(v) for v in (_strict_volume(ctx, r) for r in refs)}
     return HandlerOutput({"segment_id": sid, "name": sg.name, **seg.statistics(sg.mask, vols)})
+
+
+@handler(**OPERATOR)
+def vista3d_segment(
+    ctx: HandlerContext,
+    volume: Ref,
+    output_segment: NewName,
+    class_prompts: Annotated[
+        list[str | int] | None,
+        Field(max_length=16, description="Classes to segment, as label ids or names of the bundle's label dictionary."),
+    ] = None,
+    points_ras: Annotated[
+        list[Annotated[list[float], Field(min_length=3, max_length=3)]] | None,
+        Field(max_length=20, description="Point prompts as [R, A, S] in mm."),
+    ] = None,
+    point_labels: Annotated[
+        list[int] | None, Field(max_length=20, description="One label per point: 1 foreground, 0 background.")
+    ] = None,
+    size: Size = DEFAULT_SIZE,
+) -> HandlerOutput:
+    """Segment with MONAI VISTA3D (CT) from class or point prompts, using the bundle configured in settings."""
+    from copilot.engine import vista3d
+
+    root = vista3d.configured_bundle()
+    if root is None:
+        raise HandlerError(
+            "not_configured",
+            "no VISTA3D bundle is configured: set MEDCOPILOT_VISTA3D_BUNDLE to a "
+            "local bundle folder (configs/inference.json, models/model.pt)",
+        )
+    vid = _strict_volume(ctx, volume)
+    try:
+        vista3d.check_prompts(class_prompts, points_ras, point_labels)
+        bundle = vista3d.Vista3DBundle.load(root)
+        if class_prompts is not None:
+            bundle.class_ids(class_prompts)
+        mask = vista3d.segment(bundle, ctx.viewer.volume(vid), class_prompts, points_ras, point_labels)
+    except vista3d.Vista3DError as exc:
+        raise HandlerError("invalid_prompt", str(exc)) from exc
+    except ImportError as exc:
+        raise HandlerError("not_configured", f"VISTA3D needs torch and monai ({exc})") from exc
+    provenance = {
+        "operator": "vista3d_segment",
+        "bundle": str(root),
+        "class_prompts": class_prompts,
+        "points_ras": points_ras,
+        "point_labels": point_labels,
+        "device": bundle.device,
+    }
+    return _add_segment(ctx, vid, mask, output_segment, provenance, size)
