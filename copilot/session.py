@@ -108,11 +108,25 @@ class Session:
     def handlers(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.registry.specs(self.track)]
 
-    def call(self, name: str, args: dict[str, Any] | None = None, actor: str = "agent") -> CallOutcome:
-        """Execute one handler call atomically; a refused or failed call changes nothing."""
+    def call(
+        self,
+        name: str,
+        args: dict[str, Any] | None = None,
+        actor: str = "agent",
+        progress: Any = None,
+        cancelled: Any = None,
+    ) -> CallOutcome:
+        """Execute one handler call atomically; a refused or failed call changes nothing.
+
+        `progress(fraction, message)` and `cancelled()` are given to the handler when the call runs as a job.
+        """
         with self.lock:
             t0 = time.perf_counter()
-            outcome = self._execute(name, args)
+            self.ctx.progress, self.ctx.cancelled = progress, cancelled
+            try:
+                outcome = self._execute(name, args)
+            finally:
+                self.ctx.progress = self.ctx.cancelled = None
             duration_ms = (time.perf_counter() - t0) * 1000.0
             if self.trace is not None:
                 outcome.seq = self.trace.record_call(name, args, actor, outcome, duration_ms)

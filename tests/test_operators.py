@@ -169,3 +169,52 @@ def test_dicom_import_and_seg_export_round_trip(tmp_path: Path) -> None:
     assert again.error["code"] == "name_taken"
     t1 = session.call("segment_threshold", {"volume": "T1", "output_segment": "z", "lower": -1, "upper": 1})
     assert t1.ok and session.call("export_dicom_seg", {"segment": "z", "output_name": "z"}).error["code"] == "not_dicom"
+
+
+def test_operators_run_as_jobs_with_progress_and_cancel(brain_pair, tmp_path: Path) -> None:
+    """Over HTTP: a registration job reports progress and can be cancelled (nothing changes); another completes."""
+    from tests.conftest import RunningServer
+
+    fixed, moving, _ = brain_pair
+    session = _session_b(fixed, moving)
+    srv = RunningServer(session)
+    try:
+        state = json.dumps(session.snapshot(), sort_keys=True)
+        args = {
+            "fixed_volume": "T1_fixed",
+            "moving_volume": "T1_moved",
+            "output_transform": "tx",
+            "max_iterations": 300,
+        }
+        started = srv.client.request("POST", "/medcopilot/v1/jobs/register_volumes", args)
+        assert started.status == 202 and started.body["status"] in ("queued", "running")
+        job = started.body["job_id"]
+        deadline = time.time() + 60
+        while (
+            srv.client.request("GET", f"/medcopilot/v1/jobs/{job}").body["progress"] <= 0.0 and time.time() < deadline
+        ):
+            time.sleep(0.02)
+        polled = srv.client.request("GET", f"/medcopilot/v1/jobs/{job}").body
+        assert polled["status"] == "running" and polled["message"].startswith("level")
+        # the server answers while the job runs (handler calls queue behind it: one consistent state)
+        assert len(srv.client.handlers()) == len(RADIOLOGY.specs("B"))
+        assert srv.client.request("DELETE", f"/medcopilot/v1/jobs/{job}").status == 202
+        while srv.client.request("GET", f"/medcopilot/v1/jobs/{job}").body["status"] == "running":
+            time.sleep(0.05)
+        final = srv.client.request("GET", f"/medcopilot/v1/jobs/{job}").body
+        assert final["status"] == "cancelled" and final["response"]["error"]["code"] == "cancelled"
+        assert json.dumps(session.snapshot(), sort_keys=True) == state
+        quick = srv.client.request(
+            "POST",
+            "/medcopilot/v1/jobs/segment_threshold",
+            {"volume": "T1_fixed", "output_segment": "bright", "lower": 100, "upper": 1e6, "size": 64},
+        )
+        jid = quick.body["job_id"]
+        while srv.client.request("GET", f"/medcopilot/v1/jobs/{jid}").body["status"] in ("queued", "running"):
+            time.sleep(0.02)
+        done = srv.client.request("GET", f"/medcopilot/v1/jobs/{jid}").body
+        assert done["status"] == "done" and done["progress"] == 1.0 and done["response"]["ok"]
+        assert srv.client.request("GET", "/medcopilot/v1/jobs/job-999").status == 404
+        assert srv.client.request("POST", "/medcopilot/v1/jobs/nope", {}).status == 404
+    finally:
+        srv.stop()

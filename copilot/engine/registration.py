@@ -4,6 +4,7 @@ resampling through a transform. Inputs are never modified; outputs are new array
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ def register(
     histogram_bins: int = 50,
     max_iterations: int = 200,
     seed: int = 1,
+    observer: Callable[[int, int, float], bool] | None = None,
 ) -> RegistrationResult:
     """Multi-resolution (shrink 4/2/1, smoothing 2/1/0 mm) Mattes MI registration; geometric-centre start."""
     t0 = time.perf_counter()
@@ -53,6 +55,13 @@ def register(
     reg.SetSmoothingSigmasPerLevel([2.0, 1.0, 0.0])
     reg.SmoothingSigmasAreSpecifiedInPhysicalUnitsOn()
     reg.SetInitialTransform(initial, inPlace=False)
+    if observer is not None:  # (level, iteration, metric) → True stops the registration
+
+        def on_iteration() -> None:
+            if observer(reg.GetCurrentLevel(), reg.GetOptimizerIteration(), reg.GetMetricValue()):
+                reg.StopRegistration()
+
+        reg.AddCommand(sitk.sitkIterationEvent, on_iteration)
     final = reg.Execute(f, m)
     tx = final.GetNthTransform(0) if isinstance(final, sitk.CompositeTransform) else final
     return RegistrationResult(

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from copilot.errors import HandlerError
+from copilot.jobs import JobManager
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
 from copilot.trace.recorder import TRACE_FILE
@@ -37,6 +38,7 @@ class HandlerServer(ThreadingHTTPServer):
         self.token = token
         self.slicer_compat = slicer_compat
         self.compat = SlicerCompat(session)
+        self.jobs = JobManager(session)
 
     @property
     def url(self) -> str:
@@ -118,6 +120,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._json(200, {"ok": True, "state": self.server.session.snapshot()})
         elif path == f"{API}/trace" and method == "GET":
             self._trace()
+        elif path.startswith(f"{API}/jobs/"):
+            self._job(method, path[len(f"{API}/jobs/") :], body)
         elif path.startswith(API):
             self._error(405 if _known(path) else 404, "not_found", f"no route {method} {path}")
         else:
@@ -131,6 +135,30 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         outcome = self.server.session.call(name, args, actor="http")
         self._json(outcome.status, outcome.envelope())
+
+    def _job(self, method: str, name: str, body: bytes) -> None:
+        """POST /jobs/HANDLER starts a call off the request thread (202); GET /jobs/ID polls it; DELETE cancels."""
+        jobs = self.server.jobs
+        if method == "POST":
+            if name not in self.server.session.registry:
+                self._error(404, "unknown_handler", f"no handler named {name!r}")
+                return
+            try:
+                args = json.loads(body or b"{}")
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                self._error(400, "invalid_json", f"request body is not JSON: {exc}")
+                return
+            self._json(202, jobs.submit(name, args if isinstance(args, dict) else {"_": args}, actor="http").to_json())
+            return
+        job = jobs.get(name)
+        if job is None:
+            self._error(404, "not_found", f"no job {name!r}")
+        elif method == "GET":
+            self._json(200, job.to_json())
+        elif method == "DELETE":
+            self._json(202, jobs.cancel(name).to_json())  # type: ignore[union-attr]
+        else:
+            self._error(405, "not_found", f"{method} is not allowed on a job")
 
     def _trace(self) -> None:
         trace = self.server.session.trace

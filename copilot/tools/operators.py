@@ -70,7 +70,19 @@ def register_volumes(
         raise HandlerError("invalid_arguments", "fixed and moving volumes must differ")
     viewer = ctx.viewer
     fixed, moving = viewer.volume(fid), viewer.volume(mid)
-    result = reg.register(fixed, moving, transform_type, sampling_percentage, histogram_bins, max_iterations)
+
+    def observe(level: int, iteration: int, metric: float) -> bool:
+        ctx.report(
+            (level + min(iteration, max_iterations) / max_iterations) / 3.0,
+            f"level {level + 1}/3, iteration {iteration}, metric {metric:.4f}",
+        )
+        return ctx.is_cancelled()
+
+    ctx.report(0.0, "registering")
+    result = reg.register(
+        fixed, moving, transform_type, sampling_percentage, histogram_bins, max_iterations, observer=observe
+    )
+    ctx.check_cancelled()
     node = TransformNode(
         output_transform,
         fid,
@@ -235,6 +247,7 @@ def segment_grow_from_seeds(
 ) -> HandlerOutput:
     """Grow a segment from RAS seed points (SimpleITK connected / confidence connected)."""
     vid = _strict_volume(ctx, volume)
+    ctx.report(0.1, "growing")
     try:
         mask = seg.grow(ctx.viewer.volume(vid), seeds_ras, method, lower, upper, multiplier)
     except ValueError as exc:
@@ -302,7 +315,10 @@ def vista3d_segment(
         bundle = vista3d.Vista3DBundle.load(root)
         if class_prompts is not None:
             bundle.class_ids(class_prompts)
+        ctx.report(0.1, "VISTA3D inference")
+        ctx.check_cancelled()
         mask = vista3d.segment(bundle, ctx.viewer.volume(vid), class_prompts, points_ras, point_labels)
+        ctx.check_cancelled()
     except vista3d.Vista3DError as exc:
         raise HandlerError("invalid_prompt", str(exc)) from exc
     except ImportError as exc:

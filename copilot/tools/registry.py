@@ -62,6 +62,21 @@ class HandlerContext:
     evidence: list[dict[str, Any]]
     case_inputs: dict[str, Any] = field(default_factory=dict)
     output_dir: Path | None = None  # where operators write files (DICOM SEG); the trace's derived/ folder
+    progress: Callable[[float, str], None] | None = None  # set while a job runs the call
+    cancelled: Callable[[], bool] | None = None
+
+    def report(self, fraction: float, message: str = "") -> None:
+        """Progress of a long operation (0–1), when the call runs as a job."""
+        if self.progress is not None:
+            self.progress(fraction, message)
+
+    def is_cancelled(self) -> bool:
+        return bool(self.cancelled is not None and self.cancelled())
+
+    def check_cancelled(self) -> None:
+        """Stop here (the call is rolled back) when the job was cancelled."""
+        if self.is_cancelled():
+            raise HandlerError("cancelled", "the operation was cancelled; nothing changed", status=409)
 
 
 Impl = Callable[..., HandlerOutput]
