@@ -117,6 +117,12 @@ def _run(ns: argparse.Namespace) -> int:
     return 0 if row["status"] != "error" else 1
 
 
+def _gui(ns: argparse.Namespace) -> int:
+    from copilot.gui.app import main as gui_main
+
+    return gui_main(ns.case)
+
+
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
@@ -247,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--track", choices=["A", "B"], default="A")
     mcp.add_argument("--trace-dir", default=None)
     mcp.set_defaults(func=_mcp)
+
+    gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")
+    gui.add_argument("--case", default="demo-output/cases", help="a case pack or a folder of them")
+    gui.set_defaults(func=_gui)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
     rp.add_argument("trace_dir")

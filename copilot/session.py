@@ -97,6 +97,7 @@ class Session:
         self.trace = trace
         self.lock = threading.RLock()
         self.evidence: list[dict[str, Any]] = []
+        self.listeners: list[Any] = []  # fn(outcome, args, actor), called after every call (e.g. the panel)
         output = trace.dir / "derived" if trace is not None else None
         self.ctx = HandlerContext(viewer, case_root, self.evidence, dict(case_inputs or {}), output)
 
@@ -130,7 +131,9 @@ class Session:
             duration_ms = (time.perf_counter() - t0) * 1000.0
             if self.trace is not None:
                 outcome.seq = self.trace.record_call(name, args, actor, outcome, duration_ms)
-            return outcome
+        for listener in list(self.listeners):
+            listener(outcome, args, actor)
+        return outcome
 
     def _execute(self, name: str, args: dict[str, Any] | None) -> CallOutcome:
         try:

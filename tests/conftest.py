@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import threading
 from collections.abc import Iterator
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt tests never need a screen
 
 from copilot.cases.make import make_cases
 from copilot.engine.volume import Volume

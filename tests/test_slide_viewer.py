@@ -167,6 +167,7 @@ BAD = [
     ("focus_qupath", {"now": True}, "invalid_arguments"),
     ("get_qupath_state", {"verbose": 1}, "invalid_arguments"),
     ("close", {"force": True}, "invalid_arguments"),
+    ("center_on_wsi_coordinate", {"x": -5, "y": 3}, "invalid_arguments"),
 ]
 
 

@@ -282,3 +282,16 @@ def close(ctx: HandlerContext) -> HandlerOutput:
     ctx.viewer.close()
     ctx.viewer.last_action = "close"
     return _with_state(ctx, {"closed": True}, image=False)
+
+
+@handler(role="viewer_control")
+def center_on_wsi_coordinate(
+    ctx: HandlerContext,
+    x: Annotated[float, Field(ge=0, le=1e7, description="Level-0 x in pixels.")],
+    y: Annotated[float, Field(ge=0, le=1e7, description="Level-0 y in pixels.")],
+) -> HandlerOutput:
+    """Centre the viewer on full-resolution (level-0) slide coordinates, e.g. to revisit recorded evidence."""
+    ctx.viewer.require()
+    clamped = ctx.viewer.set_centre(x, y)
+    ctx.viewer.last_action = f"centre on ({x:.0f}, {y:.0f})"
+    return _with_state(ctx, {"center": [ctx.viewer.viewport.cx, ctx.viewer.viewport.cy], "clamped": clamped})

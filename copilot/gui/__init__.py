@@ -1,0 +1,1 @@
+"""The desktop app (PySide6): thin widgets over `copilot.panel.PanelModel`."""

@@ -1,0 +1,267 @@
+"""`medcopilot gui`: a PySide6 window with the embedded viewer and the copilot panel.
+
+Views show the engine's own renders (exact: the same pixels the agent gets, and the same point↔RAS
+conversions), repainted after every call whoever made it. Mouse: wheel scrolls a slice view, moving
+the pointer shows RAS (slice views) or level-0 pixels (slide view). Widgets only bind to `PanelModel`;
+its notifications arrive from the agent's worker thread and are queued into the GUI thread by a signal.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from copilot.panel.model import PanelModel
+
+VIEW_TITLES = {"red": "Red (axial)", "yellow": "Yellow (sagittal)", "green": "Green (coronal)", "viewer": "Slide"}
+
+
+def to_pixmap(image: Any) -> QPixmap:
+    rgb = image.convert("RGB")
+    data = rgb.tobytes()
+    qimg = QImage(data, rgb.width, rgb.height, 3 * rgb.width, QImage.Format.Format_RGB888)
+    return QPixmap.fromImage(qimg.copy())
+
+
+class _Bridge(QObject):
+    changed = Signal(object)  # {view: PIL image}, rendered by the thread that changed the scene
+
+
+class ViewWidget(QLabel):
+    """One view of the session's viewer: the engine's render at the widget's size."""
+
+    def __init__(self, model: PanelModel, view: str, readout: QLabel) -> None:
+        super().__init__()
+        self.model, self.view, self.readout = model, view, readout
+        self.setMinimumSize(160, 160)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setMouseTracking(True)
+        self.setStyleSheet("background: black")
+        self.side = 256
+
+    def render(self) -> Any:
+        """The engine's image for this view (call with the session lock held; any thread)."""
+        viewer = self.model.session.viewer
+        if self.view == "viewer":
+            return viewer.render() if viewer.has_image() else None
+        return viewer.render(self.view, (self.side, self.side), remember=False) if viewer.volume_ids() else None
+
+    def show_image(self, image: Any) -> None:
+        if image is not None:
+            self.setPixmap(to_pixmap(image).scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio))
+
+    def resizeEvent(self, event: Any) -> None:
+        self.side = max(64, min(self.width(), self.height()))
+        super().resizeEvent(event)
+
+    def wheelEvent(self, event: Any) -> None:
+        if self.view != "viewer":
+            self.model.scroll(self.view, 1 if event.angleDelta().y() > 0 else -1)
+
+    def mouseMoveEvent(self, event: Any) -> None:
+        pix = self.pixmap()
+        if pix is None or pix.isNull():
+            return
+        x0, y0 = (self.width() - pix.width()) / 2, (self.height() - pix.height()) / 2
+        fx, fy = (event.position().x() - x0) / pix.width(), (event.position().y() - y0) / pix.height()
+        if not (0 <= fx < 1 and 0 <= fy < 1):
+            return
+        viewer = self.model.session.viewer
+        if self.view == "viewer":
+            x, y = viewer.viewport.norm1000_to_level0(fx * 1000, fy * 1000)
+            self.readout.setText(f"x {x:.0f}  y {y:.0f} px (level 0)")
+        else:
+            r, a, s = viewer.view(self.view).norm1000_to_ras((fx * 1000, fy * 1000), (self.side, self.side))
+            self.readout.setText(f"R {r:.1f}  A {a:.1f}  S {s:.1f} mm")
+
+
+class PanelWidget(QWidget):
+    """The copilot panel: chat, timeline, evidence, budget, approve mode, stop, report."""
+
+    def __init__(self, model: PanelModel, policies: dict[str, Any]) -> None:
+        super().__init__()
+        self.model, self.policies = model, policies
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.policy = QComboBox()
+        self.policy.addItems(list(policies))
+        self.run_button = QPushButton("Run")
+        self.stop_button = QPushButton("Stop")
+        row.addWidget(self.policy)
+        row.addWidget(self.run_button)
+        row.addWidget(self.stop_button)
+        layout.addLayout(row)
+        self.approve_mode = QCheckBox("Approve each action")
+        approve_row = QHBoxLayout()
+        self.approve_button, self.reject_button = QPushButton("Approve"), QPushButton("Reject")
+        approve_row.addWidget(self.approve_mode)
+        approve_row.addWidget(self.approve_button)
+        approve_row.addWidget(self.reject_button)
+        layout.addLayout(approve_row)
+        self.budget = QProgressBar()
+        self.budget.setMaximum(model.budget)
+        self.budget.setFormat("%v / %m rounds")
+        layout.addWidget(self.budget)
+        layout.addWidget(QLabel("Actions"))
+        self.timeline = QListWidget()
+        layout.addWidget(self.timeline, 3)
+        layout.addWidget(QLabel("Evidence (click to go there)"))
+        self.evidence = QListWidget()
+        layout.addWidget(self.evidence, 1)
+        self.chat = QTextBrowser()
+        layout.addWidget(self.chat, 2)
+        self.export_button = QPushButton("Export evidence report…")
+        layout.addWidget(self.export_button)
+        self.status = QLabel("idle")
+        layout.addWidget(self.status)
+        self.run_button.clicked.connect(lambda: model.run_episode(self.policies[self.policy.currentText()]()))
+        self.stop_button.clicked.connect(model.stop)
+        self.approve_mode.toggled.connect(model.set_approve_mode)
+        self.approve_button.clicked.connect(model.approve)
+        self.reject_button.clicked.connect(model.reject)
+        self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
+        self.export_button.clicked.connect(self._export)
+
+    def _export(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Evidence report", "evidence_report.html", "HTML (*.html)")
+        if path:
+            self.model.export_report(path)
+
+    def refresh(self) -> None:
+        m = self.model
+        while self.timeline.count() > len(m.timeline):
+            self.timeline.takeItem(self.timeline.count() - 1)
+        for n, entry in enumerate(m.timeline):
+            text = f"{n + 1}. [{entry.actor}] {entry.handler} — {entry.status}" + (
+                f": {entry.error}" if entry.error else ""
+            )
+            if n < self.timeline.count():
+                item = self.timeline.item(n)
+                if item.text() != text:
+                    item.setText(text)
+            else:
+                item = QListWidgetItem(text)
+                if entry.thumbnail:
+                    pix = QPixmap()
+                    pix.loadFromData(entry.thumbnail)
+                    item.setIcon(QIcon(pix.scaled(48, 48, Qt.AspectRatioMode.KeepAspectRatio)))
+                self.timeline.addItem(item)
+        labels = [
+            f"{e.get('kind')}: {e.get('label') or ''} {e.get('ras') or e.get('offset_mm') or e.get('point') or ''}"
+            for e in m.evidence
+        ]
+        if [self.evidence.item(i).text() for i in range(self.evidence.count())] != labels:
+            self.evidence.clear()
+            self.evidence.addItems(labels)
+        self.budget.setValue(min(m.rounds_used, m.budget))
+        self.chat.setPlainText("\n\n".join(f"{who}: {text}" for who, text in m.messages))
+        self.status.setText(f"{m.status}" + (f" — waiting for approval: {m.pending.handler}" if m.pending else ""))
+        self.approve_button.setEnabled(m.pending is not None)
+        self.reject_button.setEnabled(m.pending is not None)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, model: PanelModel, policies: dict[str, Any]) -> None:
+        super().__init__()
+        self.model = model
+        self.setWindowTitle(f"MedCopilot — {model.case.case_id}")
+        central = QWidget()
+        grid = QGridLayout(central)
+        self.readout = QLabel(" ")
+        names = ["viewer"] if model.session.viewer.kind == "pathology" else ["red", "yellow", "green"]
+        self.views = {n: ViewWidget(model, n, self.readout) for n in names}
+        for i, (name, widget) in enumerate(self.views.items()):
+            grid.addWidget(QLabel(VIEW_TITLES[name]), 0, i)
+            grid.addWidget(widget, 1, i)
+        grid.addWidget(self.readout, 2, 0, 1, len(names))
+        self.setCentralWidget(central)
+        self.panel = PanelWidget(model, policies)
+        dock = QDockWidget("Copilot", self)
+        dock.setWidget(self.panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.bridge = _Bridge()
+        self.bridge.changed.connect(self._show, Qt.ConnectionType.QueuedConnection)
+        model.listeners.append(self._changed)
+        self.resize(1400, 720)
+
+    def _changed(self, what: str = "") -> None:
+        """Render the views in the thread that changed the scene (usually the agent's worker), then hand the
+        images to the GUI thread, which only paints: it never waits for the session lock."""
+        lock = self.model.session.lock
+        gui_thread = threading.current_thread() is threading.main_thread()
+        if not lock.acquire(blocking=not gui_thread):  # the GUI thread never waits: the call's end repaints
+            self.bridge.changed.emit({})
+            return
+        try:
+            images = {name: view.render() for name, view in self.views.items()}
+        finally:
+            lock.release()
+        self.bridge.changed.emit(images)
+
+    def _show(self, images: dict[str, Any]) -> None:
+        for name, image in images.items():
+            self.views[name].show_image(image)
+        self.panel.refresh()
+
+    def refresh(self, *_: Any) -> None:
+        """Re-render and repaint now (GUI thread, when nothing else runs)."""
+        with self.model.session.lock:
+            images = {name: view.render() for name, view in self.views.items()}
+        self._show(images)
+
+
+def default_policies() -> dict[str, Any]:
+    from copilot.agent.baselines import BaselinePolicy
+    from copilot.agent.policy import PriorPolicy
+    from copilot.agent.registry import make
+
+    return {
+        "baseline": BaselinePolicy,
+        "prior": PriorPolicy,
+        "openai (settings from the environment)": lambda: make("openai"),
+    }
+
+
+def build_window(case_dir: str | Path, trace_dir: str | Path | None = None) -> MainWindow:
+    from copilot.cases.pack import load_case
+    from copilot.runtime import open_session
+
+    session = open_session(case_dir, trace_dir=trace_dir)
+    window = MainWindow(PanelModel(session, load_case(case_dir)), default_policies())
+    window.refresh()
+    return window
+
+
+def main(case_dir: str) -> int:
+    from copilot.bench.score_cli import find_cases
+
+    app = QApplication.instance() or QApplication(sys.argv)
+    cases = find_cases(case_dir)
+    if not cases:
+        raise SystemExit(f"no case packs under {case_dir}")
+    window = build_window(cases[0].root)
+    window.show()
+    return int(app.exec())

@@ -1,0 +1,1 @@
+"""The copilot panel view-model (Qt-free)."""

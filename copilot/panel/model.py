@@ -1,0 +1,244 @@
+"""The copilot panel's view-model (Qt-free): chat, timeline of handler calls, evidence list, budget meter,
+approve-each-action mode, stop, and the evidence report. Widgets (PySide6 here, Slicer's `qt` in the
+Slicer module) only bind to it.
+
+The agent runs in a worker thread against an `ApprovalGate` in front of the session: in approve mode a
+proposed agent call waits until the clinician approves or rejects it; stop makes the next call end the
+episode. The viewer the clinician sees is the session's viewer: one scene, one state.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copilot.cases.pack import CasePack
+from copilot.engine.render import encode_png
+from copilot.session import CallOutcome, EncodedImage, Session
+
+
+class EpisodeStopped(Exception):
+    """The clinician stopped the episode."""
+
+
+@dataclass
+class TimelineEntry:
+    handler: str
+    args: dict[str, Any]
+    actor: str
+    status: str  # pending | ok | refused | rejected
+    error: str | None = None
+    thumbnail: bytes | None = None
+
+
+class ApprovalGate:
+    """The session as the agent sees it: calls may wait for approval; a stop ends the episode."""
+
+    def __init__(self, session: Session, model: PanelModel) -> None:
+        self._session = session
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def call(self, name: str, args: dict[str, Any] | None = None, actor: str = "agent", **kw: Any) -> CallOutcome:
+        m = self._model
+        if m.stop_event.is_set():
+            raise EpisodeStopped
+        if actor == "agent" and m.approve_mode:
+            decision = m._await_approval(name, args or {})
+            if decision == "stop":
+                raise EpisodeStopped
+            if decision == "reject":
+                return CallOutcome(
+                    name,
+                    False,
+                    403,
+                    error={"code": "rejected_by_clinician", "message": "the clinician rejected this action"},
+                )
+        return self._session.call(name, args, actor=actor, **kw)
+
+
+class PanelModel:
+    """State and actions of the copilot panel."""
+
+    def __init__(self, session: Session, case: CasePack, budget: int = 20) -> None:
+        self.session, self.case, self.budget = session, case, budget
+        self.timeline: list[TimelineEntry] = []
+        self.messages: list[tuple[str, str]] = []  # (who, text)
+        self.status = "idle"  # idle | running | done | stopped | error | budget_exhausted
+        self.approve_mode = False
+        self.pending: TimelineEntry | None = None
+        self.stop_event = threading.Event()
+        self._decision: str | None = None
+        self._decided = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.listeners: list[Callable[[str], None]] = []
+        session.listeners.append(self._on_call)
+
+    # ----- notifications -----
+    def _notify(self, what: str) -> None:
+        for fn in list(self.listeners):
+            fn(what)
+
+    def _on_call(self, outcome: CallOutcome, args: dict[str, Any] | None, actor: str) -> None:
+        thumb = outcome.images[0].data if outcome.images and outcome.images[0].mime == "image/png" else None
+        status = "ok" if outcome.ok else "refused"
+        err = None if outcome.ok else (outcome.error or {}).get("message")
+        if self.pending is not None and self.pending.handler == outcome.name and actor == "agent":
+            entry, self.pending = self.pending, None
+            entry.status, entry.error, entry.thumbnail = status, err, thumb
+        else:
+            self.timeline.append(TimelineEntry(outcome.name, dict(args or {}), actor, status, err, thumb))
+        self._notify("timeline")
+
+    # ----- derived state -----
+    @property
+    def rounds_used(self) -> int:
+        return sum(1 for e in self.timeline if e.actor == "agent" and e.status != "pending")
+
+    @property
+    def evidence(self) -> list[dict[str, Any]]:
+        return list(self.session.evidence)
+
+    # ----- the episode -----
+    def run_episode(self, policy: Any) -> None:
+        """Start the policy in a worker thread (the GUI never blocks)."""
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError("an episode is already running")
+        self.stop_event.clear()
+        self.status = "running"
+        self.messages.append(("clinician", f"Run {getattr(policy, 'name', 'policy')} on {self.case.case_id}"))
+        self._notify("status")
+        self._thread = threading.Thread(target=self._worker, args=(policy,), daemon=True, name="copilot-agent")
+        self._thread.start()
+
+    def _worker(self, policy: Any) -> None:
+        try:
+            result = policy.run(ApprovalGate(self.session, self), self.case, self.budget)
+            self.messages.append(("agent", result.response))
+            self.status = result.status
+        except EpisodeStopped:
+            self.status = "stopped"
+        except Exception as exc:  # shown in the panel, never a crash of the GUI
+            self.messages.append(("system", f"{type(exc).__name__}: {exc}"))
+            self.status = "error"
+        finally:
+            self.pending = None
+            self._notify("status")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
+    # ----- approve mode and stop -----
+    def set_approve_mode(self, on: bool) -> None:
+        self.approve_mode = on
+        self._notify("status")
+
+    def _await_approval(self, name: str, args: dict[str, Any]) -> str:
+        entry = TimelineEntry(name, dict(args), "agent", "pending")
+        with self._decided:
+            self.pending, self._decision = entry, None
+            self.timeline.append(entry)
+            self._notify("timeline")
+            while self._decision is None and not self.stop_event.is_set():
+                self._decided.wait(0.05)
+            decision = "stop" if self.stop_event.is_set() else self._decision
+        if decision != "approve":
+            entry.status = "rejected" if decision == "reject" else "stopped"
+            self.pending = None
+            self._notify("timeline")
+        return decision or "stop"
+
+    def approve(self) -> None:
+        with self._decided:
+            self._decision = "approve"
+            self._decided.notify_all()
+
+    def reject(self) -> None:
+        with self._decided:
+            self._decision = "reject"
+            self._decided.notify_all()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        with self._decided:
+            self._decided.notify_all()
+
+    # ----- clinician actions (audited like the agent's) -----
+    def scroll(self, view: str, slices: int) -> CallOutcome:
+        return self.session.call(
+            "scroll",
+            {
+                "view": view,
+                "direction": "up" if slices > 0 else "down",
+                "num_slices": abs(slices),
+                "output": "final",
+                "size": 64,
+            },
+            actor="clinician",
+        )
+
+    def jump_to_evidence(self, index: int) -> CallOutcome:
+        """Move the viewer to an evidence item: its RAS point, its key slice, or its slide coordinates."""
+        ev = self.session.evidence[index]
+        if "ras" in ev:
+            return self.session.call("jump", {"ras": ev["ras"], "size": 64}, actor="clinician")
+        if ev.get("kind") == "key_slice":
+            return self.session.call(
+                "set_slice_offset", {"view": ev["view"], "offset": ev["offset_mm"], "size": 64}, actor="clinician"
+            )
+        point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
+        return self.session.call("center_on_wsi_coordinate", {"x": point["x"], "y": point["y"]}, actor="clinician")
+
+    # ----- report -----
+    def export_report(self, path: str | Path) -> Path:
+        """HTML evidence report: the final answer, each evidence item and the views it cites (rendered without
+        moving the viewer)."""
+        viewer = self.session.viewer
+        parts = [
+            f"<!doctype html><html><head><meta charset='utf-8'><title>Evidence report {html.escape(self.case.case_id)}"
+            "</title></head><body>",
+            f"<h1>Evidence report — {html.escape(self.case.case_id)}</h1>",
+        ]
+        answer = next((t for who, t in reversed(self.messages) if who == "agent"), "")
+        parts.append(f"<h2>Answer</h2><pre>{html.escape(answer)}</pre><h2>Evidence</h2>")
+        with self.session.lock:
+            saved = viewer.export_state()
+            try:
+                for n, ev in enumerate(self.session.evidence):
+                    parts.append(
+                        f"<h3>{n + 1}. {html.escape(ev.get('kind', ''))} {html.escape(ev.get('label', ''))}</h3>"
+                        f"<pre>{html.escape(str({k: v for k, v in ev.items() if k != 'view_state'}))}</pre>"
+                    )
+                    for img in self._cited_views(ev):
+                        data = base64.b64encode(img.data).decode()
+                        parts.append(f'<img alt="{img.view}" src="data:image/png;base64,{data}" width="256">')
+            finally:
+                viewer.restore_state(saved)
+        parts.append("</body></html>")
+        out = Path(path)
+        out.write_text("".join(parts), encoding="utf-8")
+        return out
+
+    def _cited_views(self, ev: dict[str, Any]) -> list[EncodedImage]:
+        viewer = self.session.viewer
+        if viewer.kind == "radiology":
+            if "ras" in ev:
+                viewer.jump(__import__("numpy").array(ev["ras"]))
+            elif ev.get("kind") == "key_slice":
+                viewer.set_slice_offset(ev["view"], ev["offset_mm"])
+            views = [ev["view"]] if ev.get("kind") in ("key_slice", "bookmark") else ["red", "yellow", "green"]
+            return [
+                EncodedImage(v, "image/png", encode_png(viewer.render(v, (256, 256), remember=False))) for v in views
+            ]
+        point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
+        viewer.set_centre(point["x"], point["y"])
+        return [EncodedImage("viewer", "image/png", encode_png(viewer.render()))]

@@ -1,0 +1,99 @@
+"""The desktop copilot (pytest-qt, offscreen): a scripted agent through the panel — timeline in order,
+evidence clicks move the views, approve mode blocks until approval, stop ends the episode, and the
+event loop keeps running during a slow handler."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QTimer
+
+from copilot.agent.policy import ScriptedPolicy
+from copilot.gui.app import build_window
+
+pytestmark = pytest.mark.gui
+
+
+def _script(tmp_path: Path, calls: list[dict], answer: str = "ANSWER: A") -> ScriptedPolicy:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"calls": calls, "answer": answer}))
+    return ScriptedPolicy(path)
+
+
+CALLS = [
+    {"handler": "select_volume", "args": {"volume_name": "T1c", "view": "red", "size": 96}},
+    {"handler": "set_slice_offset", "args": {"view": "red", "offset": 10.0, "size": 96}},
+    {"handler": "record_point", "args": {"ras": [20.0, -10.0, 10.0], "label": "lesion"}},
+    {"handler": "record_key_slice", "args": {"view": "green", "offset": -30.0, "label": "coronal"}},
+]
+
+
+def test_timeline_and_evidence_clicks(qtbot, brain_case: Path, tmp_path: Path) -> None:
+    window = build_window(brain_case)
+    qtbot.addWidget(window)
+    model = window.model
+    model.run_episode(_script(tmp_path, CALLS))
+    qtbot.waitUntil(lambda: model.status == "done", timeout=20000)
+    qtbot.waitUntil(lambda: window.panel.timeline.count() == len(model.timeline), timeout=5000)
+    agent = [e.handler for e in model.timeline if e.actor == "agent"]
+    assert agent == [c["handler"] for c in CALLS]
+    texts = [window.panel.timeline.item(i).text() for i in range(window.panel.timeline.count())]
+    assert texts == [f"{n + 1}. [agent] {c['handler']} — ok" for n, c in enumerate(CALLS)]
+    assert window.panel.budget.value() == 4 and window.panel.evidence.count() == 2
+    assert "ANSWER: A" in window.panel.chat.toPlainText()
+    window.panel.evidence.itemClicked.emit(window.panel.evidence.item(0))  # the RAS point
+    views = model.session.viewer.state()["views"]
+    assert (views["yellow"]["offset"], views["green"]["offset"], views["red"]["offset"]) == (20.0, -10.0, 10.0)
+    window.panel.evidence.itemClicked.emit(window.panel.evidence.item(1))  # the coronal key slice
+    assert model.session.viewer.state()["views"]["green"]["offset"] == -30.0
+    assert [e.actor for e in model.timeline][-2:] == ["clinician", "clinician"]  # audited like the agent
+    report = model.export_report(tmp_path / "report.html").read_text()
+    assert report.count("<img") == 3 + 1 and "ANSWER: A" in report
+
+
+def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, brain_case: Path, tmp_path: Path) -> None:
+    window = build_window(brain_case)
+    qtbot.addWidget(window)
+    model = window.model
+    window.panel.approve_mode.setChecked(True)
+    model.run_episode(_script(tmp_path, CALLS))
+    qtbot.waitUntil(lambda: model.pending is not None, timeout=10000)
+    time.sleep(0.3)
+    assert model.pending.handler == "select_volume" and model.rounds_used == 0  # nothing ran
+    assert model.session.viewer.state()["active_volume_name"] == "FLAIR"
+    qtbot.waitUntil(lambda: window.panel.approve_button.isEnabled(), timeout=5000)
+    window.panel.approve_button.click()
+    qtbot.waitUntil(lambda: model.pending is not None and model.pending.handler == "set_slice_offset", timeout=10000)
+    assert model.session.viewer.state()["active_volume_name"] == "T1c"
+    window.panel.reject_button.click()
+    qtbot.waitUntil(lambda: model.pending is not None and model.pending.handler == "record_point", timeout=10000)
+    assert [e.status for e in model.timeline if e.actor == "agent"][:2] == ["ok", "rejected"]
+    window.panel.stop_button.click()
+    qtbot.waitUntil(lambda: model.status == "stopped", timeout=10000)
+    assert model.session.evidence == []  # the episode ended before recording anything
+
+
+def test_event_loop_serviced_during_a_slow_handler(qtbot, brain_case: Path, tmp_path: Path) -> None:
+    window = build_window(brain_case)
+    qtbot.addWidget(window)
+    model = window.model
+    slow = [{"handler": "scroll", "args": {"view": "red", "num_slices": 40, "output": "cine", "size": 512}}] * 2
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.start(20)
+    t0 = time.perf_counter()
+    model.run_episode(_script(tmp_path, slow))
+    qtbot.waitUntil(lambda: model.status == "done", timeout=60000)
+    elapsed = time.perf_counter() - t0
+    timer.stop()
+    assert elapsed > 0.3
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    assert len(ticks) >= 0.5 * elapsed / 0.02 and max(gaps) < 0.5  # the GUI thread never stalled
