@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
 SYSTEM_PACKAGES := chromium
 
-.PHONY: demo test lint sysdeps venv bench clean
+.PHONY: demo test lint sysdeps venv bench clean screenshots
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory sysdeps
@@ -36,6 +36,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/slide.py
+	$(BIN)/python benchmarks/gui.py
+
+# Screenshots of the desktop app under Xvfb (docs/gui_*.png)
+screenshots: $(STAMP)
+	apt-get install -y -q xvfb libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 >/dev/null
+	$(BIN)/medcopilot cases make --module brain_mri --n 1 --seed 0 --out $(DEMO_OUT)/cases
+	$(BIN)/medcopilot cases make --module breast_wsi --n 4 --seed 5 --out $(DEMO_OUT)/cases --slide-size 2048x1536 --mpp 1.0
+	xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/medcopilot gui --case $(DEMO_OUT)/cases/brain_mri_000_0000 --screenshot docs/gui_brain.png --run baseline
+	xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/medcopilot gui --case $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.png --run baseline
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .hypothesis

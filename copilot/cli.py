@@ -120,7 +120,7 @@ def _run(ns: argparse.Namespace) -> int:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
-    return gui_main(ns.case)
+    return gui_main(ns.case, ns.screenshot, ns.run)
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -256,6 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")
     gui.add_argument("--case", default="demo-output/cases", help="a case pack or a folder of them")
+    gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
+    gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
     gui.set_defaults(func=_gui)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtGui import QColor, QIcon, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QComboBox,
+    QDialog,
+    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
+    QFormLayout,
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
@@ -70,31 +76,65 @@ class ViewWidget(QLabel):
         return viewer.render(self.view, (self.side, self.side), remember=False) if viewer.volume_ids() else None
 
     def show_image(self, image: Any) -> None:
-        if image is not None:
-            self.setPixmap(to_pixmap(image).scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio))
+        if image is None:
+            return
+        pix = to_pixmap(image).scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio)
+        if self.view != "viewer" and self.model.crosshair is not None:
+            pos = self.model.session.viewer.view(self.view).ras_to_norm1000(
+                np.array(self.model.crosshair), (self.side, self.side)
+            )
+            painter = QPainter(pix)
+            painter.setPen(QPen(QColor(255, 220, 0), 1))
+            x, y = pos[0] / 1000 * pix.width(), pos[1] / 1000 * pix.height()
+            painter.drawLine(int(x) - 12, int(y), int(x) + 12, int(y))
+            painter.drawLine(int(x), int(y) - 12, int(x), int(y) + 12)
+            painter.end()
+        self.setPixmap(pix)
 
     def resizeEvent(self, event: Any) -> None:
         self.side = max(64, min(self.width(), self.height()))
         super().resizeEvent(event)
+
+    def mousePressEvent(self, event: Any) -> None:
+        self._press = (event.position().x(), event.position().y(), event.button())
+
+    def mouseReleaseEvent(self, event: Any) -> None:
+        press, self._press = getattr(self, "_press", None), None
+        if press is None or self.view == "viewer":
+            return
+        dx, dy = event.position().x() - press[0], event.position().y() - press[1]
+        if press[2] == Qt.MouseButton.RightButton and (abs(dx) > 2 or abs(dy) > 2):
+            d = self.model.session.viewer.display(self.model.session.viewer.resolve_volume())
+            window = max(1.0, d.window * (1.0 + dx / 200.0))
+            self.model.window_level(window, d.level - dy / 200.0 * d.window)
+        elif press[2] == Qt.MouseButton.LeftButton:
+            point = self._norm(event)
+            if point is not None:
+                r, a, s = self.model.session.viewer.view(self.view).norm1000_to_ras(point, (self.side, self.side))
+                self.model.jump([float(r), float(a), float(s)])
+
+    def _norm(self, event: Any) -> tuple[float, float] | None:
+        pix = self.pixmap()
+        if pix is None or pix.isNull():
+            return None
+        x0, y0 = (self.width() - pix.width()) / 2, (self.height() - pix.height()) / 2
+        fx, fy = (event.position().x() - x0) / pix.width(), (event.position().y() - y0) / pix.height()
+        return (fx * 1000, fy * 1000) if 0 <= fx < 1 and 0 <= fy < 1 else None
 
     def wheelEvent(self, event: Any) -> None:
         if self.view != "viewer":
             self.model.scroll(self.view, 1 if event.angleDelta().y() > 0 else -1)
 
     def mouseMoveEvent(self, event: Any) -> None:
-        pix = self.pixmap()
-        if pix is None or pix.isNull():
-            return
-        x0, y0 = (self.width() - pix.width()) / 2, (self.height() - pix.height()) / 2
-        fx, fy = (event.position().x() - x0) / pix.width(), (event.position().y() - y0) / pix.height()
-        if not (0 <= fx < 1 and 0 <= fy < 1):
+        point = self._norm(event)
+        if point is None:
             return
         viewer = self.model.session.viewer
         if self.view == "viewer":
-            x, y = viewer.viewport.norm1000_to_level0(fx * 1000, fy * 1000)
+            x, y = viewer.viewport.norm1000_to_level0(*point)
             self.readout.setText(f"x {x:.0f}  y {y:.0f} px (level 0)")
         else:
-            r, a, s = viewer.view(self.view).norm1000_to_ras((fx * 1000, fy * 1000), (self.side, self.side))
+            r, a, s = viewer.view(self.view).norm1000_to_ras(point, (self.side, self.side))
             self.readout.setText(f"R {r:.1f}  A {a:.1f}  S {s:.1f} mm")
 
 
@@ -184,12 +224,19 @@ class PanelWidget(QWidget):
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, model: PanelModel, policies: dict[str, Any]) -> None:
+    def __init__(self, model: PanelModel, policies: dict[str, Any], cases: list[Path] | None = None) -> None:
         super().__init__()
         self.model = model
+        self.cases = cases or [model.case.root]
         self.setWindowTitle(f"MedCopilot — {model.case.case_id}")
         central = QWidget()
         grid = QGridLayout(central)
+        self.case_box = QComboBox()
+        self.case_box.addItems([c.name for c in self.cases])
+        self.case_box.setCurrentIndex(self.cases.index(model.case.root) if model.case.root in self.cases else 0)
+        self.case_box.currentIndexChanged.connect(self._open_case)
+        grid.addWidget(QLabel("Case"), 3, 0)
+        grid.addWidget(self.case_box, 3, 1, 1, 2)
         self.readout = QLabel(" ")
         names = ["viewer"] if model.session.viewer.kind == "pathology" else ["red", "yellow", "green"]
         self.views = {n: ViewWidget(model, n, self.readout) for n in names}
@@ -226,6 +273,14 @@ class MainWindow(QMainWindow):
             self.views[name].show_image(image)
         self.panel.refresh()
 
+    def _open_case(self, index: int) -> None:
+        """Case browser: open another case of the folder in a new window."""
+        window = build_window(self.cases[index], cases=self.cases)
+        window.show()
+        self.model.stop()
+        self.close()
+        self._next = window
+
     def refresh(self, *_: Any) -> None:
         """Re-render and repaint now (GUI thread, when nothing else runs)."""
         with self.model.session.lock:
@@ -233,35 +288,97 @@ class MainWindow(QMainWindow):
         self._show(images)
 
 
-def default_policies() -> dict[str, Any]:
+class SettingsDialog(QDialog):
+    """OpenAI-compatible service settings (base URL, model, key, temperature) for the model policy."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        from copilot.agent.settings import AgentSettings
+
+        self.setWindowTitle("Model service")
+        current = AgentSettings.from_env()
+        form = QFormLayout(self)
+        self.base_url = QLineEdit(current.base_url or "")
+        self.model = QLineEdit(current.model)
+        self.api_key = QLineEdit(current.api_key)
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.temperature = QLineEdit(str(current.temperature))
+        for label, widget in (
+            ("Base URL", self.base_url),
+            ("Model", self.model),
+            ("API key", self.api_key),
+            ("Temperature", self.temperature),
+        ):
+            form.addRow(label, widget)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def settings(self) -> Any:
+        from copilot.agent.settings import AgentSettings
+
+        return AgentSettings.from_env(
+            base_url=self.base_url.text() or None,
+            model=self.model.text() or None,
+            api_key=self.api_key.text() or None,
+            temperature=float(self.temperature.text() or 0),
+        )
+
+
+def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
     from copilot.agent.baselines import BaselinePolicy
+    from copilot.agent.loop import ChatAgent
     from copilot.agent.policy import PriorPolicy
-    from copilot.agent.registry import make
+
+    def openai_agent() -> Any:
+        dialog = SettingsDialog(parent)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            raise RuntimeError("model settings were cancelled")
+        return ChatAgent(dialog.settings())
 
     return {
-        "baseline": BaselinePolicy,
-        "prior": PriorPolicy,
-        "openai (settings from the environment)": lambda: make("openai"),
+        "baseline (offline)": BaselinePolicy,
+        "prior (offline)": PriorPolicy,
+        "OpenAI-compatible model…": openai_agent,
     }
 
 
-def build_window(case_dir: str | Path, trace_dir: str | Path | None = None) -> MainWindow:
+def build_window(
+    case_dir: str | Path, trace_dir: str | Path | None = None, cases: list[Path] | None = None
+) -> MainWindow:
     from copilot.cases.pack import load_case
     from copilot.runtime import open_session
 
     session = open_session(case_dir, trace_dir=trace_dir)
-    window = MainWindow(PanelModel(session, load_case(case_dir)), default_policies())
+    window = MainWindow(PanelModel(session, load_case(case_dir)), {}, cases)
+    window.panel.policies.update(default_policies(window))
+    window.panel.policy.addItems(list(window.panel.policies))
     window.refresh()
     return window
 
 
-def main(case_dir: str) -> int:
+def main(case_dir: str, screenshot: str | None = None, run: str | None = None) -> int:
+    """Open the first case of a folder (the case box switches); with `screenshot`, optionally run an offline
+    policy, save a picture of the window and exit."""
+    from copilot.agent.policy import make_policy
     from copilot.bench.score_cli import find_cases
 
     app = QApplication.instance() or QApplication(sys.argv)
-    cases = find_cases(case_dir)
+    cases = [c.root for c in find_cases(case_dir)]
     if not cases:
         raise SystemExit(f"no case packs under {case_dir}")
-    window = build_window(cases[0].root)
+    window = build_window(cases[0], cases=cases)
     window.show()
-    return int(app.exec())
+    if screenshot is None:
+        return int(app.exec())
+    if run:
+        window.model.run_episode(make_policy(run))
+        while not window.model.wait(0.05):
+            app.processEvents()
+    for _ in range(20):
+        app.processEvents()
+        time.sleep(0.02)
+    window.grab().save(screenshot)
+    print(screenshot)
+    return 0

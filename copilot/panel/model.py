@@ -79,6 +79,7 @@ class PanelModel:
         self._decided = threading.Condition()
         self._thread: threading.Thread | None = None
         self.listeners: list[Callable[[str], None]] = []
+        self.crosshair: list[float] | None = None  # RAS of the linked cursor shown in every slice view
         session.listeners.append(self._on_call)
 
     # ----- notifications -----
@@ -186,11 +187,22 @@ class PanelModel:
             actor="clinician",
         )
 
+    def jump(self, ras: list[float]) -> CallOutcome:
+        """Linked cursor: centre every view on a RAS point (clinician click)."""
+        out = self.session.call("jump", {"ras": ras, "size": 64}, actor="clinician")
+        if out.ok:
+            self.crosshair = list(ras)
+            self._notify("crosshair")
+        return out
+
+    def window_level(self, window: float, level: float) -> CallOutcome:
+        return self.session.call("wl", {"window": window, "level": level, "size": 64}, actor="clinician")
+
     def jump_to_evidence(self, index: int) -> CallOutcome:
         """Move the viewer to an evidence item: its RAS point, its key slice, or its slide coordinates."""
         ev = self.session.evidence[index]
         if "ras" in ev:
-            return self.session.call("jump", {"ras": ev["ras"], "size": 64}, actor="clinician")
+            return self.jump(ev["ras"])
         if ev.get("kind") == "key_slice":
             return self.session.call(
                 "set_slice_offset", {"view": ev["view"], "offset": ev["offset_mm"], "size": 64}, actor="clinician"
