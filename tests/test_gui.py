@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+import itertools
+
 from PySide6.QtCore import QTimer
 
 from copilot.agent.policy import ScriptedPolicy
@@ -95,5 +97,44 @@ def test_event_loop_serviced_during_a_slow_handler(qtbot, brain_case: Path, tmp_
     elapsed = time.perf_counter() - t0
     timer.stop()
     assert elapsed > 0.3
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) >= 0.5 * elapsed / 0.02 and max(gaps) < 0.5  # the GUI thread never stalled
+
+
+def test_mouse_scroll_click_and_window_level(qtbot, brain_case: Path) -> None:
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    window = build_window(brain_case)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.refresh()
+    model, red = window.model, window.views["red"]
+    viewer = model.session.viewer
+    before = viewer.view("red").offset
+    centre = QPointF(red.width() / 2, red.height() / 2)
+    wheel = QWheelEvent(
+        centre,
+        red.mapToGlobal(centre),
+        QPoint(0, 0),
+        QPoint(0, 120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(red, wheel)
+    assert viewer.view("red").offset == pytest.approx(before + viewer.slice_step("red"))
+    qtbot.mouseMove(red, QPoint(int(red.width() * 0.6), int(red.height() / 2)))
+    assert window.readout.text().startswith("R ")
+    point = QPoint(int(red.width() * 0.6), int(red.height() * 0.45))
+    qtbot.mouseClick(red, Qt.MouseButton.LeftButton, pos=point)
+    assert model.crosshair is not None and model.timeline[-1].handler == "jump"
+    assert viewer.view("yellow").offset == pytest.approx(model.crosshair[0])  # linked: sagittal at the click's R
+    level = viewer.display(viewer.resolve_volume()).level
+    qtbot.mousePress(red, Qt.MouseButton.RightButton, pos=point)
+    qtbot.mouseRelease(red, Qt.MouseButton.RightButton, pos=point + QPoint(40, -30))
+    d = viewer.display(viewer.resolve_volume())
+    assert d.level > level and model.timeline[-1].handler == "wl" and model.timeline[-1].actor == "clinician"
