@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
-SYSTEM_PACKAGES := chromium
+SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3
 
 .PHONY: demo test lint sysdeps venv bench clean screenshots
 
