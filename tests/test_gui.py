@@ -48,8 +48,8 @@ def test_timeline_and_evidence_clicks(qtbot, brain_case: Path, tmp_path: Path) -
     assert agent == [c["handler"] for c in CALLS]
     texts = [window.panel.timeline.item(i).text() for i in range(window.panel.timeline.count())]
     assert texts == [f"{n + 1}. [agent] {c['handler']} — ok" for n, c in enumerate(CALLS)]
+    qtbot.waitUntil(lambda: "ANSWER: A" in window.panel.chat.toPlainText(), timeout=5000)
     assert window.panel.budget.value() == 4 and window.panel.evidence.count() == 2
-    assert "ANSWER: A" in window.panel.chat.toPlainText()
     window.panel.evidence.itemClicked.emit(window.panel.evidence.item(0))  # the RAS point
     views = model.session.viewer.state()["views"]
     assert (views["yellow"]["offset"], views["green"]["offset"], views["red"]["offset"]) == (20.0, -10.0, 10.0)
@@ -74,6 +74,7 @@ def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, brain_case: Pat
     window.panel.approve_button.click()
     qtbot.waitUntil(lambda: model.pending is not None and model.pending.handler == "set_slice_offset", timeout=10000)
     assert model.session.viewer.state()["active_volume_name"] == "T1c"
+    qtbot.waitUntil(lambda: window.panel.reject_button.isEnabled(), timeout=5000)
     window.panel.reject_button.click()
     qtbot.waitUntil(lambda: model.pending is not None and model.pending.handler == "record_point", timeout=10000)
     assert [e.status for e in model.timeline if e.actor == "agent"][:2] == ["ok", "rejected"]
@@ -138,3 +139,40 @@ def test_mouse_scroll_click_and_window_level(qtbot, brain_case: Path) -> None:
     qtbot.mouseRelease(red, Qt.MouseButton.RightButton, pos=point + QPoint(40, -30))
     d = viewer.display(viewer.resolve_volume())
     assert d.level > level and model.timeline[-1].handler == "wl" and model.timeline[-1].actor == "clinician"
+
+
+def test_slide_view_zooms_and_pans(qtbot, tmp_path: Path) -> None:
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    from copilot.cases.make import make_cases
+
+    case = make_cases("breast_wsi", 1, 2, tmp_path, slide_size=(1024, 768), mpp=2.0)[0]
+    window = build_window(case)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.refresh()
+    view, viewer = window.views["viewer"], window.model.session.viewer
+    d0 = viewer.viewport.downsample
+    centre = QPointF(view.width() / 2, view.height() / 2)
+    wheel = QWheelEvent(
+        centre,
+        view.mapToGlobal(centre),
+        QPoint(0, 0),
+        QPoint(0, 120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(view, wheel)
+    assert viewer.viewport.downsample == pytest.approx(d0 / 1.25)
+    cx = viewer.viewport.cx
+    start = QPoint(int(view.width() / 2), int(view.height() / 2))
+    qtbot.mousePress(view, Qt.MouseButton.LeftButton, pos=start)
+    qtbot.mouseRelease(view, Qt.MouseButton.LeftButton, pos=start + QPoint(50, 0))
+    assert viewer.viewport.cx < cx  # dragged right: the view moved left over the slide
+    qtbot.mouseMove(view, start)
+    assert window.readout.text().endswith("(level 0)")

@@ -100,9 +100,24 @@ class ViewWidget(QLabel):
 
     def mouseReleaseEvent(self, event: Any) -> None:
         press, self._press = getattr(self, "_press", None), None
-        if press is None or self.view == "viewer":
+        if press is None:
             return
         dx, dy = event.position().x() - press[0], event.position().y() - press[1]
+        if self.view == "viewer":  # drag to pan the slide (the image follows the pointer)
+            pix = self.pixmap()
+            if press[2] == Qt.MouseButton.LeftButton and pix is not None and (abs(dx) > 2 or abs(dy) > 2):
+                scale = self.model.session.viewer.viewport.width / max(1, pix.width())
+                for direction, amount in (
+                    ("left" if dx > 0 else "right", abs(dx)),
+                    ("up" if dy > 0 else "down", abs(dy)),
+                ):
+                    if amount > 2:
+                        self.model.session.call(
+                            "pan",
+                            {"direction": direction, "amount": amount * scale, "unit": "screen_pixels"},
+                            actor="clinician",
+                        )
+            return
         if press[2] == Qt.MouseButton.RightButton and (abs(dx) > 2 or abs(dy) > 2):
             d = self.model.session.viewer.display(self.model.session.viewer.resolve_volume())
             window = max(1.0, d.window * (1.0 + dx / 200.0))
@@ -122,8 +137,15 @@ class ViewWidget(QLabel):
         return (fx * 1000, fy * 1000) if 0 <= fx < 1 and 0 <= fy < 1 else None
 
     def wheelEvent(self, event: Any) -> None:
+        up = event.angleDelta().y() > 0
         if self.view != "viewer":
-            self.model.scroll(self.view, 1 if event.angleDelta().y() > 0 else -1)
+            self.model.scroll(self.view, 1 if up else -1)
+            return
+        point = self._norm(event)
+        args = {"direction": "in" if up else "out", "amount": 1.25, "unit": "factor"}
+        if point is not None:
+            args.update(x=point[0], y=point[1])
+        self.model.session.call("zoom", args, actor="clinician")
 
     def mouseMoveEvent(self, event: Any) -> None:
         point = self._norm(event)
