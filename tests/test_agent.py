@@ -203,3 +203,17 @@ def test_wall_clock_limit_asks_for_the_answer(brain_case: Path, tmp_path: Path) 
         fake.stop()
     assert row["status"] == "timeout" and row["rounds"] == 0 and "ANSWER: A" in row["response"]
     assert len(fake.requests) == 1 and "tools" not in fake.requests[0]
+
+
+def test_clinician_instruction_reaches_the_model(brain_case: Path, tmp_path: Path) -> None:
+    fake = FakeOpenAI([{"content": "ANSWER: A"}])
+    agent = _agent(fake)
+    agent.instructions = "Check the left frontal lobe first."
+    try:
+        _run(brain_case, agent, tmp_path)
+    finally:
+        fake.stop()
+    assert (
+        "Clinician's instruction: Check the left frontal lobe first."
+        in fake.requests[0]["messages"][1]["content"][0]["text"]
+    )

@@ -71,6 +71,7 @@ class ChatAgent:
     def __init__(self, settings: AgentSettings, client: Any = None, sleep: Any = time.sleep) -> None:
         self.settings = settings
         self.name = f"openai:{settings.model}"
+        self.instructions = ""  # a clinician's note from the panel, added to the task
         self.client = client or openai.OpenAI(
             base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout_s, max_retries=0
         )
@@ -208,6 +209,8 @@ class ChatAgent:
     def _opening(self, session: Session, task: str, pathology: bool) -> list[dict[str, Any]]:
         """Task text plus what the runtime attaches: inventory and baseline views, or the QuPath observation."""
         detail = self.settings.image_detail
+        if self.instructions:
+            task = f"{task}\n\nClinician's instruction: {self.instructions}"
         if pathology:
             shot = session.call("focus_qupath", {}, actor="system")
             text = pathology_round(

@@ -195,17 +195,29 @@ class PanelWidget(QWidget):
         layout.addWidget(self.evidence, 1)
         self.chat = QTextBrowser()
         layout.addWidget(self.chat, 2)
+        self.instruction = QLineEdit()
+        self.instruction.setPlaceholderText("Instruction for the model (sent with the task when you press Run)")
+        layout.addWidget(self.instruction)
         self.export_button = QPushButton("Export evidence report…")
         layout.addWidget(self.export_button)
         self.status = QLabel("idle")
         layout.addWidget(self.status)
-        self.run_button.clicked.connect(lambda: model.run_episode(self.policies[self.policy.currentText()]()))
+        self.run_button.clicked.connect(self._run)
         self.stop_button.clicked.connect(model.stop)
         self.approve_mode.toggled.connect(model.set_approve_mode)
         self.approve_button.clicked.connect(model.approve)
         self.reject_button.clicked.connect(model.reject)
         self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
         self.export_button.clicked.connect(self._export)
+
+    def _run(self) -> None:
+        try:
+            policy = self.policies[self.policy.currentText()]()
+        except RuntimeError as exc:
+            self.status.setText(str(exc))
+            return
+        self.model.run_episode(policy, self.instruction.text().strip())
+        self.instruction.clear()
 
     def _export(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Evidence report", "evidence_report.html", "HTML (*.html)")

@@ -108,13 +108,18 @@ class PanelModel:
         return list(self.session.evidence)
 
     # ----- the episode -----
-    def run_episode(self, policy: Any) -> None:
-        """Start the policy in a worker thread (the GUI never blocks)."""
+    def run_episode(self, policy: Any, instruction: str = "") -> None:
+        """Start the policy in a worker thread (the GUI never blocks); a model policy gets the clinician's
+        instruction with its task."""
         if self._thread is not None and self._thread.is_alive():
             raise RuntimeError("an episode is already running")
         self.stop_event.clear()
         self.status = "running"
         self.messages.append(("clinician", f"Run {getattr(policy, 'name', 'policy')} on {self.case.case_id}"))
+        if instruction:
+            self.messages.append(("clinician", instruction))
+            if hasattr(policy, "instructions"):
+                policy.instructions = instruction
         self._notify("status")
         self._thread = threading.Thread(target=self._worker, args=(policy,), daemon=True, name="copilot-agent")
         self._thread.start()
