@@ -176,3 +176,8 @@ def test_slide_view_zooms_and_pans(qtbot, tmp_path: Path) -> None:
     assert viewer.viewport.cx < cx  # dragged right: the view moved left over the slide
     qtbot.mouseMove(view, start)
     assert window.readout.text().endswith("(level 0)")
+    rec = window.model.session.call("record_view_evidence", {"label": "roi", "x": 300, "y": 400}).result["evidence"]
+    window.refresh()
+    qtbot.mouseClick(window.views["viewer"], Qt.MouseButton.LeftButton, pos=start)  # no effect on slides
+    window.panel.evidence.itemClicked.emit(window.panel.evidence.item(0))
+    assert (viewer.viewport.cx, viewer.viewport.cy) == pytest.approx((rec["point"]["x"], rec["point"]["y"]), abs=0.01)
