@@ -56,14 +56,27 @@ def brain_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_cases("brain_mri", 1, 6, out, spacing=2.0)[0]  # seed 6 → option A (glioblastoma)
 
 
+def backend_viewer() -> object | None:
+    """The viewer the contract tests run against: the embedded engine, or 3D Slicer's scene when run inside
+    Slicer with MEDCOPILOT_BACKEND=slicer (tests/run_in_slicer.py)."""
+    if os.environ.get("MEDCOPILOT_BACKEND") != "slicer":
+        return None
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "slicer_ext" / "MedCopilot"))
+    from MedCopilotLib.slicer_viewer import SlicerViewer
+
+    return SlicerViewer()
+
+
 @pytest.fixture
 def session(brain_case: Path) -> Session:
-    return open_session(brain_case)
+    return open_session(brain_case, viewer=backend_viewer())
 
 
 @pytest.fixture
 def traced_session(brain_case: Path, tmp_path: Path) -> Session:
-    return open_session(brain_case, trace_dir=tmp_path / "trace")
+    return open_session(brain_case, trace_dir=tmp_path / "trace", viewer=backend_viewer())
 
 
 class RunningServer:

@@ -1,0 +1,68 @@
+"""Serving `/medcopilot/v1` from Slicer's WebServer module, without `exec`.
+
+Slicer's WebServer calls request handlers with `(method, uri, requestBody)` only (keyword arguments;
+`WebServerLib.BaseRequestHandler`), answers 200 with the returned `(contentType, body)`, 404 for an
+empty body and 500 on an exception — it cannot set other status codes or read headers. So the bearer
+token travels as `access_token=` in the query string, and refusals are JSON envelopes with
+`ok: false` and the error code and the HTTP status the embedded server would use (`status`).
+`route()` is Slicer-independent and tested outside Slicer; `make_handler()` builds the WebServer class.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+PREFIX = "/medcopilot/v1"
+
+
+def _json(obj: Any) -> tuple[bytes, bytes]:
+    return b"application/json", json.dumps(obj).encode("utf-8")
+
+
+def route(session: Any, token: str, method: str, uri: bytes | str, body: bytes | None) -> tuple[bytes, bytes]:
+    """The `/medcopilot/v1` API on a session: handlers, calls, state, trace."""
+    raw = uri.decode("utf-8") if isinstance(uri, bytes) else uri
+    parts = urlsplit(raw)
+    given = (parse_qs(parts.query).get("access_token") or [""])[0]
+    if not token or not hmac.compare_digest(given.encode(), token.encode()):
+        return _json(
+            {"ok": False, "status": 401, "error": {"code": "unauthorized", "message": "missing or wrong access_token"}}
+        )
+    path = parts.path
+    if path == f"{PREFIX}/handlers" and method == "GET":
+        return _json({"handlers": session.handlers(), "track": session.track})
+    if path.startswith(f"{PREFIX}/handlers/") and method == "POST":
+        try:
+            args = json.loads(body or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _json({"ok": False, "status": 400, "error": {"code": "invalid_json", "message": str(exc)}})
+        outcome = session.call(path[len(f"{PREFIX}/handlers/") :], args, actor="http")
+        envelope = outcome.envelope()
+        if not outcome.ok:
+            envelope["status"] = outcome.status
+        return _json(envelope)
+    if path == f"{PREFIX}/state" and method == "GET":
+        return _json({"ok": True, "state": session.snapshot()})
+    if path == f"{PREFIX}/trace" and method == "GET":
+        events = []
+        if session.trace is not None:
+            events = [json.loads(line) for line in (session.trace.dir / "trace.jsonl").read_text().splitlines() if line]
+        return _json({"ok": True, "events": events})
+    return _json({"ok": False, "status": 404, "error": {"code": "not_found", "message": f"no route {method} {path}"}})
+
+
+def make_handler(session: Any, token: str) -> Any:
+    """A `WebServerLib.BaseRequestHandler` serving the session (import inside Slicer only)."""
+    from WebServerLib import BaseRequestHandler
+
+    class MedCopilotRequestHandler(BaseRequestHandler):
+        def canHandleRequest(self, method: str, uri: bytes, requestBody: bytes) -> float:
+            return 0.9 if uri.startswith(PREFIX.encode()) else 0.0
+
+        def handleRequest(self, method: str, uri: bytes, requestBody: bytes) -> tuple[bytes, bytes]:
+            return route(session, token, method, uri, requestBody)
+
+    return MedCopilotRequestHandler()

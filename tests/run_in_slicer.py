@@ -1,0 +1,34 @@
+"""Run the shared contract tests inside 3D Slicer against its own scene:
+
+    Slicer --no-main-window --python-script tests/run_in_slicer.py
+
+Installs the core and the test tools into Slicer's Python (slicer.util.pip_install), then runs
+pytest with MEDCOPILOT_BACKEND=slicer, so the `session` fixtures use MedCopilotLib's SlicerViewer.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import slicer
+
+ROOT = Path(__file__).resolve().parent.parent
+slicer.util.pip_install(["-e", str(ROOT)])
+slicer.util.pip_install(["pytest", "hypothesis"])
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "slicer_ext" / "MedCopilot"))
+os.environ["MEDCOPILOT_BACKEND"] = "slicer"
+import pytest  # noqa: E402
+
+code = pytest.main(
+    [
+        str(ROOT / "tests" / "test_contract.py"),
+        str(ROOT / "tests" / "test_slicer_ext.py"),
+        "-q",
+        "-k",
+        "local or slicer",
+        "-p",
+        "no:cacheprovider",
+    ]
+)
+slicer.util.exit(int(code))
