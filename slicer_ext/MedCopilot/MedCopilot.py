@@ -67,11 +67,12 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
 
     def open_case(self, case_dir: str, track: str = "A", trace_dir: str | None = None) -> Any:
         self.ensure_dependencies()
-        from MedCopilotLib.slicer_viewer import SlicerViewer
+        from MedCopilotLib.slicer_viewer import SlicerViewer, evidence_as_markups
 
         from copilot.runtime import open_session
 
         self.session = open_session(case_dir, track=track, trace_dir=trace_dir, viewer=SlicerViewer())
+        evidence_as_markups(self.session)
         return self.session
 
     def start_web_server(self, port: int = 2016) -> int:

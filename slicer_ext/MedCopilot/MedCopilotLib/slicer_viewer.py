@@ -134,3 +134,26 @@ class SlicerViewer(EmbeddedVolumeViewer):
         manager = slicer.app.layoutManager()
         if manager is not None:  # None with --no-main-window
             manager.setLayout(LAYOUT_IDS[s.layout])
+
+
+def evidence_as_markups(session: Any) -> None:
+    """Show recorded evidence in Slicer: points as control points of a fiducial node, distances as lines."""
+    state: dict[str, Any] = {}
+
+    def on_call(outcome: Any, args: Any, actor: str) -> None:
+        ev = outcome.result.get("evidence") if outcome.ok else None
+        if not ev:
+            return
+        if ev.get("kind") == "point":
+            node = state.get("points")
+            if node is None or slicer.mrmlScene.GetNodeByID(node.GetID()) is None:
+                node = state["points"] = slicer.mrmlScene.AddNewNodeByClass(
+                    "vtkMRMLMarkupsFiducialNode", "MedCopilot evidence"
+                )
+            node.AddControlPoint(*ev["ras"], ev.get("label") or f"E{ev['evidence_id']}")
+        elif ev.get("kind") == "distance":
+            line = slicer.mrmlScene.AddNewNodeByClass("vtkMRMLMarkupsLineNode", ev.get("label") or "distance")
+            line.AddControlPoint(*ev["a"]["ras"])
+            line.AddControlPoint(*ev["b"]["ras"])
+
+    session.listeners.append(on_call)
