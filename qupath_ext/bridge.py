@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from copilot.engine.slide import SlideInfo
-from copilot.engine.slide_viewer import IMAGE_TYPES, Viewport
+from copilot.engine.slide_viewer import IMAGE_TYPES, Viewport, viewport_state
 from copilot.errors import ViewerError
 
 DEFAULT_PORT = 25333
@@ -228,22 +228,5 @@ class QuPathViewer:
             return {"image_open": False, "image_type": "UNSET", "last_action": self.last_action}
         info = self.require().info
         vp = self.viewport
-        mag = self.magnification()
-        x0, y0, x1, y1 = vp.bounds()
         level = max((i for i, d in enumerate(info.level_downsamples) if d <= max(vp.downsample, 1.0)), default=0)
-        return {
-            "image_open": True,
-            "image": info.name,
-            "dimensions": list(info.dimensions),
-            "levels": len(info.level_dimensions),
-            "level_downsamples": [round(d, 6) for d in info.level_downsamples],
-            "mpp": list(info.mpp) if info.mpp else None,
-            "image_type": self.image_type,
-            "center": [round(vp.cx, 3), round(vp.cy, 3)],
-            "downsample": round(vp.downsample, 6),
-            "magnification": None if mag is None else round(mag, 4),
-            "viewer_size": [vp.width, vp.height],
-            "visible_region": [round(v, 3) for v in (x0, y0, x1, y1)],
-            "pyramid_level": level,
-            "last_action": self.last_action,
-        }
+        return viewport_state(info, vp, self.magnification(), self.image_type, level, self.last_action)

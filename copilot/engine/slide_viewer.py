@@ -200,26 +200,33 @@ class EmbeddedSlideViewer:
     def state(self) -> dict[str, Any]:
         if self.slide is None:
             return {"image_open": False, "image_type": self.image_type, "last_action": self.last_action}
-        info = self.slide.info
-        vp = self.viewport
-        mag = self.magnification()
-        x0, y0, x1, y1 = vp.bounds()
-        return {
-            "image_open": True,
-            "image": info.name,
-            "dimensions": list(info.dimensions),
-            "levels": len(info.level_dimensions),
-            "level_downsamples": [round(d, 6) for d in info.level_downsamples],
-            "mpp": list(info.mpp) if info.mpp else None,
-            "image_type": self.image_type,
-            "center": [round(vp.cx, 3), round(vp.cy, 3)],
-            "downsample": round(vp.downsample, 6),
-            "magnification": None if mag is None else round(mag, 4),
-            "viewer_size": [vp.width, vp.height],
-            "visible_region": [round(v, 3) for v in (x0, y0, x1, y1)],
-            "pyramid_level": slide_level(self.slide, vp.downsample),
-            "last_action": self.last_action,
-        }
+        level = slide_level(self.slide, self.viewport.downsample)
+        return viewport_state(
+            self.slide.info, self.viewport, self.magnification(), self.image_type, level, self.last_action
+        )
+
+
+def viewport_state(
+    info: Any, vp: Viewport, mag: float | None, image_type: str, level: int, last_action: str
+) -> dict[str, Any]:
+    """The JSON state of a slide viewer (embedded or QuPath)."""
+    x0, y0, x1, y1 = vp.bounds()
+    return {
+        "image_open": True,
+        "image": info.name,
+        "dimensions": list(info.dimensions),
+        "levels": len(info.level_dimensions),
+        "level_downsamples": [round(d, 6) for d in info.level_downsamples],
+        "mpp": list(info.mpp) if info.mpp else None,
+        "image_type": image_type,
+        "center": [round(vp.cx, 3), round(vp.cy, 3)],
+        "downsample": round(vp.downsample, 6),
+        "magnification": None if mag is None else round(mag, 4),
+        "viewer_size": [vp.width, vp.height],
+        "visible_region": [round(v, 3) for v in (x0, y0, x1, y1)],
+        "pyramid_level": level,
+        "last_action": last_action,
+    }
 
 
 def slide_level(slide: SlideSource, downsample: float) -> int:
