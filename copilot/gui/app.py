@@ -8,6 +8,7 @@ its notifications arrive from the agent's worker thread and are queued into the 
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -229,15 +230,18 @@ class PanelWidget(QWidget):
         while self.timeline.count() > len(m.timeline):
             self.timeline.takeItem(self.timeline.count() - 1)
         for n, entry in enumerate(m.timeline):
-            text = f"{n + 1}. [{entry.actor}] {entry.handler} — {entry.status}" + (
-                f": {entry.error}" if entry.error else ""
-            )
+            text = f"{n + 1}. [{entry.actor}] {entry.handler} — {entry.status}"
+            text += f": {entry.error}" if entry.error else ""
+            args = json.dumps(entry.args, separators=(",", ":"))
+            tip = f"{entry.handler}({args[:300]})"
             if n < self.timeline.count():
                 item = self.timeline.item(n)
+                item.setToolTip(tip)
                 if item.text() != text:
                     item.setText(text)
             else:
                 item = QListWidgetItem(text)
+                item.setToolTip(tip)
                 if entry.thumbnail:
                     pix = QPixmap()
                     pix.loadFromData(entry.thumbnail)
