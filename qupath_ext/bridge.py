@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from copilot.engine.slide import SlideInfo
-from copilot.engine.slide_viewer import IMAGE_TYPES, Viewport, viewport_state
+from copilot.engine.slide_viewer import IMAGE_TYPES, Viewport, full_magnification, viewport_state
 from copilot.errors import ViewerError
 
 DEFAULT_PORT = 25333
@@ -174,10 +174,7 @@ class QuPathViewer:
 
     # ----- geometry -----
     def full_magnification(self) -> float | None:
-        info = self.require().info
-        if info.mpp is not None:
-            return 10.0 / info.mpp[0]
-        return info.objective_power
+        return full_magnification(self.require().info)
 
     def magnification(self) -> float | None:
         full = self.full_magnification()

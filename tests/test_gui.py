@@ -23,6 +23,17 @@ from copilot.gui.app import build_window
 pytestmark = pytest.mark.gui
 
 
+@pytest.fixture
+def window(qtbot, brain_case: Path):
+    """The main window on the shared brain case, shown and painted."""
+    win = build_window(brain_case)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    win.refresh()
+    return win
+
+
 def _script(tmp_path: Path, calls: list[dict], answer: str = "ANSWER: A") -> ScriptedPolicy:
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"calls": calls, "answer": answer}))
@@ -37,9 +48,7 @@ CALLS = [
 ]
 
 
-def test_timeline_and_evidence_clicks(qtbot, brain_case: Path, tmp_path: Path) -> None:
-    window = build_window(brain_case)
-    qtbot.addWidget(window)
+def test_timeline_and_evidence_clicks(qtbot, window, tmp_path: Path) -> None:
     model = window.model
     model.run_episode(_script(tmp_path, CALLS))
     qtbot.waitUntil(lambda: model.status == "done", timeout=20000)
@@ -60,9 +69,7 @@ def test_timeline_and_evidence_clicks(qtbot, brain_case: Path, tmp_path: Path) -
     assert report.count("<img") == 3 + 1 and "ANSWER: A" in report
 
 
-def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, brain_case: Path, tmp_path: Path) -> None:
-    window = build_window(brain_case)
-    qtbot.addWidget(window)
+def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, window, tmp_path: Path) -> None:
     model = window.model
     window.panel.approve_mode.setChecked(True)
     model.run_episode(_script(tmp_path, CALLS))
@@ -83,9 +90,7 @@ def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, brain_case: Pat
     assert model.session.evidence == []  # the episode ended before recording anything
 
 
-def test_event_loop_serviced_during_a_slow_handler(qtbot, brain_case: Path, tmp_path: Path) -> None:
-    window = build_window(brain_case)
-    qtbot.addWidget(window)
+def test_event_loop_serviced_during_a_slow_handler(qtbot, window, tmp_path: Path) -> None:
     model = window.model
     slow = [{"handler": "scroll", "args": {"view": "red", "num_slices": 40, "output": "cine", "size": 512}}] * 2
     ticks: list[float] = []
@@ -102,16 +107,11 @@ def test_event_loop_serviced_during_a_slow_handler(qtbot, brain_case: Path, tmp_
     assert len(ticks) >= 0.5 * elapsed / 0.02 and max(gaps) < 0.5  # the GUI thread never stalled
 
 
-def test_mouse_scroll_click_and_window_level(qtbot, brain_case: Path) -> None:
+def test_mouse_scroll_click_and_window_level(qtbot, window) -> None:
     from PySide6.QtCore import QPoint, QPointF, Qt
     from PySide6.QtGui import QWheelEvent
     from PySide6.QtWidgets import QApplication
 
-    window = build_window(brain_case)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    window.refresh()
     model, red = window.model, window.views["red"]
     viewer = model.session.viewer
     before = viewer.view("red").offset

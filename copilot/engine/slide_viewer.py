@@ -127,11 +127,7 @@ class EmbeddedSlideViewer:
         return max(w, h) / 100.0
 
     def full_magnification(self) -> float | None:
-        """Magnification at downsample 1, from the pixel size (10 µm / mpp: 0.25 µm/px ≈ 40×)."""
-        info = self.require().info
-        if info.mpp is not None:
-            return 10.0 / info.mpp[0]
-        return info.objective_power
+        return full_magnification(self.require().info)
 
     def magnification(self) -> float | None:
         full = self.full_magnification()
@@ -204,6 +200,14 @@ class EmbeddedSlideViewer:
         return viewport_state(
             self.slide.info, self.viewport, self.magnification(), self.image_type, level, self.last_action
         )
+
+
+def full_magnification(info: Any) -> float | None:
+    """Magnification at downsample 1, from the pixel size (10 µm / mpp: 0.25 µm/px ≈ 40×); the objective
+    power only when the slide has no pixel size."""
+    if info.mpp is not None:
+        return 10.0 / info.mpp[0]
+    return info.objective_power
 
 
 def viewport_state(
