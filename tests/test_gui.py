@@ -48,6 +48,26 @@ CALLS = [
 ]
 
 
+def _wheel_up(widget) -> None:
+    """One wheel notch away from the user, at the widget's centre."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    centre = QPointF(widget.width() / 2, widget.height() / 2)
+    wheel = QWheelEvent(
+        centre,
+        widget.mapToGlobal(centre),
+        QPoint(0, 0),
+        QPoint(0, 120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(widget, wheel)
+
+
 def test_timeline_and_evidence_clicks(qtbot, window, tmp_path: Path) -> None:
     model = window.model
     model.run_episode(_script(tmp_path, CALLS))
@@ -108,25 +128,12 @@ def test_event_loop_serviced_during_a_slow_handler(qtbot, window, tmp_path: Path
 
 
 def test_mouse_scroll_click_and_window_level(qtbot, window) -> None:
-    from PySide6.QtCore import QPoint, QPointF, Qt
-    from PySide6.QtGui import QWheelEvent
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtCore import QPoint, Qt
 
     model, red = window.model, window.views["red"]
     viewer = model.session.viewer
     before = viewer.view("red").offset
-    centre = QPointF(red.width() / 2, red.height() / 2)
-    wheel = QWheelEvent(
-        centre,
-        red.mapToGlobal(centre),
-        QPoint(0, 0),
-        QPoint(0, 120),
-        Qt.MouseButton.NoButton,
-        Qt.KeyboardModifier.NoModifier,
-        Qt.ScrollPhase.NoScrollPhase,
-        False,
-    )
-    QApplication.sendEvent(red, wheel)
+    _wheel_up(red)
     assert viewer.view("red").offset == pytest.approx(before + viewer.slice_step("red"))
     qtbot.mouseMove(red, QPoint(int(red.width() * 0.6), int(red.height() / 2)))
     assert window.readout.text().startswith("R ")
@@ -142,9 +149,7 @@ def test_mouse_scroll_click_and_window_level(qtbot, window) -> None:
 
 
 def test_slide_view_zooms_and_pans(qtbot, tmp_path: Path) -> None:
-    from PySide6.QtCore import QPoint, QPointF, Qt
-    from PySide6.QtGui import QWheelEvent
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtCore import QPoint, Qt
 
     from copilot.cases.make import make_cases
 
@@ -156,18 +161,7 @@ def test_slide_view_zooms_and_pans(qtbot, tmp_path: Path) -> None:
     window.refresh()
     view, viewer = window.views["viewer"], window.model.session.viewer
     d0 = viewer.viewport.downsample
-    centre = QPointF(view.width() / 2, view.height() / 2)
-    wheel = QWheelEvent(
-        centre,
-        view.mapToGlobal(centre),
-        QPoint(0, 0),
-        QPoint(0, 120),
-        Qt.MouseButton.NoButton,
-        Qt.KeyboardModifier.NoModifier,
-        Qt.ScrollPhase.NoScrollPhase,
-        False,
-    )
-    QApplication.sendEvent(view, wheel)
+    _wheel_up(view)
     assert viewer.viewport.downsample == pytest.approx(d0 / 1.25)
     cx = viewer.viewport.cx
     start = QPoint(int(view.width() / 2), int(view.height() / 2))

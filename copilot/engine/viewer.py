@@ -110,27 +110,28 @@ class EmbeddedVolumeViewer:
     # ----- scene -----
     def add_volume(self, volume: Volume) -> str:
         """Add a volume to the scene; returns its node id (Slicer-style)."""
-        vid = f"vtkMRMLScalarVolumeNode{self._s.next_id}"
-        self._s.next_id += 1
+        vid = self._new_id("vtkMRMLScalarVolumeNode")
         self._s.volumes[vid] = volume
         self._s.display[vid] = default_display(volume)
         return vid
 
+    def _new_id(self, prefix: str, table: dict[str, Any] | None = None, name: str = "", kind: str = "") -> str:
+        """A fresh Slicer-style node id; with a table, the new node's name must be free in it."""
+        if table is not None and any(n.name == name for n in table.values()):
+            raise ViewerError("name_taken", f"a {kind} named {name!r} exists already")
+        nid = f"{prefix}{self._s.next_id}"
+        self._s.next_id += 1
+        return nid
+
     def add_segment(self, segment: Segment) -> str:
         """Add a segment (a label map on its source volume's grid); returns its node id."""
-        if any(sg.name == segment.name for sg in self._s.segments.values()):
-            raise ViewerError("name_taken", f"a segment named {segment.name!r} exists already")
-        sid = f"vtkMRMLSegmentationNode{self._s.next_id}"
-        self._s.next_id += 1
+        sid = self._new_id("vtkMRMLSegmentationNode", self._s.segments, segment.name, "segment")
         segment.colour = SEGMENT_COLOURS[len(self._s.segments) % len(SEGMENT_COLOURS)]
         self._s.segments[sid] = segment
         return sid
 
     def add_transform(self, node: TransformNode) -> str:
-        if any(t.name == node.name for t in self._s.transforms.values()):
-            raise ViewerError("name_taken", f"a transform named {node.name!r} exists already")
-        tid = f"vtkMRMLLinearTransformNode{self._s.next_id}"
-        self._s.next_id += 1
+        tid = self._new_id("vtkMRMLLinearTransformNode", self._s.transforms, node.name, "transform")
         self._s.transforms[tid] = node
         return tid
 
