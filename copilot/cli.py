@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from copilot.agent.registry import POLICY_HELP
 from copilot.cases.pack import MODULES
 
 
@@ -43,7 +44,7 @@ def _bench_score(ns: argparse.Namespace) -> int:
 
 
 def _bench_run(ns: argparse.Namespace) -> int:
-    from copilot.bench.batch import run_batch
+    from copilot.batch import run_batch
     from copilot.bench.report import summary
 
     rows = run_batch(
@@ -96,15 +97,10 @@ def _mcp(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    from copilot.bench.batch import run_episode
+    from copilot.agent.registry import make_policy
+    from copilot.batch import run_episode
 
-    policy = None
-    if ns.policy == "openai" or ns.policy.startswith("openai:"):
-        from copilot.agent.loop import ChatAgent
-        from copilot.agent.settings import AgentSettings
-
-        model = ns.model or (ns.policy.split(":", 1)[1] if ":" in ns.policy else None)
-        policy = ChatAgent(AgentSettings.from_env(model=model, base_url=ns.base_url, budget=ns.budget))
+    policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget)
     row = run_episode(
         ns.case, ns.policy, str(Path(ns.out).parent), ns.track, ns.budget, trace_dir=ns.out, policy=policy
     )
@@ -162,7 +158,7 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 
 def _replay(ns: argparse.Namespace) -> int:
-    from copilot.trace.replay import replay
+    from copilot.replay import replay
 
     report = replay(ns.trace_dir, case_dir=ns.case)
     print(report.summary())
@@ -200,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="one episode of a policy on a case")
     run.add_argument("--case", required=True)
-    run.add_argument("--policy", required=True, help="prior | scripted:FILE | baseline | openai[:MODEL]")
+    run.add_argument("--policy", required=True, help=POLICY_HELP)
     run.add_argument("--model", default=None)
     run.add_argument("--base-url", default=None)
     run.add_argument("--track", choices=["A", "B"], default="A")
@@ -217,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.set_defaults(func=_bench_score)
     brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
     brun.add_argument("--cases", required=True)
-    brun.add_argument("--policy", required=True, help="prior | scripted:FILE | baseline | openai")
+    brun.add_argument("--policy", required=True, help=POLICY_HELP)
     brun.add_argument("--out", required=True)
     brun.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     brun.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")

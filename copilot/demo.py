@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.make import make_cases
+from copilot.replay import replay
 from copilot.runtime import open_session
 from copilot.server.client import RemoteViewer
 from copilot.server.http import make_server
-from copilot.trace.replay import replay
 
 
 def demo_script() -> list[dict[str, Any]]:

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from copilot.session import CallOutcome, Session
+from copilot.session import Session
+from copilot.trace.outcome import CallOutcome
 
 FINAL = ("done", "failed", "cancelled")
 

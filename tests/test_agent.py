@@ -10,9 +10,9 @@ import pytest
 
 from copilot.agent.loop import BUDGET_MESSAGE, ChatAgent
 from copilot.agent.settings import AgentSettings
-from copilot.bench.batch import run_batch, run_episode
+from copilot.batch import run_batch, run_episode
 from copilot.cases.make import make_cases
-from copilot.trace.replay import replay
+from copilot.replay import replay
 from tests.fake_openai import FakeOpenAI, images_in, tool
 from tests.oracle import evidence_block, perfect_evidence
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot.bench.batch import run_batch
+from copilot.batch import run_batch
 from copilot.bench.report import summary
 from copilot.cases.make import make_case
 from copilot.cli import main

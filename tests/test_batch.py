@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot.bench.batch import ResultsDB, run_batch
+from copilot.batch import ResultsDB, run_batch
 from copilot.bench.montage import write_montages
 from copilot.cases.make import make_cases
 
@@ -73,7 +73,7 @@ def test_killed_run_resumes_with_one_result_per_case(brain_set: Path, tmp_path: 
     assert sorted(r["case_id"] for r in rows) == sorted(p.name for p in brain_set.iterdir())
     assert _count(run / "results.sqlite") == 6
     # every episode left a complete, replayable trace
-    from copilot.trace.replay import replay
+    from copilot.replay import replay
 
     for r in rows:
         assert replay(run / r["trace_dir"]).ok

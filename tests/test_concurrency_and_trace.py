@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from copilot.cli import main
+from copilot.replay import read_events, replay
 from copilot.session import Session
-from copilot.trace.replay import read_events, replay
 from tests.conftest import RunningServer
 
 

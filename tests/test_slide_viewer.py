@@ -199,7 +199,7 @@ def test_bad_pathology_calls_change_nothing(slide_case: Path, tmp_path: Path, tr
 
 
 def test_slide_session_traces_and_replays(slide_case: Path, tmp_path: Path) -> None:
-    from copilot.trace.replay import replay
+    from copilot.replay import replay
 
     session = open_session(slide_case, trace_dir=tmp_path / "t")
     session.call("zoom", {"direction": "in", "amount": 3, "x": 200, "y": 300})

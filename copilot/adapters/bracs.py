@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from copilot.adapters.common import place, write_pack
-from copilot.bench.parsers import BRACS_LABELS
+from copilot.cases.answers import BRACS_LABELS
 
 SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".mrxs")
 

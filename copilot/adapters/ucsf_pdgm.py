@@ -10,7 +10,7 @@ import csv
 from pathlib import Path
 
 from copilot.adapters.common import digits, norm, place, write_pack
-from copilot.cases.brain import BRAIN_OPTIONS
+from copilot.cases.answers import BRAIN_OPTIONS
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
 DIAGNOSIS_COLUMN = "Final pathologic diagnosis (WHO 2021)"

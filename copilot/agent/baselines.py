@@ -25,7 +25,8 @@ from scipy import ndimage
 
 from copilot.agent.policy import EpisodeResult
 from copilot.cases.pack import CasePack
-from copilot.session import CallOutcome, Session
+from copilot.session import Session
+from copilot.trace.outcome import CallOutcome
 
 
 def _grey(outcome: CallOutcome, n: int = 0) -> np.ndarray:

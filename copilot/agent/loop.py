@@ -20,10 +20,11 @@ from typing import Any
 import openai
 
 from copilot.agent.policy import EpisodeResult
+from copilot.agent.prompts import pathology_round, task_prompt
 from copilot.agent.settings import AgentSettings
-from copilot.bench.prompts import pathology_round, task_prompt
 from copilot.cases.pack import CasePack
-from copilot.session import CallOutcome, Session
+from copilot.session import Session
+from copilot.trace.outcome import CallOutcome
 
 BUDGET_MESSAGE = (
     "The tool budget is exhausted. Give your final answer now, in the required format, using only the "

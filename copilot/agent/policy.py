@@ -82,14 +82,3 @@ class ScriptedPolicy:
             session.call(step["handler"], step.get("args", {}), actor="agent")
             rounds += 1
         return EpisodeResult(self.answer.replace("{case_id}", case.case_id), rounds=rounds)
-
-
-def make_policy(spec: str) -> Policy:
-    """`prior`, `scripted:FILE` (more kinds are registered by the agent package)."""
-    if spec == "prior":
-        return PriorPolicy()
-    if spec.startswith("scripted:"):
-        return ScriptedPolicy(spec.split(":", 1)[1])
-    from copilot.agent import registry
-
-    return registry.make(spec)

@@ -1,19 +1,28 @@
-"""Policies beyond the offline `prior`/`scripted:` ones: `baseline` and `openai[:MODEL]`."""
+"""Policies by name: `prior`, `scripted:FILE`, `baseline` and `openai[:MODEL]` (the one parser of policy specs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from copilot.agent.baselines import BaselinePolicy
+from copilot.agent.policy import Policy, PriorPolicy, ScriptedPolicy
 
-def make(spec: str) -> Any:
+POLICY_HELP = "prior | scripted:FILE | baseline | openai[:MODEL]"
+
+
+def make_policy(spec: str, **settings: Any) -> Policy:
+    """The policy a spec names; `settings` (model, base_url, budget…) override the environment for `openai`."""
+    if spec == "prior":
+        return PriorPolicy()
+    if spec.startswith("scripted:"):
+        return ScriptedPolicy(spec.split(":", 1)[1])
     if spec == "baseline":
-        from copilot.agent.baselines import BaselinePolicy
-
         return BaselinePolicy()
     if spec == "openai" or spec.startswith("openai:"):
         from copilot.agent.loop import ChatAgent
         from copilot.agent.settings import AgentSettings
 
-        model = spec.split(":", 1)[1] if ":" in spec else None
-        return ChatAgent(AgentSettings.from_env(model=model))
-    raise ValueError(f"unknown policy {spec!r}; use prior, scripted:FILE, baseline or openai[:MODEL]")
+        given = {k: v for k, v in settings.items() if v is not None}
+        given.setdefault("model", spec.split(":", 1)[1] if ":" in spec else None)
+        return ChatAgent(AgentSettings.from_env(**given))
+    raise ValueError(f"unknown policy {spec!r}; use {POLICY_HELP}")

@@ -14,19 +14,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-RANO_FIELDS = (
-    "NON_MEASURABLE_LESION",
-    "T2_PROGRESSION",
-    "CURRENT_TARGET_LESION",
-    "NEW_TARGET_LESION",
-    "CURRENT_NON_TARGET_LESION",
-    "NEW_NON_TARGET_LESION",
+from copilot.cases.answers import (
+    BRACS_LABELS,
+    CAMELYON_LARGEST,
+    CAMELYON_PRESENCE,
+    EVIDENCE_KEYS,
+    LUNG_OPTIONS,
+    RANO_FIELDS,
 )
-EVIDENCE_KEYS = {"KEY_SLICE_AXIAL_MM": "S", "KEY_SLICE_SAGITTAL_MM": "R", "KEY_SLICE_CORONAL_MM": "A"}
-LUNG_OPTIONS = {"1": "ABCDEFG", "2": "ABCDEF", "3": "ABCDE", "4": "ABCDE", "5": "ABCDEF"}
-BRACS_LABELS = ("N", "PB", "UDH", "FEA", "ADH", "DCIS", "IC")
-CAMELYON_PRESENCE = ("no_tumor", "tumor_present")
-CAMELYON_LARGEST = ("negative", "itc", "micro", "macro")
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 

@@ -23,6 +23,7 @@ import SimpleITK as sitk
 from copilot.bench import parsers as P
 from copilot.cases.annotations import Annotation, read_geojson
 from copilot.cases.pack import CasePack, load_case
+from copilot.engine.geometry import nearest_voxel
 from copilot.engine.volume import affine_from_sitk
 
 AXIS_INDEX = {"R": 0, "A": 1, "S": 2}
@@ -64,11 +65,8 @@ class MaskGrid:
         return cls(sitk.GetArrayFromImage(image), affine_from_sitk(image))
 
     def nearest_voxel(self, ras: np.ndarray) -> tuple[int, int, int] | None:
-        ijk = np.rint((self.ras_to_ijk @ np.append(ras, 1.0))[:3]).astype(int)
         k, j, i = self.data.shape
-        if 0 <= ijk[0] < i and 0 <= ijk[1] < j and 0 <= ijk[2] < k:
-            return (int(ijk[0]), int(ijk[1]), int(ijk[2]))
-        return None
+        return nearest_voxel(self.ras_to_ijk, ras, (i, j, k))
 
 
 class Truth:

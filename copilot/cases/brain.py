@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import SimpleITK as sitk
 from scipy import ndimage
 
+from copilot.cases.anatomy import Anatomy
+from copilot.cases.answers import BRAIN_OPTIONS
 from copilot.cases.brain_lesions import CONTRAST, Compartment, choose_lesion, compartments, index_to_ras, label_map
 
 TEMPLATE_FILES = {
@@ -26,14 +27,6 @@ TEMPLATE_FILES = {
     "wm": "mni_icbm152_wm_tal_nlin_sym_09a_converted.nii.gz",
 }
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
-BRAIN_OPTIONS = {
-    "A": "Glioblastoma",
-    "B": "Oligodendroglioma / Astrocytoma",
-    "C": "No tumor",
-    "D": "Dysembryoplastic neuroepithelial tumor (DNET) / Ganglioglioma",
-    "E": "Pilocytic Astrocytoma",
-    "F": "Central Neurocytoma / Ependymoma",
-}
 
 
 def template_dir() -> Path:
@@ -42,18 +35,6 @@ def template_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("nilearn is not installed; it provides the MNI ICBM152 templates")
     return Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data"
-
-
-@dataclass
-class Anatomy:
-    """Template maps on one grid (SimpleITK reference image + arrays [k, j, i])."""
-
-    reference: sitk.Image
-    t1: np.ndarray
-    gm: np.ndarray
-    wm: np.ndarray
-    csf: np.ndarray
-    head: np.ndarray
 
 
 def load_anatomy(spacing: float = 1.0) -> Anatomy:

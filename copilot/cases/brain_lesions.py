@@ -12,13 +12,12 @@ non-enhancing tumour, 2 oedema, 4 enhancing tumour.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import ndimage
 
-if TYPE_CHECKING:
-    from copilot.cases.brain import Anatomy
+from copilot.cases.anatomy import Anatomy
+from copilot.engine.geometry import lps_to_ras, ras_to_lps
 
 # intensity as a multiple of normal white matter on each sequence
 CONTRAST: dict[str, dict[str, float]] = {
@@ -57,13 +56,13 @@ class LesionSpec:
 
 
 def ras_to_index(anat: Anatomy, ras: tuple[float, float, float]) -> np.ndarray:
-    lps = (-ras[0], -ras[1], ras[2])
-    return np.array(anat.reference.TransformPhysicalPointToContinuousIndex(lps))
+    lps = ras_to_lps(ras)
+    return np.array(anat.reference.TransformPhysicalPointToContinuousIndex([float(v) for v in lps]))
 
 
 def index_to_ras(anat: Anatomy, ijk: np.ndarray) -> list[float]:
     lps = anat.reference.TransformContinuousIndexToPhysicalPoint([float(v) for v in ijk])
-    return [-lps[0], -lps[1], lps[2]]
+    return [float(v) for v in lps_to_ras(lps)]
 
 
 def choose_lesion(letter: str, anat: Anatomy, rng: np.random.Generator) -> LesionSpec | None:

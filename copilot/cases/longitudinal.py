@@ -15,11 +15,10 @@ from pathlib import Path
 import numpy as np
 import SimpleITK as sitk
 
-from copilot.bench.parsers import RANO_FIELDS
+from copilot.cases.answers import RANO_FIELDS, RANO_OPTIONS
 from copilot.cases.brain import _write, load_anatomy, synthesise, write_sequences
 from copilot.cases.brain_lesions import LesionSpec, choose_lesion, compartments, index_to_ras, label_map
 
-RANO_OPTIONS = {"A": "PD", "B": "SD", "C": "PR", "D": "CR"}
 LUMIERE_SEQUENCES = {"T1c": "CT1", "T1": "T1", "T2": "T2", "FLAIR": "FLAIR"}
 SCALE = {"A": 1.35, "B": 1.03, "C": 0.6, "D": 0.0}  # diameter ratio CURRENT / OLD
 

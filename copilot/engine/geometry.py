@@ -146,3 +146,45 @@ class SliceView:
             "fov_mm": [round(float(v), decimals) for v in self.fov],
             "last_size": list(self.last_size),
         }
+
+
+# ----- voxel and patient-coordinate rules shared by viewers, operators, case generators and scoring -----
+
+LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])  # its own inverse: RAS = diag(-1, -1, 1)·LPS and back
+_FLIP4 = np.diag([-1.0, -1.0, 1.0, 1.0])
+
+
+def lps_to_ras(point: np.ndarray | tuple[float, ...] | list[float]) -> np.ndarray:
+    """A point (or array of points, last axis 3) from LPS to RAS; the same flip maps RAS to LPS."""
+    return np.asarray(point, dtype=float) * np.array([-1.0, -1.0, 1.0])
+
+
+ras_to_lps = lps_to_ras
+
+
+def lps_matrix_to_ras(matrix: np.ndarray) -> np.ndarray:
+    """A 4×4 homogeneous transform between LPS spaces expressed between RAS spaces (and back)."""
+    return _FLIP4 @ np.asarray(matrix, dtype=float) @ _FLIP4
+
+
+def ijk_to_ras_from_lps(direction: np.ndarray, spacing: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """IJK→RAS 4×4 matrix of an image whose direction cosines (columns) and origin are given in LPS."""
+    m = np.eye(4)
+    m[:3, :3] = LPS_TO_RAS @ np.asarray(direction, dtype=float) @ np.diag(np.asarray(spacing, dtype=float))
+    m[:3, 3] = LPS_TO_RAS @ np.asarray(origin, dtype=float)
+    return m
+
+
+def inside(index: np.ndarray | tuple[int, ...], dims: tuple[int, ...]) -> bool:
+    """Whether an (i, j, k) index lies on a grid of `dims` voxels."""
+    return all(0 <= int(index[a]) < dims[a] for a in range(len(dims)))
+
+
+def nearest_voxel(ras_to_ijk: np.ndarray, ras: np.ndarray, dims: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The voxel whose centre is nearest a RAS point (continuous IJK rounded), None off the grid.
+
+    The one rule by which a point is placed in a voxel: evidence handlers report it and scoring checks it.
+    """
+    ijk = np.rint((np.asarray(ras_to_ijk, dtype=float) @ np.append(np.asarray(ras, dtype=float), 1.0))[:3])
+    index = (int(ijk[0]), int(ijk[1]), int(ijk[2]))
+    return index if inside(index, dims) else None

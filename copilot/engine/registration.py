@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import SimpleITK as sitk
 
+from copilot.engine.geometry import lps_matrix_to_ras
 from copilot.engine.reslice import sitk_image
 from copilot.engine.volume import LPS_TO_RAS, Volume, volume_from_sitk
-
-_FLIP = np.diag([-1.0, -1.0, 1.0, 1.0])
 
 
 @dataclass
@@ -83,12 +82,12 @@ def _ras_matrix(tx: sitk.Transform) -> np.ndarray:
     lps = np.eye(4)
     lps[:3, :3] = a
     lps[:3, 3] = t + c - a @ c
-    return _FLIP @ lps @ _FLIP
+    return lps_matrix_to_ras(lps)
 
 
 def resample(moving: Volume, reference: Volume, matrix_ras: np.ndarray, name: str, nearest: bool = False) -> Volume:
     """`moving` on `reference`'s grid through a fixed→moving RAS transform; a new volume."""
-    lps = _FLIP @ matrix_ras @ _FLIP
+    lps = lps_matrix_to_ras(matrix_ras)
     tx = sitk.AffineTransform(3)
     tx.SetMatrix(lps[:3, :3].ravel().tolist())
     tx.SetTranslation(lps[:3, 3].tolist())

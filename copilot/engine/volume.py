@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import SimpleITK as sitk
 
-LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
+from copilot.engine.geometry import LPS_TO_RAS, ijk_to_ras_from_lps
+from copilot.engine.geometry import nearest_voxel as _nearest_voxel
+
 VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
 
 
@@ -80,20 +82,13 @@ class Volume:
 
     def nearest_voxel(self, ras: np.ndarray) -> tuple[int, int, int] | None:
         """Nearest voxel index (i, j, k) of a RAS point, or None when outside the volume."""
-        ijk = np.rint(self.ras_to_ijk_point(ras)).astype(int)
-        if all(0 <= ijk[a] < self.dimensions[a] for a in range(3)):
-            return (int(ijk[0]), int(ijk[1]), int(ijk[2]))
-        return None
+        return _nearest_voxel(self.ras_to_ijk, ras, self.dimensions)
 
 
 def affine_from_sitk(image: sitk.Image) -> np.ndarray:
     """IJK→RAS 4×4 matrix of a SimpleITK image (whose geometry is LPS)."""
     direction = np.array(image.GetDirection(), dtype=float).reshape(3, 3)
-    spacing = np.array(image.GetSpacing(), dtype=float)
-    m = np.eye(4)
-    m[:3, :3] = LPS_TO_RAS @ direction @ np.diag(spacing)
-    m[:3, 3] = LPS_TO_RAS @ np.array(image.GetOrigin(), dtype=float)
-    return m
+    return ijk_to_ras_from_lps(direction, np.array(image.GetSpacing()), np.array(image.GetOrigin()))
 
 
 def volume_from_sitk(image: sitk.Image, name: str, modality: str = "MR", source: str = "") -> Volume:

@@ -399,7 +399,7 @@ def build_window(
 def main(case_dir: str, screenshot: str | None = None, run: str | None = None) -> int:
     """Open the first case of a folder (the case box switches); with `screenshot`, optionally run an offline
     policy, save a picture of the window and exit."""
-    from copilot.agent.policy import make_policy
+    from copilot.agent.registry import make_policy
     from copilot.bench.score_cli import find_cases
 
     app = QApplication.instance() or QApplication(sys.argv)

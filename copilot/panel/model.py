@@ -19,7 +19,8 @@ from typing import Any
 
 from copilot.cases.pack import CasePack
 from copilot.engine.render import encode_png
-from copilot.session import CallOutcome, EncodedImage, Session
+from copilot.session import Session
+from copilot.trace.outcome import CallOutcome, EncodedImage
 
 
 class EpisodeStopped(Exception):

@@ -103,12 +103,11 @@ def ras_report(ctx: HandlerContext, vid: str, ras: np.ndarray) -> dict[str, Any]
     vol = ctx.viewer.volume(vid)
     ijk = vol.ras_to_ijk_point(ras)
     nearest = np.rint(ijk).astype(int)
-    inside = bool(all(0 <= nearest[a] < vol.dimensions[a] for a in range(3)))
     return {
         "ras": [round(float(x), 6) for x in ras],
         "ijk": [int(x) for x in nearest],
         "ijk_continuous": [round(float(x), 6) for x in ijk],
-        "inside_volume": inside,
+        "inside_volume": vol.nearest_voxel(ras) is not None,
         "volume": vol.name,
         "volume_id": vid,
     }

@@ -12,10 +12,9 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from copilot.session import CallOutcome
+from copilot.trace.outcome import CallOutcome
 
 GENESIS = "0" * 64
 TRACE_FILE = "trace.jsonl"

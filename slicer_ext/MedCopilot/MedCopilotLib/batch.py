@@ -17,8 +17,8 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     import slicer
 
-    from copilot.agent.policy import make_policy
-    from copilot.bench.batch import ResultsDB, run_episode
+    from copilot.agent.registry import make_policy
+    from copilot.batch import ResultsDB, run_episode
     from copilot.bench.report import write_report
     from copilot.bench.score_cli import find_cases
     from MedCopilotLib.slicer_viewer import SlicerViewer

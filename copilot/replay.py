@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from copilot.runtime import new_viewer, registry_for
+from copilot.session import Session
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 
 
@@ -65,9 +67,6 @@ def read_events(trace_dir: Path) -> tuple[list[dict[str, Any]], ReplayReport | N
 
 def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayReport:
     """Verify the chain, then re-execute every handler call and compare what it produces."""
-    from copilot.runtime import new_viewer, registry_for
-    from copilot.session import Session
-
     tdir = Path(trace_dir)
     events, failure = read_events(tdir)
     if failure is not None:
@@ -88,7 +87,7 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     return ReplayReport(True, len(events), calls)
 
 
-def _check_call(tdir: Path, session: Any, ev: dict[str, Any]) -> str | None:
+def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:
     out = session.call(ev["handler"], ev.get("args"), actor="replay")
     if out.ok != ev["ok"]:
         return f"recorded ok={ev['ok']} but replay gave ok={out.ok} ({out.error})"

@@ -87,7 +87,8 @@ def run_episode(
     policy: Any = None,
 ) -> dict[str, Any]:
     """One episode end to end (in a worker): session with trace, policy, score; returns the result row."""
-    from copilot.agent.policy import EpisodeResult, make_policy
+    from copilot.agent.policy import EpisodeResult
+    from copilot.agent.registry import make_policy
     from copilot.bench.scoring import score_case
     from copilot.cases.pack import load_case
     from copilot.runtime import open_session
