@@ -102,16 +102,16 @@ def run_episode(
     session = None
     try:
         policy = policy if policy is not None else make_policy(policy_spec)
-        session = open_session(case.root, track=track, trace_dir=trace_dir)
+        session = open_session(case, track=track, trace_dir=trace_dir)
         result = policy.run(session, case, budget)
     except Exception as exc:  # a failing episode is recorded, never fatal to the batch
         result = EpisodeResult("", "error", 0, f"{type(exc).__name__}: {exc}")
     score = score_case(case, result.response)
-    if session is not None and session.trace is not None:
-        session.trace.record(
+    if session is not None:
+        session.note(
             "score", {"task": score.task, "strict": score.strict, "loc": score.loc, "parse_error": score.parse_error}
         )
-        session.trace.close({"status": result.status, "response": result.response, "error": result.error})
+        session.close({"status": result.status, "response": result.response, "error": result.error})
     trace_dir.mkdir(parents=True, exist_ok=True)
     (trace_dir / "answer.txt").write_text(result.response, encoding="utf-8")
     return {

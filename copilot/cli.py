@@ -91,8 +91,7 @@ def _mcp(ns: argparse.Namespace) -> int:
     try:
         anyio.run(serve_stdio, session)
     finally:
-        if session.trace is not None:
-            session.trace.close({"status": "mcp_closed"})
+        session.close({"status": "mcp_closed"})
     return 0
 
 
@@ -148,8 +147,7 @@ def _serve(ns: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
-        if session.trace is not None:
-            session.trace.close({"status": "server_stopped"})
+        session.close({"status": "server_stopped"})
     return 0
 
 

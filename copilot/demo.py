@@ -56,7 +56,7 @@ def run_demo(out: Path, spacing: float = 1.0) -> int:
     finally:
         server.shutdown()
         server.server_close()
-        session.trace.close({"status": "completed"})  # type: ignore[union-attr]
+        session.close({"status": "completed"})
     report = replay(out / "trace")
     print(report.summary())
     print(f"views written to {views}")

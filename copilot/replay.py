@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.runtime import new_viewer, registry_for
+from copilot.kinds import viewer_kind
 from copilot.session import Session
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 
@@ -73,9 +73,8 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
         return failure
     head = events[0]
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
-    session = Session(
-        new_viewer(head["kind"]), registry_for(head["kind"]), root, head.get("case_inputs"), head.get("track", "A")
-    )
+    kind = viewer_kind(head["kind"])
+    session = Session(kind.viewer(), kind.registry, root, head.get("case_inputs"), head.get("track", "A"))
     calls = 0
     for ev in events[1:]:
         if ev["type"] != "handler_call":

@@ -7,31 +7,10 @@ from typing import Any
 
 import copilot
 from copilot.cases.pack import CasePack, load_case
-from copilot.engine.slide_viewer import EmbeddedSlideViewer
-from copilot.engine.viewer import EmbeddedVolumeViewer
 from copilot.errors import HandlerError
+from copilot.kinds import viewer_kind
 from copilot.session import Session
-from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
 from copilot.trace.recorder import TraceRecorder
-
-OPEN_HANDLER = {"radiology": "open_case", "pathology": "load_case"}
-
-
-def new_viewer(kind: str) -> Any:
-    """A fresh embedded viewer for a case kind."""
-    if kind == "radiology":
-        return EmbeddedVolumeViewer()
-    if kind == "pathology":
-        return EmbeddedSlideViewer()
-    raise ValueError(f"no embedded viewer for {kind!r} cases")
-
-
-def registry_for(kind: str) -> Registry:
-    """The handler registry of a case kind."""
-    registries = {"radiology": RADIOLOGY, "pathology": PATHOLOGY}
-    if kind not in registries:
-        raise ValueError(f"no handler registry for {kind!r} cases")
-    return registries[kind]
 
 
 def session_header(case: CasePack, track: str) -> dict[str, Any]:
@@ -48,7 +27,7 @@ def session_header(case: CasePack, track: str) -> dict[str, Any]:
 
 
 def open_session(
-    case_dir: str | Path,
+    case_dir: str | Path | CasePack,
     track: str = "A",
     trace_dir: str | Path | None = None,
     preload: bool = True,
@@ -58,12 +37,13 @@ def open_session(
 
     `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`).
     """
-    case = load_case(case_dir)
+    case = case_dir if isinstance(case_dir, CasePack) else load_case(case_dir)
+    kind = viewer_kind(case.kind)
     trace = TraceRecorder(trace_dir, session_header(case, track)) if trace_dir is not None else None
-    viewer = viewer if viewer is not None else new_viewer(case.kind)
-    session = Session(viewer, registry_for(case.kind), case.root, case.inputs, track, trace)
+    viewer = viewer if viewer is not None else kind.viewer()
+    session = Session(viewer, kind.registry, track=track, trace=trace, case=case)
     if preload:
-        outcome = session.call(OPEN_HANDLER[case.kind], {}, actor="system")
+        outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:
             raise HandlerError(outcome.error["code"], f"cannot open case: {outcome.error['message']}")  # type: ignore[index]
     return session

@@ -1,9 +1,12 @@
-"""A session: one viewer, one handler registry, one case and one trace, behind one lock.
+"""A session: the front door to one case, its viewer, its handler registry and its trace, behind one lock.
 
 Every call, whoever makes it (agent, clinician panel, HTTP client, replay), goes through
 `Session.call`: look up, track check, argument validation, execution, rollback on any
 failure, rendering to PNG, state snapshot and trace event, all under the same lock, so that
-calls are applied one at a time and recorded in the order they were applied.
+calls are applied one at a time and recorded in the order they were applied. Besides calls, the
+session offers only what callers legitimately need: a render that leaves the views where they are
+(`peek`), a note in the trace (`note`), read-only state, and `close`. The viewer, the lock and the
+trace recorder are private to it.
 """
 
 from __future__ import annotations
@@ -11,9 +14,14 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from PIL import Image
+
+from copilot.cases.pack import CasePack
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, Registry
@@ -21,8 +29,22 @@ from copilot.trace.outcome import CallOutcome, EncodedImage, jsonable
 from copilot.trace.recorder import TraceRecorder
 
 
+@dataclass(frozen=True)
+class Peek:
+    """A render that leaves the views as they are: a view re-oriented, moved to an offset (or a fraction of its
+    range), or the scene centred on a RAS point or a level-0 slide point, only for this image."""
+
+    views: tuple[str, ...] = ()  # radiology: () = the layout's views; pathology: ignored (one viewer)
+    size: tuple[int, int] = (256, 256)
+    orientation: str | None = None
+    offset: float | None = None
+    scroll_to: float | None = None
+    ras: tuple[float, float, float] | None = None
+    wsi_point: tuple[float, float] | None = None
+
+
 class Session:
-    """Viewer + registry + case + trace; `call` is the only way in."""
+    """Case + viewer + registry + trace; `call` is the only way to change anything."""
 
     def __init__(
         self,
@@ -32,25 +54,46 @@ class Session:
         case_inputs: dict[str, Any] | None = None,
         track: str = "A",
         trace: TraceRecorder | None = None,
+        case: CasePack | None = None,
     ) -> None:
-        self.viewer = viewer
+        self._viewer = viewer
+        self._lock = threading.RLock()
+        self._trace = trace
+        self.case = case
         self.registry = registry
         self.track = track
-        self.trace = trace
-        self.lock = threading.RLock()
+        self.kind: str = viewer.kind
         self.evidence: list[dict[str, Any]] = []
         self.listeners: list[Any] = []  # fn(outcome, args, actor), called after every call (e.g. the panel)
+        root = case.root if case is not None and case_root is None else case_root
+        inputs = case.inputs if case is not None and case_inputs is None else case_inputs
         output = trace.dir / "derived" if trace is not None else None
-        self.ctx = HandlerContext(viewer, case_root, self.evidence, dict(case_inputs or {}), output)
+        self._ctx = HandlerContext(viewer, root, self.evidence, dict(inputs or {}), output)
 
+    # ----- read-only -----
     def snapshot(self) -> dict[str, Any]:
         """Viewer state plus the evidence recorded so far (what a call may change)."""
-        with self.lock:
-            return jsonable({**self.viewer.state(), "evidence": self.evidence})
+        with self._lock:
+            return jsonable({**self._viewer.state(), "evidence": self.evidence})
 
     def handlers(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.registry.specs(self.track)]
 
+    def view_geometry(self, view: str) -> Any:
+        """A copy of a slice view's geometry (`SliceView`) or of the slide viewport (`Viewport`), for conversions
+        between screen and patient coordinates in a host's own widgets."""
+        with self._lock:
+            return copy.deepcopy(self._viewer.viewport if self.kind == "pathology" else self._viewer.view(view))
+
+    @property
+    def trace_dir(self) -> Path | None:
+        return self._trace.dir if self._trace is not None else None
+
+    def trace_events(self) -> list[dict[str, Any]]:
+        """The events recorded so far (empty without a trace)."""
+        return self._trace.events() if self._trace is not None else []
+
+    # ----- the ways in -----
     def call(
         self,
         name: str,
@@ -63,19 +106,74 @@ class Session:
 
         `progress(fraction, message)` and `cancelled()` are given to the handler when the call runs as a job.
         """
-        with self.lock:
+        with self._lock:
             t0 = time.perf_counter()
-            self.ctx.progress, self.ctx.cancelled = progress, cancelled
+            self._ctx.progress, self._ctx.cancelled = progress, cancelled
             try:
                 outcome = self._execute(name, args)
             finally:
-                self.ctx.progress = self.ctx.cancelled = None
+                self._ctx.progress = self._ctx.cancelled = None
             duration_ms = (time.perf_counter() - t0) * 1000.0
-            if self.trace is not None:
-                outcome.seq = self.trace.record_call(name, args, actor, outcome, duration_ms)
+            if self._trace is not None:
+                outcome.seq = self._trace.record_call(name, args, actor, outcome, duration_ms)
         for listener in list(self.listeners):
             listener(outcome, args, actor)
         return outcome
+
+    def peek(self, request: Peek, blocking: bool = True) -> dict[str, Image.Image] | None:
+        """Images of a `Peek` with the viewer put back exactly as it was; None when not `blocking` and busy.
+
+        Invalid requests raise `HandlerError` (and change nothing).
+        """
+        if not self._lock.acquire(blocking=blocking):
+            return None
+        try:
+            saved = self._viewer.export_state()
+            try:
+                return self._peek(request)
+            finally:
+                self._viewer.restore_state(saved)
+        finally:
+            self._lock.release()
+
+    def note(self, event_type: str, payload: dict[str, Any]) -> None:
+        """Record an event that is not a handler call (model turns, reads, the episode's answer)."""
+        if self._trace is not None:
+            self._trace.record(event_type, payload)
+
+    def close(self, final: dict[str, Any] | None = None) -> None:
+        """End the episode: the trace gets its end event and is closed (idempotent)."""
+        if self._trace is not None:
+            self._trace.close(final)
+
+    # ----- inside -----
+    def _peek(self, r: Peek) -> dict[str, Image.Image]:
+        viewer = self._viewer
+        if self.kind == "pathology":
+            if not viewer.has_image():
+                return {}
+            if r.wsi_point is not None:
+                viewer.set_centre(*r.wsi_point)
+            return {"viewer": viewer.render()}
+        if not viewer.volume_ids():
+            return {}
+        views = r.views or tuple(viewer.layout_views())
+        if r.ras is not None:
+            viewer.jump(np.asarray(r.ras, dtype=float))
+        for name in views:
+            v = viewer.view(name)
+            if r.orientation is not None and r.orientation != v.orientation:
+                v.orientation = r.orientation
+                viewer.fit(name)
+            offset = r.offset
+            if r.scroll_to is not None:
+                if not 0.0 <= r.scroll_to <= 1.0:
+                    raise HandlerError("invalid_arguments", "scrollTo must lie in [0, 1]")
+                lo, hi = viewer.slice_offset_range(name)
+                offset = lo + r.scroll_to * (hi - lo)
+            if offset is not None:
+                viewer.set_slice_offset(name, offset)
+        return {name: viewer.render(name, r.size, remember=False) for name in views}
 
     def _execute(self, name: str, args: dict[str, Any] | None) -> CallOutcome:
         try:
@@ -85,17 +183,17 @@ class Session:
             kwargs = spec.validate(args)
         except HandlerError as exc:
             return CallOutcome(name, False, exc.status, error=exc.to_json())
-        saved_viewer = self.viewer.export_state()
+        saved_viewer = self._viewer.export_state()
         saved_evidence = copy.deepcopy(self.evidence)
         try:
-            out = spec.impl(self.ctx, **kwargs)
+            out = spec.impl(self._ctx, **kwargs)
             images = [
                 EncodedImage(im.view, im.mime, im.data if im.data is not None else encode_png(im.image), im.label)
                 for im in out.images
             ]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
-            self.viewer.restore_state(saved_viewer)
+            self._viewer.restore_state(saved_viewer)
             self.evidence[:] = saved_evidence
             if isinstance(exc, HandlerError):
                 return CallOutcome(name, False, exc.status, error=exc.to_json())

@@ -75,7 +75,7 @@ def test_ucsf_pdgm(tmp_path: Path) -> None:
     case = made[0]
     assert (case / "images" / "T1c.nii.gz").is_symlink()
     session = open_session(case)  # the viewer opens linked source files
-    assert [v["name"] for v in session.viewer.inventory()] == ["T1", "T1c", "T2", "FLAIR"]
+    assert [v["name"] for v in session._viewer.inventory()] == ["T1", "T1c", "T2", "FLAIR"]
     assert score_case(case, perfect_response(case)).strict == 1.0
 
 
@@ -99,7 +99,7 @@ def test_lumiere(tmp_path: Path) -> None:
     truth = json.loads((made[0] / "hidden" / "truth.json").read_text())
     assert truth["label"] == "A" and truth["fields"]["T2_PROGRESSION"] == "YES"
     assert truth["fields"]["NEW_TARGET_LESION"] is None  # not in the CSV: not scorable
-    names = [v["name"] for v in open_session(made[0]).viewer.inventory()]
+    names = [v["name"] for v in open_session(made[0])._viewer.inventory()]
     assert names[:4] == ["OLD_CT1", "OLD_T1", "OLD_T2", "OLD_FLAIR"] and names[4] == "CURRENT_CT1"
     assert score_case(made[0], perfect_response(made[0])).strict == 1.0
 
@@ -175,7 +175,7 @@ def test_nsclc_radiogenomics_with_dicom_seg(tmp_path: Path) -> None:
     assert np.allclose(out.ijk_to_ras, ct_vol.ijk_to_ras, atol=1e-4)  # on the source series' grid
     assert np.array_equal(out.data > 0, mask > 0)
     session = open_session(made[0])
-    assert [v["name"] for v in session.viewer.inventory()] == ["CT", "PET"]
+    assert [v["name"] for v in session._viewer.inventory()] == ["CT", "PET"]
     assert score_case(made[0], perfect_response(made[0])).strict == 1.0
 
 
@@ -191,7 +191,7 @@ def test_bracs(tmp_path: Path) -> None:
     made = adapt_bracs(tmp_path / "BRACS_WSI", tmp_path / "packs", tmp_path / "ann")
     assert json.loads((made[0] / "hidden" / "truth.json").read_text())["label"] == "DCIS"
     assert (made[0] / "images" / "slide.tif").resolve() == slide.resolve()
-    assert open_session(made[0]).viewer.state()["dimensions"] == [768, 512]
+    assert open_session(made[0])._viewer.state()["dimensions"] == [768, 512]
     assert score_case(made[0], perfect_response(made[0])).strict == 1.0
 
 

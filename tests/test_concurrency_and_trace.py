@@ -44,8 +44,8 @@ def test_fifty_concurrent_calls_are_consistent_and_traced_in_order(server: Runni
             current = ev["args"]["offset"]
         if current is not None:
             assert abs(ev["state"]["views"]["red"]["offset"] - current) < 1e-6
-    server.session.trace.close()
-    report = replay(server.session.trace.dir)
+    server.session.close()
+    report = replay(server.session.trace_dir)
     assert report.ok, report.summary()
     assert report.calls == 52
 
@@ -57,8 +57,8 @@ def _write_trace(session: Session) -> Path:
     session.call("image_coords_to_ras", {"view": "green", "point_1000": [420, 510]})
     session.call("record_point", {"view": "green", "point_1000": [420, 510], "label": "p"})
     session.call("fusion", {"background_volume_ref": "T1", "foreground_volume_ref": "FLAIR", "size": 96})
-    session.trace.close({"status": "done"})
-    return session.trace.dir
+    session.close({"status": "done"})
+    return session.trace_dir
 
 
 def test_replay_reproduces_the_trace(traced_session: Session) -> None:

@@ -80,10 +80,10 @@ def test_timeline_and_evidence_clicks(qtbot, window, tmp_path: Path) -> None:
     qtbot.waitUntil(lambda: "ANSWER: A" in window.panel.chat.toPlainText(), timeout=5000)
     assert window.panel.budget.value() == 4 and window.panel.evidence.count() == 2
     window.panel.evidence.itemClicked.emit(window.panel.evidence.item(0))  # the RAS point
-    views = model.session.viewer.state()["views"]
+    views = model.session._viewer.state()["views"]
     assert (views["yellow"]["offset"], views["green"]["offset"], views["red"]["offset"]) == (20.0, -10.0, 10.0)
     window.panel.evidence.itemClicked.emit(window.panel.evidence.item(1))  # the coronal key slice
-    assert model.session.viewer.state()["views"]["green"]["offset"] == -30.0
+    assert model.session._viewer.state()["views"]["green"]["offset"] == -30.0
     assert [e.actor for e in model.timeline][-2:] == ["clinician", "clinician"]  # audited like the agent
     report = model.export_report(tmp_path / "report.html").read_text()
     assert report.count("<img") == 3 + 1 and "ANSWER: A" in report
@@ -96,11 +96,11 @@ def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, window, tmp_pat
     qtbot.waitUntil(lambda: model.pending is not None, timeout=10000)
     time.sleep(0.3)
     assert model.pending.handler == "select_volume" and model.rounds_used == 0  # nothing ran
-    assert model.session.viewer.state()["active_volume_name"] == "FLAIR"
+    assert model.session._viewer.state()["active_volume_name"] == "FLAIR"
     qtbot.waitUntil(lambda: window.panel.approve_button.isEnabled(), timeout=5000)
     window.panel.approve_button.click()
     qtbot.waitUntil(lambda: model.pending is not None and model.pending.handler == "set_slice_offset", timeout=10000)
-    assert model.session.viewer.state()["active_volume_name"] == "T1c"
+    assert model.session._viewer.state()["active_volume_name"] == "T1c"
     qtbot.waitUntil(lambda: window.panel.reject_button.isEnabled(), timeout=5000)
     window.panel.reject_button.click()
     qtbot.waitUntil(lambda: model.pending is not None and model.pending.handler == "record_point", timeout=10000)
@@ -131,7 +131,7 @@ def test_mouse_scroll_click_and_window_level(qtbot, window) -> None:
     from PySide6.QtCore import QPoint, Qt
 
     model, red = window.model, window.views["red"]
-    viewer = model.session.viewer
+    viewer = model.session._viewer
     before = viewer.view("red").offset
     _wheel_up(red)
     assert viewer.view("red").offset == pytest.approx(before + viewer.slice_step("red"))
@@ -159,7 +159,7 @@ def test_slide_view_zooms_and_pans(qtbot, tmp_path: Path) -> None:
     window.show()
     qtbot.waitExposed(window)
     window.refresh()
-    view, viewer = window.views["viewer"], window.model.session.viewer
+    view, viewer = window.views["viewer"], window.model.session._viewer
     d0 = viewer.viewport.downsample
     _wheel_up(view)
     assert viewer.viewport.downsample == pytest.approx(d0 / 1.25)

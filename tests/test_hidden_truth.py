@@ -86,7 +86,7 @@ def test_no_handler_reaches_hidden(brain_case: Path, tmp_path: Path) -> None:
     text = "\n".join(bodies)
     for secret in secrets:
         assert secret not in text
-    sources = {v.source for v in (session.viewer.volume(i) for i in session.viewer.volume_ids())}
+    sources = {v.source for v in (session._viewer.volume(i) for i in session._viewer.volume_ids())}
     assert all("/hidden" not in s for s in sources)
 
 

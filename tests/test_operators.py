@@ -13,7 +13,7 @@ import pytest
 import SimpleITK as sitk
 
 from copilot.cases.brain import TEMPLATE_FILES, make_brain_case, template_dir
-from copilot.engine.registration import _FLIP
+from copilot.engine.geometry import LPS_TO_RAS
 from copilot.engine.viewer import EmbeddedVolumeViewer
 from copilot.engine.volume import load_volume, volume_from_sitk
 from copilot.session import Session
@@ -29,7 +29,7 @@ def _session_b(*volumes) -> Session:
 
 
 def _digest(session: Session) -> dict[str, str]:
-    v = session.viewer
+    v = session._viewer
     return {vid: hashlib.sha256(v.volume(vid).data.tobytes()).hexdigest() for vid in v.volume_ids()}
 
 
@@ -62,7 +62,7 @@ def test_registration_recovers_a_known_rigid_transform(brain_pair) -> None:
     inv = s.GetInverse()
     brain = np.argwhere(fixed.data > 0.3 * fixed.data.max())[::50][:, ::-1].astype(float)
     ras = brain @ fixed.ijk_to_ras[:3, :3].T + fixed.ijk_to_ras[:3, 3]
-    expected = np.array([_FLIP[:3, :3] @ np.array(inv.TransformPoint(tuple(_FLIP[:3, :3] @ p))) for p in ras])
+    expected = np.array([LPS_TO_RAS @ np.array(inv.TransformPoint(tuple(LPS_TO_RAS @ p))) for p in ras])
     got = ras @ m[:3, :3].T + m[:3, 3]
     tre = np.linalg.norm(got - expected, axis=1).mean()
     print(f"registration: mean TRE {tre:.3f} mm over {len(ras)} brain points in {seconds:.1f} s")
@@ -100,7 +100,7 @@ def test_grow_from_seeds_matches_the_lesion(tmp_path: Path) -> None:
         {"volume": "FLAIR", "output_segment": "lesion", "seeds_ras": [seed.tolist()], "size": 128},
     )
     assert out.ok, out.error
-    grown = session.viewer.segment("lesion")[1].mask.data > 0
+    grown = session._viewer.segment("lesion")[1].mask.data > 0
     truth = mask.data > 0
     dice = 2 * (grown & truth).sum() / (grown.sum() + truth.sum())
     print(f"grow from seeds: Dice {dice:.3f}")
@@ -147,8 +147,8 @@ def test_dicom_import_and_seg_export_round_trip(tmp_path: Path) -> None:
     assert imported.ok, imported.error
     entry = imported.result["imported"][0]
     assert entry["name"] == "ct_series" and entry["series"]["SeriesInstanceUID"] == series[0].SeriesInstanceUID
-    assert [v["name"] for v in session.viewer.inventory()] == ["T1", "ct_series"]
-    vol = session.viewer.volume(entry["id"])
+    assert [v["name"] for v in session._viewer.inventory()] == ["T1", "ct_series"]
+    vol = session._viewer.volume(entry["id"])
     hi = float(np.percentile(vol.data, 90))
     assert session.call(
         "segment_threshold", {"volume": "ct_series", "output_segment": "bright", "lower": hi, "upper": 1e6, "size": 96}

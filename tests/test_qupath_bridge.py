@@ -54,24 +54,24 @@ def test_bridge_maps_every_handler_like_the_embedded_viewer(slide_case: Path) ->
         a, b = embedded.call(name, args), bridged.call(name, args)
         assert a.ok and b.ok, (name, a.error, b.error)
         assert _comparable(b.result) == _comparable(a.result), name
-        sa, sb = embedded.viewer.state(), bridged.viewer.state()
+        sa, sb = embedded._viewer.state(), bridged._viewer.state()
         for key in ("center", "downsample", "magnification", "visible_region", "dimensions", "mpp"):
             assert sa[key] == sb[key], (name, key)
-    assert bridged.viewer.image_type == "BRIGHTFIELD_H_DAB"
+    assert bridged._viewer.image_type == "BRIGHTFIELD_H_DAB"
 
 
 def test_bridge_refused_calls_restore_qupath(slide_case: Path) -> None:  # noqa: F811
     _, bridged = _sessions(slide_case)
     assert bridged.call("load_case", {}).ok
     assert bridged.call("zoom", {"direction": "in", "amount": 2}).ok
-    before = bridged.viewer.state()
+    before = bridged._viewer.state()
     for name, args in [
         ("zoom", {"direction": "out", "amount": 80, "unit": "magnification"}),
         ("pan", {"direction": "up", "x": 1, "y": 1}),
         ("load_image", {"path": "case.json"}),
     ]:
         assert not bridged.call(name, args).ok
-        assert bridged.viewer.state() == before
+        assert bridged._viewer.state() == before
     assert bridged.call("close", {}).ok
     assert bridged.call("pan", {"direction": "up"}).error["code"] == "no_image"
 

@@ -73,7 +73,7 @@ def test_jump_render_and_convert_back(ax, ay, az, spacing, voxel, view, size, zo
     vol.__post_init__()
     target = vol.ijk_to_ras_point(np.array(voxel, dtype=float))
     session = _session_with(vol)
-    viewer = session.viewer
+    viewer = session._viewer
     # a field of view 4× the cube, then zoom about an arbitrary screen point (the cube stays in view)
     v = viewer.view(view)
     v.fov = (12.0 * max(spacing),) * 2

@@ -78,7 +78,7 @@ def _marker_centroid(png: bytes, viewer: EmbeddedSlideViewer) -> tuple[float, fl
 )
 def test_marker_appears_where_the_conversion_says(slide_case: Path, downsample, dx, dy) -> None:
     session = open_session(slide_case)
-    viewer = session.viewer
+    viewer = session._viewer
     vp = viewer.viewport
     # place the marker anywhere in the view (off-centre, near the edges), at any zoom level
     cx = MARKER[0] - dx * vp.width * downsample
@@ -206,7 +206,7 @@ def test_slide_session_traces_and_replays(slide_case: Path, tmp_path: Path) -> N
     session.call("pan", {"direction": "up", "amount": 120, "unit": "screen_pixels"})
     session.call("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
     session.call("record_view_evidence", {"label": "roi", "x": 510, "y": 480})
-    session.trace.close()
+    session.close()
     report = replay(tmp_path / "t")
     assert report.ok, report.summary()
 

@@ -88,7 +88,7 @@ def test_whole_path_from_bundle_to_segment(bundle: Path, monkeypatch: pytest.Mon
         "vista3d_segment", {"volume": "CT", "output_segment": "liver_v3d", "class_prompts": ["liver"], "size": 96}
     )
     assert out.ok, out.error
-    _sid, seg = session.viewer.segment("liver_v3d")
+    _sid, seg = session._viewer.segment("liver_v3d")
     assert seg.mask.data.shape == vol.data.shape and np.allclose(seg.mask.ijk_to_ras, vol.ijk_to_ras)
     assert seg.provenance["class_prompts"] == ["liver"] and seg.provenance["device"] in ("cpu", "cuda")
     points = session.call(

@@ -187,13 +187,15 @@ class LungBaseline:
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         ep = _Episode(session, budget)
-        pet = next((v["name"] for v in session.viewer.inventory() if v["modality"] == "PT"), None)
-        source = case.prompt.get("source_series", session.viewer.inventory()[0]["name"])
         try:
+            inventory = ep.call("get_viewer_state", {"include_fusion": False, "include_slice_positions": False})
+            volumes = inventory.result["inventory"]
+            pet = next((v["name"] for v in volumes if v["modality"] == "PT"), None)
+            source = case.prompt.get("source_series", volumes[0]["name"])
             if pet is None:
-                return EpisodeResult("1A2A3A4A5B", rounds=0)
+                return EpisodeResult("1A2A3A4A5B", rounds=ep.rounds)
             ep.call("select_volume", {"volume_name": pet, "view": "red", "size": 64})
-            peak = next(v["value_range"][1] for v in session.viewer.inventory() if v["name"] == pet)
+            peak = next(v["value_range"][1] for v in volumes if v["name"] == pet)
             ep.call("wl", {"window": 0.5 * peak, "level": 0.75 * peak, "view": "red", "size": 64})
             best = None
             for off, img in _scan_axial(ep, 256):
@@ -205,11 +207,11 @@ class LungBaseline:
                 return EpisodeResult("No hot lesion.\n1A2A3A4A5B", rounds=ep.rounds)
             off, (area, x, y) = best
             ep.call("select_volume", {"volume_name": source, "view": "red", "size": 64})
-            ep.call("set_slice_offset", {"view": "red", "offset": off, "size": 256})
+            placed = ep.call("set_slice_offset", {"view": "red", "offset": off, "size": 256})
             ras = ep.call(
                 "image_coords_to_ras", {"view": "red", "point_1000": [x / 256 * 1000, y / 256 * 1000]}
             ).result["ras"]
-            pixel_mm = session.viewer.view("red").pixel_mm((256, 256))
+            pixel_mm = max(placed.state["views"]["red"]["fov_mm"]) / 256
             diameter_cm = 2.0 * np.sqrt(area / np.pi) * pixel_mm / 10.0
         except _BudgetSpent:
             return EpisodeResult("1A2A3A4A5B", "budget_exhausted", ep.rounds)
@@ -247,7 +249,8 @@ class SlideBaseline:
         shot = ep.call("capture_viewer", {"label": "low power"})
         rgb = _rgb(shot)
         cell = 32
-        tissue, nuclei = _tissue_grid(rgb, session.viewer.overview_box(), cell)
+        box = shot.result.get("overview_box")
+        tissue, nuclei = _tissue_grid(rgb, tuple(box) if box else None, cell)
         density = np.where(tissue > 0.8, nuclei / np.maximum(tissue, 1e-6), np.nan)
         h, w = rgb.shape[:2]
         if case.module == "breast_wsi":
@@ -263,10 +266,10 @@ class SlideBaseline:
                 f'"localizations": [{{"x": {pt["x"]}, "y": {pt["y"]}}}]}}',
                 rounds=ep.rounds,
             )
-        return self._lymph(ep, session, rgb)
+        return self._lymph(ep, shot, rgb)
 
     @staticmethod
-    def _lymph(ep: _Episode, session: Session, rgb: np.ndarray, cell: int = 16) -> EpisodeResult:
+    def _lymph(ep: _Episode, shot: CallOutcome, rgb: np.ndarray, cell: int = 16) -> EpisodeResult:
         """A nest darker than the lymphoid background, but not as dark as a fold (an artefact)."""
         negative = '{"tumor_presence": "no_tumor", "largest_metastasis": "negative", "localizations": []}'
         h, w = rgb.shape[:2]
@@ -288,7 +291,7 @@ class SlideBaseline:
             return EpisodeResult(negative, rounds=ep.rounds)
         ys, xs = np.nonzero(labels == k)
         x, y = (xs.mean() + 0.5) * cell / w * 1000, (ys.mean() + 0.5) * cell / h * 1000
-        state = session.viewer.state()
+        state = shot.state
         mpp = (state.get("mpp") or [1.0])[0]
         diameter_mm = 2 * np.sqrt(sizes[k - 1] / np.pi) * cell * state["downsample"] * mpp / 1000.0
         largest = "itc" if diameter_mm < 0.2 else "micro" if diameter_mm <= 2.0 else "macro"

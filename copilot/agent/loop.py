@@ -23,6 +23,7 @@ from copilot.agent.policy import EpisodeResult
 from copilot.agent.prompts import pathology_round, task_prompt
 from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
+from copilot.kinds import viewer_kind
 from copilot.session import Session
 from copilot.trace.outcome import CallOutcome
 
@@ -56,9 +57,9 @@ def _retry_after(exc: Exception) -> float | None:
         return None
 
 
-def _inventory_text(session: Session) -> str:
+def _inventory_text(inventory: list[dict[str, Any]]) -> str:
     lines = ["Scene inventory:"]
-    for v in session.viewer.inventory():
+    for v in inventory:
         lines.append(
             f"- {v['name']} (id {v['id']}, {v['modality']}): {v['dimensions'][0]}x{v['dimensions'][1]}x"
             f"{v['dimensions'][2]} voxels, spacing {v['spacing_mm']} mm"
@@ -141,8 +142,7 @@ class ChatAgent:
 
     @staticmethod
     def _trace(session: Session, kind: str, payload: dict[str, Any]) -> None:
-        if session.trace is not None:
-            session.trace.record(kind, payload)
+        session.note(kind, payload)
 
     # ----- episode -----
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
@@ -213,13 +213,16 @@ class ChatAgent:
         if self.instructions:
             task = f"{task}\n\nClinician's instruction: {self.instructions}"
         if pathology:
-            shot = session.call("focus_qupath", {}, actor="system")
+            name, args = viewer_kind(session.kind).opening
+            shot = session.call(name, args, actor="system")
             text = pathology_round(
                 task, shot.result.get("direct_state_summary", ""), shot.result.get("gui_state_summary", "")
             )
             return [{"type": "text", "text": text}, *_image_parts(shot.images, detail)]
-        views = session.call("observe", {"view": "all", "size": 512}, actor="system")
-        text = f"{task}\n\n{_inventory_text(session)}\nBaseline axial, sagittal and coronal views follow."
+        name, args = viewer_kind(session.kind).opening
+        views = session.call(name, args, actor="system")
+        inventory = _inventory_text(views.result.get("inventory", []))
+        text = f"{task}\n\n{inventory}\nBaseline axial, sagittal and coronal views follow."
         return [{"type": "text", "text": text}, *_image_parts(views.images, detail)]
 
     def _execute(self, session: Session, tool_calls: list[Any], pathology: bool, task: str) -> list[dict[str, Any]]:

@@ -60,7 +60,7 @@ def slide_montage(case: CasePack, side: int = 1024) -> Image.Image:
     info = slide.info
     w, h = info.dimensions
     scale = side / max(w, h)
-    thumb = Image.fromarray(np.asarray(slide._slide.get_thumbnail((round(w * scale), round(h * scale))).convert("RGB")))
+    thumb = slide.make_thumbnail(side)
     slide.close()
     mpp = f"{info.mpp[0]:g} um/px" if info.mpp else "pixel size unknown"
     title = f"{case.case_id}: {w} x {h} px, {mpp}; 1 thumbnail px = {1 / scale:.1f} slide px"

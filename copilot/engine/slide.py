@@ -64,7 +64,7 @@ class SlideSource:
             objective_power=_float(props.get("openslide.objective-power")),
             backend=backend,
         )
-        self.thumbnail = self._make_thumbnail(256)
+        self.thumbnail = self.make_thumbnail(256)
 
     def close(self) -> None:
         self._slide.close()
@@ -110,7 +110,8 @@ class SlideSource:
             out[missing[0]] = self._load_tile(level, *missing[0])
         return out
 
-    def _make_thumbnail(self, side: int) -> Image.Image:
+    def make_thumbnail(self, side: int) -> Image.Image:
+        """An RGB overview of the whole slide whose longer side is `side` pixels."""
         w, h = self.info.dimensions
         scale = side / max(w, h)
         thumb = self._slide.get_thumbnail((max(1, round(w * scale)), max(1, round(h * scale))))

@@ -41,7 +41,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from copilot.kinds import viewer_kind
 from copilot.panel.model import PanelModel
+from copilot.session import Peek
 
 VIEW_TITLES = {"red": "Red (axial)", "yellow": "Yellow (sagittal)", "green": "Green (coronal)", "viewer": "Slide"}
 
@@ -69,19 +71,19 @@ class ViewWidget(QLabel):
         self.setStyleSheet("background: black")
         self.side = 256
 
-    def render(self) -> Any:
-        """The engine's image for this view (call with the session lock held; any thread)."""
-        viewer = self.model.session.viewer
-        if self.view == "viewer":
-            return viewer.render() if viewer.has_image() else None
-        return viewer.render(self.view, (self.side, self.side), remember=False) if viewer.volume_ids() else None
+    def render(self, blocking: bool = True) -> tuple[bool, Any]:
+        """(rendered, image) of this view at the widget's size, moving nothing; (False, None) when the session is
+        busy and `blocking` is false."""
+        views = () if self.view == "viewer" else (self.view,)
+        images = self.model.session.peek(Peek(views, (self.side, self.side)), blocking=blocking)
+        return (False, None) if images is None else (True, images.get(self.view))
 
     def show_image(self, image: Any) -> None:
         if image is None:
             return
         pix = to_pixmap(image).scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio)
         if self.view != "viewer" and self.model.crosshair is not None:
-            pos = self.model.session.viewer.view(self.view).ras_to_norm1000(
+            pos = self.model.session.view_geometry(self.view).ras_to_norm1000(
                 np.array(self.model.crosshair), (self.side, self.side)
             )
             painter = QPainter(pix)
@@ -107,7 +109,7 @@ class ViewWidget(QLabel):
         if self.view == "viewer":  # drag to pan the slide (the image follows the pointer)
             pix = self.pixmap()
             if press[2] == Qt.MouseButton.LeftButton and pix is not None and (abs(dx) > 2 or abs(dy) > 2):
-                scale = self.model.session.viewer.viewport.width / max(1, pix.width())
+                scale = self.model.session.view_geometry("viewer").width / max(1, pix.width())
                 for direction, amount in (
                     ("left" if dx > 0 else "right", abs(dx)),
                     ("up" if dy > 0 else "down", abs(dy)),
@@ -120,13 +122,14 @@ class ViewWidget(QLabel):
                         )
             return
         if press[2] == Qt.MouseButton.RightButton and (abs(dx) > 2 or abs(dy) > 2):
-            d = self.model.session.viewer.display(self.model.session.viewer.resolve_volume())
-            window = max(1.0, d.window * (1.0 + dx / 200.0))
-            self.model.window_level(window, d.level - dy / 200.0 * d.window)
+            state = self.model.session.snapshot()
+            d = state["display"][state["active_volume"]]
+            window = max(1.0, d["window"] * (1.0 + dx / 200.0))
+            self.model.window_level(window, d["level"] - dy / 200.0 * d["window"])
         elif press[2] == Qt.MouseButton.LeftButton:
             point = self._norm(event)
             if point is not None:
-                r, a, s = self.model.session.viewer.view(self.view).norm1000_to_ras(point, (self.side, self.side))
+                r, a, s = self.model.session.view_geometry(self.view).norm1000_to_ras(point, (self.side, self.side))
                 self.model.jump([float(r), float(a), float(s)])
 
     def _norm(self, event: Any) -> tuple[float, float] | None:
@@ -152,12 +155,12 @@ class ViewWidget(QLabel):
         point = self._norm(event)
         if point is None:
             return
-        viewer = self.model.session.viewer
+        geometry = self.model.session.view_geometry(self.view)
         if self.view == "viewer":
-            x, y = viewer.viewport.norm1000_to_level0(*point)
+            x, y = geometry.norm1000_to_level0(*point)
             self.readout.setText(f"x {x:.0f}  y {y:.0f} px (level 0)")
         else:
-            r, a, s = viewer.view(self.view).norm1000_to_ras(point, (self.side, self.side))
+            r, a, s = geometry.norm1000_to_ras(point, (self.side, self.side))
             self.readout.setText(f"R {r:.1f}  A {a:.1f}  S {s:.1f} mm")
 
 
@@ -276,7 +279,7 @@ class MainWindow(QMainWindow):
         grid.addWidget(QLabel("Case"), 3, 0)
         grid.addWidget(self.case_box, 3, 1, 1, 2)
         self.readout = QLabel(" ")
-        names = ["viewer"] if model.session.viewer.kind == "pathology" else ["red", "yellow", "green"]
+        names = viewer_kind(model.session.kind).view_names
         self.views = {n: ViewWidget(model, n, self.readout) for n in names}
         for i, (name, widget) in enumerate(self.views.items()):
             grid.addWidget(QLabel(VIEW_TITLES[name]), 0, i)
@@ -295,15 +298,14 @@ class MainWindow(QMainWindow):
     def _changed(self, what: str = "") -> None:
         """Render the views in the thread that changed the scene (usually the agent's worker), then hand the
         images to the GUI thread, which only paints: it never waits for the session lock."""
-        lock = self.model.session.lock
         gui_thread = threading.current_thread() is threading.main_thread()
-        if not lock.acquire(blocking=not gui_thread):  # the GUI thread never waits: the call's end repaints
-            self.bridge.changed.emit({})
-            return
-        try:
-            images = {name: view.render() for name, view in self.views.items()}
-        finally:
-            lock.release()
+        images = {}
+        for name, view in self.views.items():
+            rendered, image = view.render(blocking=not gui_thread)
+            if not rendered:  # the GUI thread never waits: the end of the running call repaints
+                self.bridge.changed.emit({})
+                return
+            images[name] = image
         self.bridge.changed.emit(images)
 
     def _show(self, images: dict[str, Any]) -> None:
@@ -321,9 +323,7 @@ class MainWindow(QMainWindow):
 
     def refresh(self, *_: Any) -> None:
         """Re-render and repaint now (GUI thread, when nothing else runs)."""
-        with self.model.session.lock:
-            images = {name: view.render() for name, view in self.views.items()}
-        self._show(images)
+        self._show({name: view.render()[1] for name, view in self.views.items()})
 
 
 class SettingsDialog(QDialog):
@@ -385,11 +385,10 @@ def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
 def build_window(
     case_dir: str | Path, trace_dir: str | Path | None = None, cases: list[Path] | None = None
 ) -> MainWindow:
-    from copilot.cases.pack import load_case
     from copilot.runtime import open_session
 
     session = open_session(case_dir, trace_dir=trace_dir)
-    window = MainWindow(PanelModel(session, load_case(case_dir)), {}, cases)
+    window = MainWindow(PanelModel(session, session.case), {}, cases)
     window.panel.policies.update(default_policies(window))
     window.panel.policy.addItems(list(window.panel.policies))
     window.refresh()

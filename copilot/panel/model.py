@@ -19,8 +19,8 @@ from typing import Any
 
 from copilot.cases.pack import CasePack
 from copilot.engine.render import encode_png
-from copilot.session import Session
-from copilot.trace.outcome import CallOutcome, EncodedImage
+from copilot.session import Peek, Session
+from copilot.trace.outcome import CallOutcome
 
 
 class EpisodeStopped(Exception):
@@ -52,7 +52,7 @@ class ApprovalGate:
         if m.stop_event.is_set():
             raise EpisodeStopped
         if actor == "agent" and m.approve_mode:
-            decision = m._await_approval(name, args or {})
+            decision = m.await_approval(name, args or {})
             if decision == "stop":
                 raise EpisodeStopped
             if decision == "reject":
@@ -149,7 +149,7 @@ class PanelModel:
         self.approve_mode = on
         self._notify("status")
 
-    def _await_approval(self, name: str, args: dict[str, Any]) -> str:
+    def await_approval(self, name: str, args: dict[str, Any]) -> str:
         entry = TimelineEntry(name, dict(args), "agent", "pending")
         with self._decided:
             self.pending, self._decision = entry, None
@@ -220,7 +220,6 @@ class PanelModel:
     def export_report(self, path: str | Path) -> Path:
         """HTML evidence report: the final answer, each evidence item and the views it cites (rendered without
         moving the viewer)."""
-        viewer = self.session.viewer
         parts = [
             f"<!doctype html><html><head><meta charset='utf-8'><title>Evidence report {html.escape(self.case.case_id)}"
             "</title></head><body>",
@@ -228,35 +227,28 @@ class PanelModel:
         ]
         answer = next((t for who, t in reversed(self.messages) if who == "agent"), "")
         parts.append(f"<h2>Answer</h2><pre>{html.escape(answer)}</pre><h2>Evidence</h2>")
-        with self.session.lock:
-            saved = viewer.export_state()
-            try:
-                for n, ev in enumerate(self.session.evidence):
-                    parts.append(
-                        f"<h3>{n + 1}. {html.escape(ev.get('kind', ''))} {html.escape(ev.get('label', ''))}</h3>"
-                        f"<pre>{html.escape(str({k: v for k, v in ev.items() if k != 'view_state'}))}</pre>"
-                    )
-                    for img in self._cited_views(ev):
-                        data = base64.b64encode(img.data).decode()
-                        parts.append(f'<img alt="{img.view}" src="data:image/png;base64,{data}" width="256">')
-            finally:
-                viewer.restore_state(saved)
+        for n, ev in enumerate(list(self.session.evidence)):
+            parts.append(
+                f"<h3>{n + 1}. {html.escape(ev.get('kind', ''))} {html.escape(ev.get('label', ''))}</h3>"
+                f"<pre>{html.escape(str({k: v for k, v in ev.items() if k != 'view_state'}))}</pre>"
+            )
+            for view, image in (self.session.peek(cited_views(ev, self.session.kind)) or {}).items():
+                data = base64.b64encode(encode_png(image)).decode()
+                parts.append(f'<img alt="{view}" src="data:image/png;base64,{data}" width="256">')
         parts.append("</body></html>")
         out = Path(path)
         out.write_text("".join(parts), encoding="utf-8")
         return out
 
-    def _cited_views(self, ev: dict[str, Any]) -> list[EncodedImage]:
-        viewer = self.session.viewer
-        if viewer.kind == "radiology":
-            if "ras" in ev:
-                viewer.jump(__import__("numpy").array(ev["ras"]))
-            elif ev.get("kind") == "key_slice":
-                viewer.set_slice_offset(ev["view"], ev["offset_mm"])
-            views = [ev["view"]] if ev.get("kind") in ("key_slice", "bookmark") else ["red", "yellow", "green"]
-            return [
-                EncodedImage(v, "image/png", encode_png(viewer.render(v, (256, 256), remember=False))) for v in views
-            ]
+
+def cited_views(ev: dict[str, Any], kind: str) -> Peek:
+    """The render an evidence item cites: its RAS point in all views, its key slice in its view, its slide point."""
+    if kind == "pathology":
         point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
-        viewer.set_centre(point["x"], point["y"])
-        return [EncodedImage("viewer", "image/png", encode_png(viewer.render()))]
+        return Peek(wsi_point=(float(point["x"]), float(point["y"])))
+    if "ras" in ev:
+        return Peek(("red", "yellow", "green"), (256, 256), ras=tuple(ev["ras"]))
+    if ev.get("kind") == "key_slice":
+        return Peek((ev["view"],), (256, 256), offset=float(ev["offset_mm"]))
+    views = (ev["view"],) if ev.get("kind") == "bookmark" else ("red", "yellow", "green")
+    return Peek(views, (256, 256))

@@ -20,7 +20,6 @@ from copilot.errors import HandlerError
 from copilot.jobs import JobManager
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
-from copilot.trace.recorder import TRACE_FILE
 
 API = "/medcopilot/v1"
 MAX_BODY = 1 << 20
@@ -161,12 +160,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._error(405, "not_found", f"{method} is not allowed on a job")
 
     def _trace(self) -> None:
-        trace = self.server.session.trace
-        events = []
-        if trace is not None:
-            lines = (trace.dir / TRACE_FILE).read_text(encoding="utf-8").splitlines()
-            events = [json.loads(line) for line in lines if line]
-        self._json(200, {"ok": True, "events": events})
+        self._json(200, {"ok": True, "events": self.server.session.trace_events()})
 
     def _slicer(self, method: str, path: str, query: str) -> None:
         if path.rstrip("/") == "/slicer/exec":
@@ -179,7 +173,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if method != "GET":
             self._error(405, "read_only", "the /slicer subset is read-only")
             return
-        if self.server.session.viewer.kind != "radiology":
+        if self.server.session.kind != "radiology":
             self._error(404, "not_found", "the /slicer subset is served for radiology cases only")
             return
         try:

@@ -17,7 +17,7 @@ import copilot
 from copilot.engine.geometry import VIEW_NAMES
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
-from copilot.session import Session
+from copilot.session import Peek, Session
 
 ORIENTATIONS = ("axial", "sagittal", "coronal")
 MAX_SIZE = 2048
@@ -49,33 +49,29 @@ class SlicerCompat:
 
     def handle(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         route = path.rstrip("/")
-        viewer = self.session.viewer
-        with self.session.lock:
-            if self.session.trace is not None:
-                self.session.trace.record("slicer_read", {"path": route, "query": query})
-            if route == "/slicer/slice":
-                return 200, "image/png", self._slice(query)
-            if route == "/slicer/screenshot":
-                return 200, "image/png", self._screenshot(query)
+        self.session.note("slicer_read", {"path": route, "query": query})
+        if route == "/slicer/slice":
+            return 200, "image/png", self._slice(query)
+        if route == "/slicer/screenshot":
+            return 200, "image/png", self._screenshot(query)
+        if route in ("/slicer/volumes", "/slicer/mrml/names", "/slicer/mrml/ids"):
+            volumes = self.session.snapshot()["volumes"]
             if route == "/slicer/volumes":
-                vols = [{"id": vid, "name": viewer.volume(vid).name} for vid in viewer.volume_ids()]
-                return 200, "application/json", json.dumps(vols).encode()
-            if route in ("/slicer/mrml/names", "/slicer/mrml/ids"):
-                nodes = [(vid, viewer.volume(vid).name) for vid in viewer.volume_ids()]
-                nodes += [(f"vtkMRMLSliceNode{v.capitalize()}", v.capitalize()) for v in VIEW_NAMES]
-                pick = 1 if route.endswith("names") else 0
-                return 200, "application/json", json.dumps([n[pick] for n in nodes]).encode()
-            if route == "/slicer/system/version":
-                info = {
-                    "applicationName": "MedCopilot",
-                    "applicationVersion": copilot.__version__,
-                    "compatibleWith": "3D Slicer WebServer (read-only subset)",
-                }
-                return 200, "application/json", json.dumps(info).encode()
+                return 200, "application/json", json.dumps(volumes).encode()
+            nodes = [(v["id"], v["name"]) for v in volumes]
+            nodes += [(f"vtkMRMLSliceNode{v.capitalize()}", v.capitalize()) for v in VIEW_NAMES]
+            pick = 1 if route.endswith("names") else 0
+            return 200, "application/json", json.dumps([n[pick] for n in nodes]).encode()
+        if route == "/slicer/system/version":
+            info = {
+                "applicationName": "MedCopilot",
+                "applicationVersion": copilot.__version__,
+                "compatibleWith": "3D Slicer WebServer (read-only subset)",
+            }
+            return 200, "application/json", json.dumps(info).encode()
         raise HandlerError("not_found", f"{route} is not served (read-only Slicer subset)", status=404)
 
     def _slice(self, query: dict[str, list[str]]) -> bytes:
-        viewer = self.session.viewer
         view = (_one(query, "view") or "red").lower()
         if view not in VIEW_NAMES:
             raise HandlerError("invalid_arguments", f"view must be one of {VIEW_NAMES}")
@@ -86,29 +82,18 @@ class SlicerCompat:
         side = int(size) if size is not None else 512
         if not 16 <= side <= MAX_SIZE:
             raise HandlerError("invalid_arguments", f"size must lie in [16, {MAX_SIZE}]")
-        saved = viewer.export_state()
-        try:
-            v = viewer.view(view)
-            if orientation is not None and orientation != v.orientation:
-                v.orientation = orientation
-                viewer.fit(view)
-            if scroll_to is not None:
-                if not 0.0 <= scroll_to <= 1.0:
-                    raise HandlerError("invalid_arguments", "scrollTo must lie in [0, 1]")
-                lo, hi = viewer.slice_offset_range(view)
-                offset = lo + scroll_to * (hi - lo)
-            if offset is not None:
-                viewer.set_slice_offset(view, offset)
-            return encode_png(viewer.render(view, (side, side), remember=False))
-        finally:
-            viewer.restore_state(saved)
+        peek = Peek((view,), (side, side), orientation=orientation, offset=offset, scroll_to=scroll_to)
+        images = self.session.peek(peek) or {}
+        if view not in images:
+            raise HandlerError("no_volume", "no volume is loaded")
+        return encode_png(images[view])
 
     def _screenshot(self, query: dict[str, list[str]]) -> bytes:
-        viewer = self.session.viewer
         size = _number(query, "size")
         side = int(size) if size is not None else 384
         if not 16 <= side <= MAX_SIZE:
             raise HandlerError("invalid_arguments", f"size must lie in [16, {MAX_SIZE}]")
-        views = viewer.layout_views()
-        tiles = [np.asarray(viewer.render(v, (side, side), remember=False)) for v in views]
-        return encode_png(Image.fromarray(np.concatenate(tiles, axis=1)))
+        images = self.session.peek(Peek((), (side, side))) or {}
+        if not images:
+            raise HandlerError("no_volume", "no volume is loaded")
+        return encode_png(Image.fromarray(np.concatenate([np.asarray(im) for im in images.values()], axis=1)))

@@ -213,7 +213,10 @@ def capture_viewer(ctx: HandlerContext, label: Label = "capture") -> HandlerOutp
     }
     ctx.evidence.append(rec)
     ctx.viewer.last_action = f"capture '{label}'"
-    return HandlerOutput({"evidence": rec}, [_screenshot(ctx, label)])
+    box = ctx.viewer.overview_box()
+    return HandlerOutput(
+        {"evidence": rec, "overview_box": list(box) if box else None}, [_screenshot(ctx, label)]
+    )
 
 
 @handler(role="viewer_control")

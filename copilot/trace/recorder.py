@@ -88,6 +88,12 @@ class TraceRecorder:
             payload["args"] = {"unserialisable": repr(args)}
             return self.record("handler_call", payload)
 
+    def events(self) -> list[dict[str, Any]]:
+        """The events written so far, read back (lines split at newlines only: U+2028 may occur in a line)."""
+        with self._lock:
+            text = self.path.read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.split("\n") if line]
+
     def close(self, final: dict[str, Any] | None = None) -> None:
         """Write the episode end (with an optional final answer/status) and close the file."""
         if self._fh.closed:

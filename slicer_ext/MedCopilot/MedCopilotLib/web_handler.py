@@ -47,10 +47,7 @@ def route(session: Any, token: str, method: str, uri: bytes | str, body: bytes |
     if path == f"{PREFIX}/state" and method == "GET":
         return _json({"ok": True, "state": session.snapshot()})
     if path == f"{PREFIX}/trace" and method == "GET":
-        events = []
-        if session.trace is not None:
-            events = [json.loads(line) for line in (session.trace.dir / "trace.jsonl").read_text().splitlines() if line]
-        return _json({"ok": True, "events": events})
+        return _json({"ok": True, "events": session.trace_events()})
     return _json({"ok": False, "status": 404, "error": {"code": "not_found", "message": f"no route {method} {path}"}})
 
 

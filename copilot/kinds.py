@@ -1,0 +1,63 @@
+"""Viewer kinds: what differs between radiology and pathology cases, declared once.
+
+Each kind names its viewer factory, its handler registry, the call that opens a case's inputs, the
+observation an agent starts from, and the view a desktop host shows. Callers look the kind up instead of
+switching on its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from copilot.engine.slide_viewer import EmbeddedSlideViewer
+from copilot.engine.viewer import EmbeddedVolumeViewer
+from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
+
+
+@dataclass(frozen=True)
+class ViewerKind:
+    """One kind of case and the viewer that shows it."""
+
+    name: str
+    new_viewer: Callable[[], Any]
+    registry: Registry
+    open_handler: str  # opens the case's inputs (called by the system when a session starts)
+    opening: tuple[str, dict[str, Any]]  # the observation an agent's episode starts from
+    view_names: tuple[str, ...]  # the views a host shows, in order
+    backends: dict[str, Callable[[], Any]] = field(default_factory=dict)  # other viewers by backend name
+
+    def viewer(self, backend: str = "embedded") -> Any:
+        """A fresh viewer of this kind on a backend ('embedded' by default)."""
+        if backend == "embedded":
+            return self.new_viewer()
+        if backend not in self.backends:
+            raise ValueError(f"no {backend!r} backend for {self.name} cases")
+        return self.backends[backend]()
+
+
+RADIOLOGY_KIND = ViewerKind(
+    "radiology",
+    EmbeddedVolumeViewer,
+    RADIOLOGY,
+    "open_case",
+    ("observe", {"view": "all", "size": 512, "include_metadata": True}),
+    ("red", "yellow", "green"),
+)
+PATHOLOGY_KIND = ViewerKind(
+    "pathology",
+    EmbeddedSlideViewer,
+    PATHOLOGY,
+    "load_case",
+    ("focus_qupath", {}),
+    ("viewer",),
+)
+KINDS = {k.name: k for k in (RADIOLOGY_KIND, PATHOLOGY_KIND)}
+
+
+def viewer_kind(name: str) -> ViewerKind:
+    """The kind of a name ('radiology', 'pathology'), or a ValueError naming the known ones."""
+    if name not in KINDS:
+        raise ValueError(f"unknown viewer kind {name!r}; known: {', '.join(KINDS)}")
+    return KINDS[name]
