@@ -18,8 +18,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QApplication
 
-from copilot.cases.make import make_cases
 from copilot.gui.app import build_window
+from copilot.medflow import make_cases
 
 
 def main() -> None:

@@ -15,15 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from copilot.bench.scoring import Truth, score_case
-from copilot.cases.make import make_case
+from copilot.bench.scoring import Truth
 from copilot.cases.pack import load_case
-from copilot.engine.volume import load_volume
+from copilot.engine.loading import load_volume
+from copilot.medflow import make_case, modules, score_case
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.oracle import perfect_evidence, perfect_response  # perfect answers built from hidden/
-
-MODULES = ("brain_mri", "longitudinal_mri", "lung_petct", "breast_wsi", "lymph_node_wsi")
 
 
 def main() -> None:
@@ -34,7 +32,7 @@ def main() -> None:
         root = Path(tmp)
         print("case pack generation (default sizes):")
         cases = {}
-        for module in MODULES:
+        for module in modules():
             t0 = time.perf_counter()
             cases[module] = make_case(module, root / "cases", f"{module}_bench", seed=3)
             print(f"  {module:<18} {time.perf_counter() - t0:6.1f} s")

@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.score_cli import find_cases
+from copilot.cases.pack import find_cases
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -88,9 +88,9 @@ def run_episode(
 ) -> dict[str, Any]:
     """One episode end to end (in a worker): session with trace, policy, score; returns the result row."""
     from copilot.agent.policy import EpisodeResult
-    from copilot.agent.registry import make_policy
-    from copilot.bench.scoring import score_case
     from copilot.cases.pack import load_case
+    from copilot.medflow import score_case
+    from copilot.medflow.policies import make_policy
     from copilot.runtime import open_session
 
     t0 = time.time()
@@ -177,8 +177,9 @@ def run_batch(
                 progress(n, len(args), row)
         rows = [r for r in db.rows() if r["policy"] == policy and r["track"] == track]
         from copilot.bench.report import write_report
+        from copilot.medflow.registry import report_columns
 
-        write_report(db.rows(), run_dir / "report.html")
+        write_report(db.rows(), run_dir / "report.html", report_columns())
         return rows
     finally:
         db.close()

@@ -12,12 +12,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from copilot.agent.registry import POLICY_HELP
-from copilot.cases.pack import MODULES
+from copilot.medflow.policies import POLICY_HELP
+from copilot.medflow.registry import modules
 
 
 def _cases_make(ns: argparse.Namespace) -> int:
-    from copilot.cases.make import make_cases
+    from copilot.medflow import make_cases
 
     try:
         w, h = (int(v) for v in ns.slide_size.lower().split("x"))
@@ -31,7 +31,8 @@ def _cases_make(ns: argparse.Namespace) -> int:
 
 
 def _bench_score(ns: argparse.Namespace) -> int:
-    from copilot.bench.score_cli import find_cases, format_table, read_answers, report_json, score_answers
+    from copilot.cases.pack import find_cases
+    from copilot.medflow.score_cli import format_table, read_answers, report_json, score_answers
 
     cases = find_cases(ns.cases)
     if not cases:
@@ -59,7 +60,7 @@ def _bench_run(ns: argparse.Namespace) -> int:
 
 def _bench_montage(ns: argparse.Namespace) -> int:
     from copilot.bench.montage import write_montages
-    from copilot.bench.score_cli import find_cases
+    from copilot.cases.pack import find_cases
 
     for case in find_cases(ns.cases):
         for path in write_montages(case.root, ns.out):
@@ -96,8 +97,8 @@ def _mcp(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    from copilot.agent.registry import make_policy
     from copilot.batch import run_episode
+    from copilot.medflow.policies import make_policy
 
     policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget)
     row = run_episode(
@@ -176,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases = sub.add_parser("cases", help="case packs")
     csub = cases.add_subparsers(dest="cases_command", required=True)
     make = csub.add_parser("make", help="write synthetic case packs")
-    make.add_argument("--module", required=True, choices=[*MODULES, "all"])
+    make.add_argument("--module", required=True, choices=[*modules(), "all"])
     make.add_argument("--n", type=int, default=1)
     make.add_argument("--seed", type=int, default=0)
     make.add_argument("--out", required=True)

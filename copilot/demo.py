@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from copilot.cases.make import make_cases
+from copilot.medflow import make_cases
 from copilot.replay import replay
 from copilot.runtime import open_session
 from copilot.server.client import RemoteViewer

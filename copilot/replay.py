@@ -91,6 +91,7 @@ def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:
     if out.ok != ev["ok"]:
         return f"recorded ok={ev['ok']} but replay gave ok={out.ok} ({out.error})"
     if not out.ok:
+        assert out.error is not None
         if out.error["code"] != ev["error"]["code"]:
             return f"error code {out.error['code']!r} differs from recorded {ev['error']['code']!r}"
         return None

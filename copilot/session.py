@@ -24,7 +24,7 @@ from PIL import Image
 from copilot.cases.pack import CasePack
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
-from copilot.tools.registry import HandlerContext, Registry
+from copilot.tools.registry import HandlerContext, ImageOut, Registry
 from copilot.trace.outcome import CallOutcome, EncodedImage, jsonable
 from copilot.trace.recorder import TraceRecorder
 
@@ -187,10 +187,7 @@ class Session:
         saved_evidence = copy.deepcopy(self.evidence)
         try:
             out = spec.impl(self._ctx, **kwargs)
-            images = [
-                EncodedImage(im.view, im.mime, im.data if im.data is not None else encode_png(im.image), im.label)
-                for im in out.images
-            ]
+            images = [EncodedImage(im.view, im.mime, _encoded(im), im.label) for im in out.images]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
             self._viewer.restore_state(saved_viewer)
@@ -200,3 +197,12 @@ class Session:
             return CallOutcome(
                 name, False, 500, error={"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
             )
+
+
+def _encoded(image: ImageOut) -> bytes:
+    """A handler's image as bytes: as given (JPEG, APNG) or encoded as PNG."""
+    if image.data is not None:
+        return image.data
+    if image.image is None:
+        raise ValueError(f"the {image.view} image has neither data nor pixels")
+    return encode_png(image.image)

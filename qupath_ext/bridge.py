@@ -22,8 +22,9 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
+from copilot.engine.geometry import Viewport, pyramid_level
 from copilot.engine.slide import SlideInfo
-from copilot.engine.slide_viewer import IMAGE_TYPES, Viewport, full_magnification, viewport_state
+from copilot.engine.slide_viewer import IMAGE_TYPES, full_magnification, viewport_state
 from copilot.errors import ViewerError
 
 DEFAULT_PORT = 25333
@@ -225,5 +226,5 @@ class QuPathViewer:
             return {"image_open": False, "image_type": "UNSET", "last_action": self.last_action}
         info = self.require().info
         vp = self.viewport
-        level = max((i for i, d in enumerate(info.level_downsamples) if d <= max(vp.downsample, 1.0)), default=0)
+        level = pyramid_level(info.level_downsamples, vp.downsample)
         return viewport_state(info, vp, self.magnification(), self.image_type, level, self.last_action)

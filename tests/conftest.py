@@ -14,8 +14,8 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt tests never need a screen
 
-from copilot.cases.make import make_cases
 from copilot.engine.volume import Volume
+from copilot.medflow import make_cases
 from copilot.runtime import open_session
 from copilot.server.client import LocalClient, RemoteViewer
 from copilot.server.http import make_server

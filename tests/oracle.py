@@ -9,7 +9,8 @@ import numpy as np
 from scipy import ndimage
 
 from copilot.cases.annotations import read_geojson
-from copilot.engine.volume import Volume, load_volume
+from copilot.engine.loading import load_volume
+from copilot.engine.volume import Volume
 
 
 def deep_voxel(mask: Volume) -> tuple[int, int, int]:

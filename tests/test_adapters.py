@@ -14,13 +14,13 @@ import SimpleITK as sitk
 from pydicom.data import get_testdata_file
 
 from copilot.adapters import adapt_bracs, adapt_camelyon17, adapt_lumiere, adapt_nsclc, adapt_ucsf_pdgm
-from copilot.bench.scoring import score_case
 from copilot.cases.annotations import Annotation, to_geojson
 from copilot.cases.pack import load_case
 from copilot.cases.slides import write_pyramid
 from copilot.cases.wsi import write_asap_xml
 from copilot.cli import main
-from copilot.engine.volume import load_volume
+from copilot.engine.loading import load_volume
+from copilot.medflow import score_case
 from copilot.runtime import open_session
 from tests.oracle import perfect_response
 

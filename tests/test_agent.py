@@ -11,7 +11,7 @@ import pytest
 from copilot.agent.loop import BUDGET_MESSAGE, ChatAgent
 from copilot.agent.settings import AgentSettings
 from copilot.batch import run_batch, run_episode
-from copilot.cases.make import make_cases
+from copilot.medflow import make_cases
 from copilot.replay import replay
 from tests.fake_openai import FakeOpenAI, images_in, tool
 from tests.oracle import evidence_block, perfect_evidence

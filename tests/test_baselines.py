@@ -10,8 +10,8 @@ import pytest
 
 from copilot.batch import run_batch
 from copilot.bench.report import summary
-from copilot.cases.make import make_case
 from copilot.cli import main
+from copilot.medflow import make_case
 
 SMALL = {
     "brain_mri": {"spacing": 3.0},

@@ -17,7 +17,7 @@ import pytest
 
 from copilot.batch import ResultsDB, run_batch
 from copilot.bench.montage import write_montages
-from copilot.cases.make import make_cases
+from copilot.medflow import make_cases
 
 SLOW_SCRIPT = {
     "calls": [{"handler": "scroll", "args": {"view": "red", "num_slices": 30, "output": "cine", "size": 384}}] * 3,

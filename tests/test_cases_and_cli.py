@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import SimpleITK as sitk
 
-from copilot.cases.make import make_cases
 from copilot.cases.pack import load_case
 from copilot.cli import main
-from copilot.engine.volume import load_volume
+from copilot.engine.loading import load_volume
+from copilot.medflow import make_cases
 from copilot.server.client import RemoteViewer
 
 

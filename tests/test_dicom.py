@@ -11,7 +11,7 @@ import pytest
 from pydicom.data import get_testdata_file
 
 from copilot.engine.dicom import load_dicom_series, volume_from_datasets
-from copilot.engine.volume import load_volume
+from copilot.engine.loading import load_volume
 from tests.conftest import rotation
 
 

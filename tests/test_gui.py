@@ -151,7 +151,7 @@ def test_mouse_scroll_click_and_window_level(qtbot, window) -> None:
 def test_slide_view_zooms_and_pans(qtbot, tmp_path: Path) -> None:
     from PySide6.QtCore import QPoint, Qt
 
-    from copilot.cases.make import make_cases
+    from copilot.medflow import make_cases
 
     case = make_cases("breast_wsi", 1, 2, tmp_path, slide_size=(1024, 768), mpp=2.0)[0]
     window = build_window(case)

@@ -10,14 +10,16 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from copilot.bench.scoring import Truth, score_case
+from copilot.bench.scoring import Truth
 from copilot.cases.annotations import Annotation, to_geojson
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.cases.lung import make_lung_case
 from copilot.cases.pack import load_case
 from copilot.cases.wsi import make_breast_case, make_lymph_case
-from copilot.engine.volume import Volume, load_volume, volume_to_sitk
+from copilot.engine.loading import load_volume
+from copilot.engine.volume import Volume, volume_to_sitk
+from copilot.medflow import score_case
 from tests.oracle import deep_voxel, evidence_block, perfect_evidence, perfect_response, tumour_point
 
 

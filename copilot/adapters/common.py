@@ -6,11 +6,13 @@ viewer's path rules allow exactly this) or copied with `copy=True`. Ground truth
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+
+from copilot.cases.pack import write_pack
+
+__all__ = ["digits", "norm", "place", "write_pack"]
 
 
 def place(src: Path, dst: Path, copy: bool) -> None:
@@ -21,14 +23,6 @@ def place(src: Path, dst: Path, copy: bool) -> None:
         shutil.copy2(src, dst)
     else:
         dst.symlink_to(src.resolve())
-
-
-def write_pack(case: Path, module: str, inputs: dict[str, Any], prompt: dict[str, Any], truth: dict[str, Any]) -> Path:
-    (case / "hidden").mkdir(parents=True, exist_ok=True)
-    meta = {"case_id": case.name, "module": module, "inputs": inputs, "prompt": prompt}
-    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
-    return case
 
 
 def digits(text: str) -> int | None:

@@ -304,19 +304,13 @@ class SlideBaseline:
         )
 
 
-BASELINES = {
-    "brain_mri": BrainBaseline,
-    "longitudinal_mri": LongitudinalBaseline,
-    "lung_petct": LungBaseline,
-    "breast_wsi": SlideBaseline,
-    "lymph_node_wsi": SlideBaseline,
-}
-
-
 class BaselinePolicy:
-    """Dispatches to the module's baseline."""
+    """Dispatches to the baseline of the case's module (`baselines` maps a module to its baseline class)."""
 
     name = "baseline"
 
+    def __init__(self, baselines: dict[str, Any]) -> None:
+        self.baselines = baselines
+
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
-        return BASELINES[case.module]().run(session, case, budget)
+        return self.baselines[case.module]().run(session, case, budget)

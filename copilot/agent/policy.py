@@ -16,18 +16,6 @@ from typing import Protocol
 from copilot.cases.pack import CasePack
 from copilot.session import Session
 
-PRIOR_ANSWERS = {  # the most frequent class of each module's public cohort; evidence at the view centre
-    "brain_mri": "Prior answer (no image reading).\n{evidence}ANSWER: A",
-    "longitudinal_mri": "Prior answer (no image reading).\nNON_MEASURABLE_LESION: NO\nT2_PROGRESSION: NO\n"
-    "CURRENT_TARGET_LESION: YES\nNEW_TARGET_LESION: NO\nCURRENT_NON_TARGET_LESION: NO\n"
-    "NEW_NON_TARGET_LESION: NO\nANSWER: B",
-    "lung_petct": "Prior answer (no image reading).\n{evidence}1A2A3A4A5B",
-    "breast_wsi": '{{"selected_option": "G", "wsi_label": "IC", "confidence": 0.1, '
-    '"brief_rationale": "prior", "localizations": [{{"x": {x}, "y": {y}}}]}}',
-    "lymph_node_wsi": '{{"tumor_presence_option": "A", "tumor_presence": "no_tumor", "largest_metastasis_option": "A", '
-    '"largest_metastasis": "negative", "confidence": 0.1, "brief_rationale": "prior", "localizations": []}}',
-}
-
 
 @dataclass
 class EpisodeResult:
@@ -44,9 +32,15 @@ class Policy(Protocol):
 
 
 class PriorPolicy:
-    """No reading: one state query for the evidence position, then the module's fixed prior answer."""
+    """No reading: one state query for the evidence position, then the module's fixed prior answer.
+
+    `answers` maps a module to its prior answer (format fields: `evidence`, or `x` and `y` for slides).
+    """
 
     name = "prior"
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         fmt: dict[str, str | float] = {"evidence": ""}
@@ -61,7 +55,7 @@ class PriorPolicy:
         else:
             out = session.call("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
             fmt["x"], fmt["y"] = out.result.get("x", 0.0), out.result.get("y", 0.0)
-        return EpisodeResult(PRIOR_ANSWERS[case.module].format(**fmt), rounds=1)
+        return EpisodeResult(self.answers[case.module].format(**fmt), rounds=1)
 
 
 class ScriptedPolicy:

@@ -7,19 +7,19 @@ from __future__ import annotations
 import html
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.cases.pack import MODULES
 
-MODULE_TITLES = {
-    "longitudinal_mri": "Longitudinal MRI",
-    "brain_mri": "Brain MRI",
-    "lung_petct": "Lung PET/CT",
-    "breast_wsi": "Breast WSI (BRACS)",
-    "lymph_node_wsi": "Lymph node WSI (CAMELYON17)",
-}
-HAS_LOC = {"brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"}
+@dataclass(frozen=True)
+class Column:
+    """How a benchmark module appears in the report: its title and whether it has a Loc score."""
+
+    title: str
+    has_loc: bool
+
+
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222} table{border-collapse:collapse;margin:12px 0}
 th,td{border:1px solid #bbb;padding:4px 8px;text-align:right} th{background:#eee} td.l{text-align:left}
@@ -52,18 +52,22 @@ def summary(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, 
     }
 
 
-def _main_table(track: str, stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
+def _main_table(track: str, stats: dict[tuple[str, str, str], dict[str, Any]], columns: dict[str, Column]) -> str:
     policies = sorted({p for (t, p, _) in stats if t == track})
-    modules = [m for m in MODULES if any((track, p, m) in stats for p in policies)]
-    head1 = "".join(f'<th colspan="{3 if m in HAS_LOC else 2}">{MODULE_TITLES[m]}</th>' for m in modules)
-    head2 = "".join("<th>Task</th><th>Strict</th>" + ("<th>Loc.</th>" if m in HAS_LOC else "") for m in modules)
+    modules = [m for m in columns if any((track, p, m) in stats for p in policies)]
+    head1 = "".join(
+        f'<th colspan="{3 if columns[m].has_loc else 2}">{html.escape(columns[m].title)}</th>' for m in modules
+    )
+    head2 = "".join(
+        "<th>Task</th><th>Strict</th>" + ("<th>Loc.</th>" if columns[m].has_loc else "") for m in modules
+    )
     body = []
     for p in policies:
         cells = []
         for m in modules:
             s = stats.get((track, p, m), {"task": None, "strict": None, "loc": None})
             cells.append(f"<td>{_fmt(s['task'])}</td><td class=strict>{_fmt(s['strict'])}</td>")
-            if m in HAS_LOC:
+            if columns[m].has_loc:
                 cells.append(f"<td class=loc>{_fmt(s['loc'])}</td>")
         body.append(f'<tr><td class="l">{html.escape(p)}</td>{"".join(cells)}</tr>')
     return (
@@ -109,8 +113,11 @@ def _gap_chart(stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
     )
 
 
-def render_report(rows: list[dict[str, Any]]) -> str:
+def render_report(rows: list[dict[str, Any]], columns: dict[str, Column]) -> str:
+    """The report page; `columns` lists the benchmark modules in table order."""
     stats = summary(rows)
+    extra = {r["module"]: Column(r["module"], r["loc"] is not None) for r in rows if r["module"] not in columns}
+    known = {**columns, **extra}
     tracks = sorted({r["track"] for r in rows})
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>MedFlow report</title><style>{CSS}</style>"
@@ -118,11 +125,11 @@ def render_report(rows: list[dict[str, Any]]) -> str:
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
     ]
     for track in tracks:
-        parts.append(f"<h2>Track {html.escape(track)}</h2>{_main_table(track, stats)}")
+        parts.append(f"<h2>Track {html.escape(track)}</h2>{_main_table(track, stats, known)}")
     parts.append("<h2>Score distributions</h2><div>")
     for (track, policy, module), _ in sorted(stats.items()):
         values = [r["strict"] for r in rows if (r["track"], r["policy"], r["module"]) == (track, policy, module)]
-        parts.append(_histogram(f"Strict: {MODULE_TITLES[module]} ({policy}, {track})", values))
+        parts.append(_histogram(f"Strict: {known[module].title} ({policy}, {track})", values))
     parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}<h2>Episodes</h2>")
     head = "".join(
         f"<th>{h}</th>"
@@ -142,7 +149,7 @@ def render_report(rows: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def write_report(rows: list[dict[str, Any]], path: str | Path) -> Path:
+def write_report(rows: list[dict[str, Any]], path: str | Path, columns: dict[str, Column]) -> Path:
     path = Path(path)
-    path.write_text(render_report(rows), encoding="utf-8")
+    path.write_text(render_report(rows, columns), encoding="utf-8")
     return path

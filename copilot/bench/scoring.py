@@ -22,7 +22,7 @@ import SimpleITK as sitk
 
 from copilot.bench import parsers as P
 from copilot.cases.annotations import Annotation, read_geojson
-from copilot.cases.pack import CasePack, load_case
+from copilot.cases.pack import CasePack
 from copilot.engine.geometry import nearest_voxel
 from copilot.engine.volume import affine_from_sitk
 
@@ -214,20 +214,6 @@ def score_lymph(truth: Truth, text: str) -> CaseScore:
                          details={"n_points": len(ans.localizations)})  # fmt: skip
     hit = any(truth.wsi_hit(x, y, "Tumor", exclusion=True) for x, y in ans.localizations)
     return CaseScore(cid, "lymph_node_wsi", task, float(task == 1.0 and hit), float(hit), details={"hit": hit})
-
-
-SCORERS = {
-    "brain_mri": score_brain,
-    "longitudinal_mri": score_longitudinal,
-    "lung_petct": score_lung,
-    "breast_wsi": score_breast,
-    "lymph_node_wsi": score_lymph,
-}
-
-
-def score_case(case: CasePack | str | Path, response: str) -> CaseScore:
-    pack = case if isinstance(case, CasePack) else load_case(case)
-    return SCORERS[pack.module](Truth(pack), response)
 
 
 def summarise(scores: list[CaseScore]) -> dict[str, dict[str, Any]]:

@@ -10,8 +10,8 @@ its labels (BraTS convention 1 core, 2 oedema, 4 enhancing) are the hidden mask.
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import SimpleITK as sitk
@@ -20,6 +20,7 @@ from scipy import ndimage
 from copilot.cases.anatomy import Anatomy
 from copilot.cases.answers import BRAIN_OPTIONS
 from copilot.cases.brain_lesions import CONTRAST, Compartment, choose_lesion, compartments, index_to_ras, label_map
+from copilot.cases.pack import write_pack
 
 TEMPLATE_FILES = {
     "t1": "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz",
@@ -120,7 +121,7 @@ def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0
     (case / "hidden").mkdir(parents=True, exist_ok=True)
     files = write_sequences(case, anat, seqs, {s: s for s in SEQUENCES})
     _write(labels, anat.reference, case / "hidden" / "mask.nii.gz", sitk.sitkUInt8)
-    meta = {
+    meta: dict[str, Any] = {
         "case_id": case_id,
         "module": "brain_mri",
         "inputs": {"volumes": files, "default_volume": "FLAIR"},
@@ -132,7 +133,6 @@ def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0
             "evidence": True,
         },
     }
-    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     truth = {
         "label": letter,
         "diagnosis": BRAIN_OPTIONS[letter],
@@ -140,5 +140,4 @@ def make_brain_case(out_dir: Path, case_id: str, seed: int, spacing: float = 1.0
         "lesion_centre_ras": None if spec is None else [round(v, 3) for v in index_to_ras(anat, spec.centre_ijk)],
         "mask_labels": {"1": "core/cyst/non-enhancing", "2": "oedema", "4": "enhancing"},
     }
-    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
-    return case
+    return write_pack(case, meta["module"], meta["inputs"], meta["prompt"], truth)

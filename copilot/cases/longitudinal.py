@@ -9,8 +9,8 @@ decide it, as some LUMIERE ratings are.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import SimpleITK as sitk
@@ -18,6 +18,7 @@ import SimpleITK as sitk
 from copilot.cases.answers import RANO_FIELDS, RANO_OPTIONS
 from copilot.cases.brain import _write, load_anatomy, synthesise, write_sequences
 from copilot.cases.brain_lesions import LesionSpec, choose_lesion, compartments, index_to_ras, label_map
+from copilot.cases.pack import write_pack
 
 LUMIERE_SEQUENCES = {"T1c": "CT1", "T1": "T1", "T2": "T2", "FLAIR": "FLAIR"}
 SCALE = {"A": 1.35, "B": 1.03, "C": 0.6, "D": 0.0}  # diameter ratio CURRENT / OLD
@@ -69,7 +70,7 @@ def make_longitudinal_case(
     if seed % 8 == 7:
         fields["NEW_NON_TARGET_LESION"] = None  # not scorable for this case
     assert set(fields) == set(RANO_FIELDS)
-    meta = {
+    meta: dict[str, Any] = {
         "case_id": case_id,
         "module": "longitudinal_mri",
         "inputs": {"volumes": files, "default_volume": "CURRENT_CT1"},
@@ -81,7 +82,6 @@ def make_longitudinal_case(
             "options": RANO_OPTIONS,
         },
     }
-    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     truth = {
         "label": letter,
         "rano": RANO_OPTIONS[letter],
@@ -89,5 +89,4 @@ def make_longitudinal_case(
         "seed": seed,
         "lesion_centre_ras": [round(v, 3) for v in index_to_ras(anat, main.centre_ijk)],
     }
-    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
-    return case
+    return write_pack(case, meta["module"], meta["inputs"], meta["prompt"], truth)

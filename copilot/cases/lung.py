@@ -11,12 +11,14 @@ low-dose CT of the PET/CT and the PET, each on its own grid.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import SimpleITK as sitk
 from scipy import ndimage
+
+from copilot.cases.pack import write_pack
 
 LOBES = {"A": "RUL", "B": "RML", "C": "RLL", "D": "LUL", "E": "LLL", "F": "LINGULA"}
 T_DIAMETER_CM = {"A": (1.5, 2.8), "B": (3.3, 4.6), "C": (5.3, 6.5), "D": (7.3, 8.0)}
@@ -155,7 +157,7 @@ def make_lung_case(out_dir: Path, case_id: str, seed: int, spacing: float = 2.5)
     mask = _image(tumour.astype(np.float32), ref)
     sitk.WriteImage(sitk.Cast(mask, sitk.sitkUInt8), str(case / "hidden" / "mask.nii.gz"), True)
     files = [f"images/{SOURCE_SERIES}.nii.gz", "images/CT_lowdose.nii.gz", "images/PET_AC.nii.gz"]
-    meta = {
+    meta: dict[str, Any] = {
         "case_id": case_id,
         "module": "lung_petct",
         "inputs": {"volumes": files, "default_volume": SOURCE_SERIES},
@@ -168,7 +170,6 @@ def make_lung_case(out_dir: Path, case_id: str, seed: int, spacing: float = 2.5)
             "series": {"diagnostic_ct": SOURCE_SERIES, "petct_ct": "CT_lowdose", "pet": "PET_AC"},
         },
     }
-    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     truth = {
         "answers": {"1": loc, "2": t_stage, "3": n_stage, "4": hist, "5": grade},
         "source_series": SOURCE_SERIES,
@@ -177,8 +178,7 @@ def make_lung_case(out_dir: Path, case_id: str, seed: int, spacing: float = 2.5)
         "tumour_centre_ras": [round(float(v), 2) for v in centre],
         "seed": seed,
     }
-    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
-    return case
+    return write_pack(case, meta["module"], meta["inputs"], meta["prompt"], truth)
 
 
 def _image(arr: np.ndarray, ref: sitk.Image) -> sitk.Image:

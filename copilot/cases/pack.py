@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODULES = ("brain_mri", "longitudinal_mri", "lung_petct", "breast_wsi", "lymph_node_wsi")
-RADIOLOGY_MODULES = ("brain_mri", "longitudinal_mri", "lung_petct")
+KINDS = ("radiology", "pathology")
 
 
 class CaseError(ValueError):
@@ -25,10 +24,7 @@ class CasePack:
     module: str
     inputs: dict[str, Any] = field(default_factory=dict)
     prompt: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def kind(self) -> str:
-        return "radiology" if self.module in RADIOLOGY_MODULES else "pathology"
+    kind: str = "radiology"  # the viewer kind: radiology (volumes) or pathology (a slide)
 
 
 def load_case(case_dir: str | Path) -> CasePack:
@@ -44,6 +40,31 @@ def load_case(case_dir: str | Path) -> CasePack:
     for key in ("case_id", "module", "inputs"):
         if key not in data:
             raise CaseError(f"{path}: missing {key!r}")
-    if data["module"] not in MODULES:
-        raise CaseError(f"{path}: unknown module {data['module']!r}")
-    return CasePack(root, str(data["case_id"]), data["module"], dict(data["inputs"]), dict(data.get("prompt", {})))
+    if not isinstance(data["module"], str) or not data["module"]:
+        raise CaseError(f"{path}: 'module' must be a module name")
+    inputs = dict(data["inputs"])
+    kind = data.get("kind", "pathology" if "slide" in inputs else "radiology")
+    if kind not in KINDS:
+        raise CaseError(f"{path}: unknown kind {kind!r}; expected one of {KINDS}")
+    return CasePack(root, str(data["case_id"]), data["module"], inputs, dict(data.get("prompt", {})), kind)
+
+
+def find_cases(root: str | Path) -> list[CasePack]:
+    """Every case pack at or below `root` (a folder holding case.json, or folders of them)."""
+    root = Path(root)
+    if (root / "case.json").is_file():
+        return [load_case(root)]
+    return [load_case(p.parent) for p in sorted(root.glob("**/case.json"))]
+
+
+def write_pack(
+    case: Path, module: str, inputs: dict[str, Any], prompt: dict[str, Any], truth: dict[str, Any]
+) -> Path:
+    """Write `case.json` (what a session may read) and `hidden/truth.json` (what only scoring reads)."""
+    case = Path(case)
+    (case / "hidden").mkdir(parents=True, exist_ok=True)
+    kind = "pathology" if "slide" in inputs else "radiology"
+    meta = {"case_id": case.name, "module": module, "kind": kind, "inputs": inputs, "prompt": prompt}
+    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    return case

@@ -20,6 +20,7 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 
 from copilot.cases.annotations import Annotation, to_geojson
+from copilot.cases.pack import write_pack
 from copilot.cases.slides import GLASS, HAEMATOXYLIN, he_image, nuclei_map, smooth_field, write_pyramid
 
 BRACS = ("N", "PB", "UDH", "FEA", "ADH", "DCIS", "IC")
@@ -96,16 +97,8 @@ def _write_case(
     case: Path, module: str, rgb: np.ndarray, mpp: float, anns: list[Annotation], truth: dict, prompt: dict
 ) -> Path:
     write_pyramid(case / "images" / "slide.tif", rgb, mpp=mpp, downsamples=(1, 4, 16))
-    (case / "hidden").mkdir(parents=True, exist_ok=True)
+    write_pack(case, module, {"slide": "images/slide.tif", "image_type": "BRIGHTFIELD_H_E"}, prompt, truth)
     (case / "hidden" / "annotations.geojson").write_text(json.dumps(to_geojson(anns)), encoding="utf-8")
-    (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
-    meta = {
-        "case_id": case.name,
-        "module": module,
-        "prompt": prompt,
-        "inputs": {"slide": "images/slide.tif", "image_type": "BRIGHTFIELD_H_E"},
-    }
-    (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return case
 
 
@@ -234,7 +227,7 @@ def read_asap_xml(path: Path) -> list[Annotation]:
     out = []
     for ann in ET.parse(path).getroot().iter("Annotation"):
         pts = sorted(ann.iter("Coordinate"), key=lambda c: int(c.get("Order", "0")))
-        poly = np.array([[float(c.get("X")), float(c.get("Y"))] for c in pts])
+        poly = np.array([[float(c.get("X", "nan")), float(c.get("Y", "nan"))] for c in pts])
         group = ann.get("PartOfGroup", "")
         cls = "Exclusion" if group in ("_2", "Exclusion") else "Tumor"
         if len(poly) >= 3:

@@ -9,6 +9,7 @@ does with its histogram, so that a few hot voxels do not wash out the image.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,8 @@ def auto_window_level(volume: Volume, low: float = 0.5, high: float = 99.5) -> t
     key = ("auto_wl", low, high)
     if key not in volume.cache:
         volume.cache[key] = _auto_window_level(volume, low, high)
-    return volume.cache[key]
+    cached: Any = volume.cache[key]
+    return (float(cached[0]), float(cached[1]))
 
 
 def _auto_window_level(volume: Volume, low: float, high: float) -> tuple[float, float]:

@@ -188,3 +188,53 @@ def nearest_voxel(ras_to_ijk: np.ndarray, ras: np.ndarray, dims: tuple[int, int,
     ijk = np.rint((np.asarray(ras_to_ijk, dtype=float) @ np.append(np.asarray(ras, dtype=float), 1.0))[:3])
     index = (int(ijk[0]), int(ijk[1]), int(ijk[2]))
     return index if inside(index, dims) else None
+
+
+# ----- slide viewport and pyramid rules shared by the embedded slide viewer, the QuPath bridge and scoring -----
+
+
+def magnification_at(downsample: float, mpp: float | None, objective_power: float | None = None) -> float | None:
+    """Magnification shown at a downsample: 10 µm / (mpp × downsample), so 0.25 µm/px at downsample 1 is 40×;
+    the slide's objective power only when it has no pixel size; None when neither is known (never guessed)."""
+    if mpp is not None:
+        return 10.0 / (mpp * downsample)
+    return None if objective_power is None else objective_power / downsample
+
+
+def pyramid_level(level_downsamples: tuple[float, ...] | list[float], downsample: float) -> int:
+    """The pyramid level that serves a downsample: the coarsest level not coarser than it (OpenSlide's
+    `get_best_level_for_downsample`; views zoomed in beyond level 0 read level 0)."""
+    wanted = max(downsample, 1.0)
+    return max((i for i, d in enumerate(level_downsamples) if d <= wanted * (1 + 1e-9)), default=0)
+
+
+@dataclass
+class Viewport:
+    """Centre (level-0 px), downsample and component size (screen px)."""
+
+    cx: float
+    cy: float
+    downsample: float
+    width: int = 1024
+    height: int = 768
+
+    def screen_to_level0(self, sx: float, sy: float) -> tuple[float, float]:
+        d = self.downsample
+        return (self.cx + (sx - self.width / 2.0) * d, self.cy + (sy - self.height / 2.0) * d)
+
+    def level0_to_screen(self, x: float, y: float) -> tuple[float, float]:
+        d = self.downsample
+        return ((x - self.cx) / d + self.width / 2.0, (y - self.cy) / d + self.height / 2.0)
+
+    def norm1000_to_level0(self, px: float, py: float) -> tuple[float, float]:
+        return self.screen_to_level0(px / 1000.0 * self.width, py / 1000.0 * self.height)
+
+    def level0_to_norm1000(self, x: float, y: float) -> tuple[float, float]:
+        sx, sy = self.level0_to_screen(x, y)
+        return (sx / self.width * 1000.0, sy / self.height * 1000.0)
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """Visible level-0 rectangle (x0, y0, x1, y1)."""
+        x0, y0 = self.screen_to_level0(0.0, 0.0)
+        x1, y1 = self.screen_to_level0(float(self.width), float(self.height))
+        return (x0, y0, x1, y1)

@@ -1,12 +1,24 @@
-"""Loading the volumes of a case path, with a small cache of immutable volumes keyed by file identity."""
+"""Loading volumes: files and DICOM series (by content), and a case path's volumes through a small cache of
+immutable volumes keyed by file identity."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from copilot.engine.volume import VOLUME_SUFFIXES, Volume, VolumeLoadError, _is_dicom, load_volume
+import SimpleITK as sitk
+
+from copilot.engine.dicom import load_dicom_file, load_dicom_series
+from copilot.engine.volume import (
+    VOLUME_SUFFIXES,
+    Volume,
+    VolumeLoadError,
+    guess_modality,
+    volume_from_sitk,
+    volume_name_for,
+)
 from copilot.errors import HandlerError
 
 _CACHE: OrderedDict[tuple[str, int, int], Volume] = OrderedDict()
@@ -17,6 +29,33 @@ _LOCK = threading.Lock()
 def _key(path: Path) -> tuple[str, int, int]:
     st = path.stat()
     return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def load_volume(path: str | os.PathLike[str], name: str | None = None) -> Volume:
+    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder."""
+    p = Path(path)
+    if p.is_dir():
+        return load_dicom_series(p, name=name)
+    if not p.is_file():
+        raise VolumeLoadError(f"no such file: {p.name}")
+    if p.suffix.lower() == ".dcm" or is_dicom(p):
+        return load_dicom_file(p, name=name)
+    try:
+        image = sitk.ReadImage(str(p), sitk.sitkFloat32)
+    except RuntimeError as exc:
+        raise VolumeLoadError(f"cannot read {p.name}: {str(exc).strip().splitlines()[-1]}") from exc
+    vname = name or volume_name_for(p)
+    return volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
+
+
+def is_dicom(path: Path) -> bool:
+    """True when the file carries the DICM preamble marker."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(128)
+            return fh.read(4) == b"DICM"
+    except OSError:
+        return False
 
 
 def load_cached(path: Path) -> Volume:
@@ -39,7 +78,7 @@ def load_cached(path: Path) -> Volume:
 
 
 def _is_volume_file(p: Path) -> bool:
-    return p.is_file() and (p.name.lower().endswith(VOLUME_SUFFIXES) or p.suffix.lower() == ".dcm" or _is_dicom(p))
+    return p.is_file() and (p.name.lower().endswith(VOLUME_SUFFIXES) or p.suffix.lower() == ".dcm" or is_dicom(p))
 
 
 def expand_case_path(path: Path) -> list[Path]:
@@ -47,7 +86,7 @@ def expand_case_path(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     children = sorted(path.iterdir())
-    if any(c.is_file() and (c.suffix.lower() == ".dcm" or _is_dicom(c)) for c in children):
+    if any(c.is_file() and (c.suffix.lower() == ".dcm" or is_dicom(c)) for c in children):
         return [path]
     found = [c for c in children if c.is_file() and c.name.lower().endswith(VOLUME_SUFFIXES)]
     found += [c for c in children if c.is_dir() and any(_is_volume_file(g) for g in c.iterdir())]

@@ -78,7 +78,7 @@ def _ras_matrix(tx: sitk.Transform) -> np.ndarray:
     dim = 3
     a = np.array(tx.GetMatrix()).reshape(dim, dim) if hasattr(tx, "GetMatrix") else np.eye(3)
     c = np.array(tx.GetCenter()) if hasattr(tx, "GetCenter") else np.zeros(3)
-    t = np.array(tx.GetTranslation())
+    t = np.array(tx.GetTranslation()) if hasattr(tx, "GetTranslation") else np.zeros(3)
     lps = np.eye(4)
     lps[:3, :3] = a
     lps[:3, 3] = t + c - a @ c

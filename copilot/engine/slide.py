@@ -69,10 +69,6 @@ class SlideSource:
     def close(self) -> None:
         self._slide.close()
 
-    def best_level(self, downsample: float) -> int:
-        """The level OpenSlide would read for a downsample (the largest level downsample not above it)."""
-        return int(self._slide.get_best_level_for_downsample(downsample))
-
     def read_tile(self, level: int, tx: int, ty: int) -> np.ndarray:
         """RGB tile (level coordinates `tx*tile`, `ty*tile`), clipped at the level's edge; cached."""
         hit = self.cache.get((self.info.path, level, tx, ty))

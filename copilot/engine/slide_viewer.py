@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from copilot.engine.geometry import Viewport, magnification_at, pyramid_level
 from copilot.engine.slide import SlideError, SlideSource, TileCache
 from copilot.engine.slide_overlays import draw_slide_overlays, overview_box
 from copilot.errors import ViewerError
@@ -26,38 +26,6 @@ MIN_DOWNSAMPLE = 1.0 / 64.0  # QuPathViewer.getMinDownsample()
 ZOOM_STEP = 1.01  # QuPathViewer.getDefaultZoomFactor(): one zoomIn() step
 IMAGE_TYPES = ("BRIGHTFIELD_H_E", "BRIGHTFIELD_H_DAB", "BRIGHTFIELD_OTHER", "FLUORESCENCE", "OTHER", "UNSET")
 OUTSIDE_RGB = (0, 0, 0)  # the viewer background beyond the image
-
-
-@dataclass
-class Viewport:
-    """Centre (level-0 px), downsample and component size (screen px)."""
-
-    cx: float
-    cy: float
-    downsample: float
-    width: int = 1024
-    height: int = 768
-
-    def screen_to_level0(self, sx: float, sy: float) -> tuple[float, float]:
-        d = self.downsample
-        return (self.cx + (sx - self.width / 2.0) * d, self.cy + (sy - self.height / 2.0) * d)
-
-    def level0_to_screen(self, x: float, y: float) -> tuple[float, float]:
-        d = self.downsample
-        return ((x - self.cx) / d + self.width / 2.0, (y - self.cy) / d + self.height / 2.0)
-
-    def norm1000_to_level0(self, px: float, py: float) -> tuple[float, float]:
-        return self.screen_to_level0(px / 1000.0 * self.width, py / 1000.0 * self.height)
-
-    def level0_to_norm1000(self, x: float, y: float) -> tuple[float, float]:
-        sx, sy = self.level0_to_screen(x, y)
-        return (sx / self.width * 1000.0, sy / self.height * 1000.0)
-
-    def bounds(self) -> tuple[float, float, float, float]:
-        """Visible level-0 rectangle (x0, y0, x1, y1)."""
-        x0, y0 = self.screen_to_level0(0.0, 0.0)
-        x1, y1 = self.screen_to_level0(float(self.width), float(self.height))
-        return (x0, y0, x1, y1)
 
 
 class EmbeddedSlideViewer:
@@ -205,9 +173,7 @@ class EmbeddedSlideViewer:
 def full_magnification(info: Any) -> float | None:
     """Magnification at downsample 1, from the pixel size (10 µm / mpp: 0.25 µm/px ≈ 40×); the objective
     power only when the slide has no pixel size."""
-    if info.mpp is not None:
-        return 10.0 / info.mpp[0]
-    return info.objective_power
+    return magnification_at(1.0, info.mpp[0] if info.mpp else None, info.objective_power)
 
 
 def viewport_state(
@@ -234,7 +200,7 @@ def viewport_state(
 
 
 def slide_level(slide: SlideSource, downsample: float) -> int:
-    return slide.best_level(max(downsample, 1.0))
+    return pyramid_level(slide.info.level_downsamples, downsample)
 
 
 def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:

@@ -6,7 +6,6 @@ RAS = diag(-1, -1, 1)·LPS. The voxel array is never resampled: only the affine 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,34 +130,3 @@ def guess_modality(name: str) -> str:
     if lower.startswith("ct") or "_ct" in lower or lower == "ct":
         return "CT"
     return "MR"
-
-
-def load_volume(path: str | os.PathLike[str], name: str | None = None) -> Volume:
-    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder."""
-    p = Path(path)
-    if p.is_dir():
-        from copilot.engine.dicom import load_dicom_series
-
-        return load_dicom_series(p, name=name)
-    if not p.is_file():
-        raise VolumeLoadError(f"no such file: {p.name}")
-    if p.suffix.lower() == ".dcm" or _is_dicom(p):
-        from copilot.engine.dicom import load_dicom_file
-
-        return load_dicom_file(p, name=name)
-    try:
-        image = sitk.ReadImage(str(p), sitk.sitkFloat32)
-    except RuntimeError as exc:
-        raise VolumeLoadError(f"cannot read {p.name}: {str(exc).strip().splitlines()[-1]}") from exc
-    vname = name or volume_name_for(p)
-    return volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
-
-
-def _is_dicom(path: Path) -> bool:
-    """True when the file carries the DICM preamble marker."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(128)
-            return fh.read(4) == b"DICM"
-    except OSError:
-        return False

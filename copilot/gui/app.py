@@ -365,9 +365,8 @@ class SettingsDialog(QDialog):
 
 
 def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
-    from copilot.agent.baselines import BaselinePolicy
     from copilot.agent.loop import ChatAgent
-    from copilot.agent.policy import PriorPolicy
+    from copilot.medflow.policies import baseline_policy, prior_policy
 
     def openai_agent() -> Any:
         dialog = SettingsDialog(parent)
@@ -376,8 +375,8 @@ def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
         return ChatAgent(dialog.settings())
 
     return {
-        "baseline (offline)": BaselinePolicy,
-        "prior (offline)": PriorPolicy,
+        "baseline (offline)": baseline_policy,
+        "prior (offline)": prior_policy,
         "OpenAI-compatible model…": openai_agent,
     }
 
@@ -398,8 +397,8 @@ def build_window(
 def main(case_dir: str, screenshot: str | None = None, run: str | None = None) -> int:
     """Open the first case of a folder (the case box switches); with `screenshot`, optionally run an offline
     policy, save a picture of the window and exit."""
-    from copilot.agent.registry import make_policy
-    from copilot.bench.score_cli import find_cases
+    from copilot.cases.pack import find_cases
+    from copilot.medflow.policies import make_policy
 
     app = QApplication.instance() or QApplication(sys.argv)
     cases = [c.root for c in find_cases(case_dir)]

@@ -7,7 +7,7 @@ returns the evidence to verify it (fused view and checkerboard for registration,
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -35,7 +35,7 @@ Seeds = Annotated[
     list[Annotated[list[float], Field(min_length=3, max_length=3)]],
     Field(min_length=1, max_length=50, description="Seed points as [R, A, S] in mm."),
 ]
-OPERATOR = {"role": "analysis_operator", "tracks": ("B",)}
+OPERATOR: dict[str, Any] = {"role": "analysis_operator", "tracks": ("B",)}
 
 
 def _strict_volume(ctx: HandlerContext, ref: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -37,7 +37,12 @@ from copilot.tools.registry import HandlerContext, HandlerOutput, ImageOut, Regi
 
 RADIOLOGY = Registry("radiology")
 handler = RADIOLOGY.handler
-LayoutName = Literal[tuple(list(LAYOUTS) + list(LAYOUT_ALIASES))]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the names are only known at run time, where they become the schema's enum
+    LayoutName = str
+    PresetName = str
+else:
+    LayoutName = Literal[tuple(list(LAYOUTS) + list(LAYOUT_ALIASES))]
+    PresetName = Literal[PRESET_NAMES]
 MAX_KEYFRAMES = 6
 MAX_CINE_FRAMES = 60
 
@@ -372,9 +377,9 @@ def wl(
 def window_preset(
     ctx: HandlerContext,
     preset: Annotated[
-        Literal[PRESET_NAMES],
+        PresetName,
         Field(
-            description="ct_lung, ct_mediastinal, ct_bone, ct_brain, "  # type: ignore[valid-type]
+            description="ct_lung, ct_mediastinal, ct_bone, ct_brain, "
             "mr_auto, mr_t2_flair or pet_auto."
         ),
     ],

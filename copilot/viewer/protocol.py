@@ -12,8 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
-from copilot.engine.geometry import SliceView
-from copilot.engine.slide_viewer import Viewport
+from copilot.engine.geometry import SliceView, Viewport
 from copilot.engine.volume import Volume
 
 

@@ -145,7 +145,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         self.refresh()
 
     def onRun(self) -> None:
-        from copilot.agent.registry import make_policy
+        from copilot.medflow.policies import make_policy
 
         if self.model is None:
             self.onOpen()

@@ -17,10 +17,11 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     import slicer
 
-    from copilot.agent.registry import make_policy
     from copilot.batch import ResultsDB, run_episode
     from copilot.bench.report import write_report
-    from copilot.bench.score_cli import find_cases
+    from copilot.cases.pack import find_cases
+    from copilot.medflow.policies import make_policy
+    from copilot.medflow.registry import report_columns
     from MedCopilotLib.slicer_viewer import SlicerViewer
 
     parser = argparse.ArgumentParser(prog="MedCopilot batch")
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
         row = run_episode(str(case.root), ns.policy, str(out), ns.track, ns.budget, policy=make_policy(ns.policy))
         db.insert(row)
         print(f"{case.case_id}: {row['status']} Task={row['task']:.2f} Strict={row['strict']:.2f}", flush=True)
-    write_report(db.rows(), out / "report.html")
+    write_report(db.rows(), out / "report.html", report_columns())
     db.close()
     return 0
 

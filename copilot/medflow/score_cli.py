@@ -6,16 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.scoring import CaseScore, score_case, summarise
-from copilot.cases.pack import CasePack, load_case
-
-
-def find_cases(root: str | Path) -> list[CasePack]:
-    """Every case pack at or below `root` (a folder holding case.json, or folders of them)."""
-    root = Path(root)
-    if (root / "case.json").is_file():
-        return [load_case(root)]
-    return [load_case(p.parent) for p in sorted(root.glob("**/case.json"))]
+from copilot.bench.scoring import CaseScore, summarise
+from copilot.cases.pack import CasePack
+from copilot.medflow.registry import score_case
 
 
 def read_answers(path: str | Path) -> dict[str, str]:

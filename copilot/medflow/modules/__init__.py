@@ -1,0 +1,1 @@
+"""One file per MedFlow module; each declares its `BenchModule` with `register`."""

@@ -1,0 +1,23 @@
+"""Brain MRI (UCSF-PDGM): diagnosis A–F with three key slices and a RAS point as evidence."""
+
+from copilot.agent.baselines import BrainBaseline
+from copilot.bench.parsers import parse_answer_letter
+from copilot.bench.scoring import score_brain
+from copilot.cases.answers import BRAIN_OPTIONS
+from copilot.cases.brain import make_brain_case
+from copilot.medflow.registry import BenchModule, register
+
+MODULE = register(
+    BenchModule(
+        name="brain_mri",
+        kind="radiology",
+        title="Brain MRI",
+        has_loc=True,
+        generate=lambda out, case_id, seed, o: make_brain_case(out, case_id, seed, spacing=o.spacing or 1.0),
+        parse=lambda text: parse_answer_letter(text, "".join(BRAIN_OPTIONS)),
+        score=score_brain,
+        prior="Prior answer (no image reading).\n{evidence}ANSWER: A",
+        baseline=BrainBaseline,
+        order=1,
+    )
+)

@@ -1,0 +1,118 @@
+"""Benchmark-module descriptors and the one registry of them.
+
+A module is declared once, in its own file under `copilot/medflow/modules/`: how its cases are generated,
+its answer parser and scorer, its prior and baseline answers, and its report title. Everything that runs
+over "every module" (case generation, scoring, policies, reports, the command line) reads this registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copilot.bench.report import Column
+from copilot.bench.scoring import CaseScore, Truth
+from copilot.cases.pack import CasePack, load_case
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Options of a case generator; None keeps the module's default."""
+
+    spacing: float | None = None  # radiology voxel size (mm)
+    slide_size: tuple[int, int] = (4096, 3072)  # slide size (level-0 px)
+    mpp: float | None = None  # slide pixel size (µm)
+
+
+@dataclass(frozen=True)
+class BenchModule:
+    """One MedFlow module: generation, answer format, scoring, prior/baseline answers and report title."""
+
+    name: str
+    kind: str  # the viewer kind its cases open in: radiology | pathology
+    title: str  # column title in the report tables
+    has_loc: bool  # whether the module has a Loc score
+    generate: Callable[[Path, str, int, Generate], Path]  # (out_dir, case_id, seed, options) -> case folder
+    parse: Callable[[str], Any]  # response text -> parsed answer (raises ParseError)
+    score: Callable[[Truth, str], CaseScore]
+    prior: str  # the fixed prior answer (format fields: evidence, or x and y for slides)
+    baseline: Callable[[], Any]  # the offline baseline policy of this module
+    order: int = 99  # position in the report (the paper's Table 1 order)
+
+
+_MODULES: dict[str, BenchModule] = {}
+
+
+def register(m: BenchModule) -> BenchModule:
+    """Add a module; a second module of the same name is an error."""
+    if m.name in _MODULES and _MODULES[m.name] is not m:
+        raise ValueError(f"benchmark module {m.name!r} is declared twice")
+    if m.kind not in ("radiology", "pathology"):
+        raise ValueError(f"benchmark module {m.name!r}: unknown viewer kind {m.kind!r}")
+    _MODULES[m.name] = m
+    return m
+
+
+def modules() -> dict[str, BenchModule]:
+    """Every declared module, in declaration order (the files of `copilot/medflow/modules/` are imported once)."""
+    if not _MODULES:
+        package = importlib.import_module("copilot.medflow.modules")
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"copilot.medflow.modules.{info.name}")
+    return dict(sorted(_MODULES.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def module(name: str) -> BenchModule:
+    """The module of a name, or a ValueError naming the known ones."""
+    known = modules()
+    if name not in known:
+        raise ValueError(f"unknown benchmark module {name!r}; known: {', '.join(known)}")
+    return known[name]
+
+
+def make_case(
+    name: str,
+    out: Path,
+    case_id: str,
+    seed: int,
+    spacing: float | None = None,
+    slide_size: tuple[int, int] = (4096, 3072),
+    mpp: float | None = None,
+) -> Path:
+    """One case pack of a module (generator options left None keep the module's defaults)."""
+    return module(name).generate(Path(out), case_id, seed, Generate(spacing, slide_size, mpp))
+
+
+def make_cases(
+    name: str,
+    n: int,
+    seed: int,
+    out: Path,
+    spacing: float | None = None,
+    slide_size: tuple[int, int] = (4096, 3072),
+    mpp: float | None = None,
+) -> list[Path]:
+    """`n` cases of a module (or of every module for 'all'); case i uses seed `seed * 1000 + i`."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    names = list(modules()) if name == "all" else [module(name).name]
+    return [
+        make_case(m, Path(out), f"{m}_{seed:03d}_{i:04d}", seed * 1000 + i, spacing, slide_size, mpp)
+        for m in names
+        for i in range(n)
+    ]
+
+
+def report_columns() -> dict[str, Column]:
+    """The report's module columns, in table order."""
+    return {name: Column(m.title, m.has_loc) for name, m in modules().items()}
+
+
+def score_case(case: CasePack | str | Path, response: str) -> CaseScore:
+    """Task / Strict / Loc of a response against a case's hidden truth, by its module's rules."""
+    pack = case if isinstance(case, CasePack) else load_case(case)
+    return module(pack.module).score(Truth(pack), response)
