@@ -177,8 +177,8 @@ def lumiere(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ["Patient-001", "week-000-1", "", "", "Pre-Op", ""],
             ["Patient-001", "week-000-2", "", "", "Post-Op", "CRET"],
             ["Patient-001", "week-010", "x", "", "SD ", ""],  # trailing space, as released
-            ["Patient-001", "week-044", "", "x", "PD", "T2-Progr."],
-            ["Patient-001", "week-044", "", "x", "PD", "T2-Progr."],  # a duplicated row
+            ["Patient-001", "week-044", "", "x", "PD", "T2-Progr., new target L."],
+            ["Patient-001", "week-044", "", "x", "PD", "T2-Progr., new target L."],  # a duplicated row
             ["Patient-002", "week-003", "", "", "PD", "new L."],  # no imaging for this patient
         ],
     )
@@ -191,21 +191,26 @@ def test_lumiere_long_header_duplicates_and_lesion_fields(lumiere: Path, tmp_pat
     assert names == ["Patient-001__week-000-2__to__week-010", "Patient-001__week-010__to__week-044"]
     assert report.duplicates == 1
     sd, pd_ = (_truth(tmp_path / "packs" / n) for n in names)
-    assert sd["label"] == "B" and sd["fields"]["NON_MEASURABLE_LESION"] == "NO"
-    assert sd["fields"]["T2_PROGRESSION"] is None  # not named in the rationale: unscorable, not NO
-    assert pd_["label"] == "A" and pd_["fields"]["NON_MEASURABLE_LESION"] == "YES"
-    assert pd_["fields"]["T2_PROGRESSION"] == "YES" and pd_["fields"]["NEW_TARGET_LESION"] is None
+    assert sd["label"] == "B" and set(sd["fields"].values()) == {None}  # nothing stated: unscorable, not NO
+    assert pd_["label"] == "A" and pd_["fields"] == {
+        "NON_MEASURABLE_LESION": "YES",
+        "T2_PROGRESSION": "YES",
+        "CURRENT_TARGET_LESION": None,
+        "NEW_TARGET_LESION": "YES",
+        "CURRENT_NON_TARGET_LESION": None,
+        "NEW_NON_TARGET_LESION": None,
+    }
     assert report.summary() == (
         "lumiere: 2 cases written; 3 skipped (no imaging for the rated week 1, "
         "not a response rating (Pre-Op, Post-Op, …) 2); 1 duplicates removed; unscorable: "
-        "CURRENT_NON_TARGET_LESION 2, CURRENT_TARGET_LESION 2, NEW_NON_TARGET_LESION 2, NEW_TARGET_LESION 2, "
-        "T2_PROGRESSION 1"
+        "CURRENT_NON_TARGET_LESION 2, CURRENT_TARGET_LESION 2, NEW_NON_TARGET_LESION 2, NEW_TARGET_LESION 1, "
+        "NON_MEASURABLE_LESION 1, T2_PROGRESSION 1"
     )
     case = tmp_path / "packs" / names[1]
     names_seen = [v["name"] for v in open_session(case).viewer.inventory()]
     assert names_seen[:4] == ["OLD_CT1", "OLD_T1", "OLD_T2", "OLD_FLAIR"] and names_seen[4] == "CURRENT_CT1"
     assert score_case(case, perfect_response(case)).strict == 1.0
-    wrong_unscorable = perfect_response(case).replace("NEW_TARGET_LESION: NO", "NEW_TARGET_LESION: YES")
+    wrong_unscorable = perfect_response(case).replace("CURRENT_TARGET_LESION: NO", "CURRENT_TARGET_LESION: YES")
     assert score_case(case, wrong_unscorable).strict == 1.0  # an unscorable field is not in the gate
     wrong_t2 = perfect_response(case).replace("T2_PROGRESSION: YES", "T2_PROGRESSION: NO")
     assert score_case(case, wrong_t2).strict == 0.0
@@ -277,6 +282,10 @@ def nsclc(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mask[1:4, 40:60, 50:70] = 1
     _seg(ct, mask, study / "1000.000000-3D Slicer segmentation result-76543" / "1-1.dcm")
     _dicom_series(root / "R01-002" / "01-01-1990-NA-CT-11111" / "2.000000-CHEST-22222", 3, "CT", 0.0, 2.5)
+    broken = root / "R01-003" / "02-02-1990-NA-CT-33333"  # a SEG that is not a segmentation: unreadable
+    _dicom_series(broken / "2.000000-CHEST-44444", 3, "CT", 0.0, 2.5)
+    _dicom_series(broken / "3.000000-PET-44445", 3, "PT", 0.0, 2.5)
+    _dicom_series(broken / "1000.000000-SEG-44446", 1, "SEG", 0.0, 2.5)
     (root / "AMC-001").mkdir()
     unchecked = ["Unchecked"] * 7
     _write_csv(
@@ -287,6 +296,8 @@ def nsclc(tmp_path_factory: pytest.TempPathFactory) -> Path:
              "N1", "M0", "Not Collected", "Absent"],
             ["R01-002", "Stanford", "70", "Female", "0%", "Checked", *unchecked[:6], "Adenocarcinoma", "T1a", "N0",
              "M0", "G1 Well differentiated", "Absent"],
+            ["R01-003", "Stanford", "71", "Male", "0%", "Checked", *unchecked[:6], "Adenocarcinoma", "T3", "N2",
+             "M0", "G3 Poorly differentiated", "Present"],
             ["AMC-001", "Palo Alto VA", "60", "Male", "0%", *unchecked[:5], "Checked", "Unchecked",
              "Adenocarcinoma", "T1b", "N0", "M0", "G2 Moderately differentiated", "Absent"],
         ],
@@ -297,13 +308,19 @@ def nsclc(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_nsclc_two_ct_series_uses_the_one_the_seg_references(nsclc: Path, tmp_path: Path) -> None:
     report = adapt_nsclc(nsclc, tmp_path / "packs")
     assert [p.name for p in report.cases] == ["R01-001"]
-    assert report.skipped_ids == {"no SEG": ["R01-002"], "AMC cohort (excluded by default)": ["AMC-001"]}
+    assert report.skipped_ids == {
+        "AMC cohort (excluded by default)": ["AMC-001"],
+        "no SEG": ["R01-002"],
+        "unreadable": ["R01-003"],
+    }
+    assert report.failures[0][0] == "R01-003"  # reported with its error; the run went on
     case = report.cases[0]
     truth = _truth(case)
     # Unknown location and Not Collected grade are unscorable, never "No tumor" (1G / 5F)
     assert truth["answers"] == {"1": None, "2": "B", "3": "B", "4": "B", "5": None}
     assert report.summary() == (
-        "nsclc: 1 cases written; 2 skipped (AMC cohort (excluded by default) 1, no SEG 1); 0 duplicates removed; "
+        "nsclc: 1 cases written; 3 skipped (AMC cohort (excluded by default) 1, no SEG 1, unreadable 1); "
+        "0 duplicates removed; "
         "unscorable: histopathological grade 1, tumor location 1"
     )
     series = nsclc / "R01-001" / "09-06-1990-NA-CT CHEST WITH CONTRAST-12345"
@@ -347,7 +364,7 @@ def bracs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     img[100:300, 200:400] = (90, 50, 130)
     for group, label, sid in (("Group_MT", "DCIS", "1234"), ("Group_AT", "ADH", "1235"), ("Group_MT", "IC", "1236"),
                               ("Group_BT", "N", "1237")):  # fmt: skip
-        write_pyramid(root / "BRACS_WSI" / "train" / group / f"Type_{label}" / f"BRACS_{sid}.tif", img, 0.25, (1, 4))
+        write_pyramid(root / "BRACS_WSI" / "train" / group / f"Type_{label}" / f"BRACS_{sid}.svs", img, 0.25, (1, 4))
     ann = root / "BRACS_WSI_Annotations" / "train"
     feats = to_geojson([Annotation("DCIS-sure", DCIS_ROI), Annotation("UDH-sure", UDH_ROI)])
     (ann / "Group_MT" / "Type_DCIS").mkdir(parents=True)
@@ -367,8 +384,9 @@ def _bracs_answer(label: str, points: list[tuple[float, float]]) -> str:
     return json.dumps({"selected_option": option, "wsi_label": label, "confidence": 0.9, "localizations": locs})
 
 
-def test_bracs_dcis_sure_roi_hit_scores_strict_1(bracs: Path, tmp_path: Path) -> None:
-    report = adapt_bracs(bracs / "BRACS_WSI", tmp_path / "packs", qpdata_reader=None)
+def test_bracs_dcis_sure_roi_hit_scores_strict_1(bracs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("copilot.adapters.bracs.default_qpdata_reader", lambda: None)
+    report = adapt_bracs(bracs / "BRACS_WSI", tmp_path / "packs")
     dcis = tmp_path / "packs" / "BRACS_1234"
     truth = _truth(dcis)
     assert truth["label"] == "DCIS" and truth["evidence_scorable"] and truth["rois_of_label"] == 1
@@ -384,8 +402,11 @@ def test_bracs_dcis_sure_roi_hit_scores_strict_1(bracs: Path, tmp_path: Path) ->
     assert report.summary() == "bracs: 4 cases written; 0 skipped; 0 duplicates removed; unscorable: evidence 1"
 
 
-def test_bracs_qpdata_without_quPath_is_evidence_unscorable(bracs: Path, tmp_path: Path) -> None:
-    adapt_bracs(bracs / "BRACS_WSI", tmp_path / "packs", qpdata_reader=None)
+def test_bracs_qpdata_without_quPath_is_evidence_unscorable(
+    bracs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("copilot.adapters.bracs.default_qpdata_reader", lambda: None)  # as without QuPath
+    adapt_bracs(bracs / "BRACS_WSI", tmp_path / "packs")
     ic = tmp_path / "packs" / "BRACS_1236"
     truth = _truth(ic)
     assert truth["evidence_scorable"] is False and "export_bracs_geojson.groovy" in truth["evidence_note"]
@@ -409,6 +430,13 @@ def test_bracs_qpdata_read_through_a_reader(bracs: Path, tmp_path: Path) -> None
     ic = tmp_path / "packs" / "BRACS_1236"
     assert _truth(ic)["evidence_scorable"] is True
     assert score_case(ic, _bracs_answer("IC", [(300.0, 200.0)])).strict == 1.0
+
+
+def test_qpdata_reader_is_found_only_with_quPath() -> None:
+    from copilot.adapters.bracs import default_qpdata_reader
+    from qupath_ext.qpdata import paquo_available, read_qpdata
+
+    assert default_qpdata_reader() is (read_qpdata if paquo_available() else None)
 
 
 def test_bracs_class_names() -> None:

@@ -6,9 +6,12 @@ segmentation/seg_mask.nii.gz}` and, beside `Imaging/`, the expert rating table
 PD: Progressive disease, …)`) and `Rating rationale (CRET: …, T2-Progr.: T2-Progression, L: Lesion)`.
 
 Each rated time point becomes a CURRENT study paired with the patient's previous time point (OLD).
-Lesion-state fields: NON_MEASURABLE_LESION from `NonMeasurableLesions` (`x` = YES, empty = NO);
-T2_PROGRESSION = YES where the rationale names T2 progression (its absence is not a NO); columns
-named exactly like a field (curated tables) are read as YES/NO. Every other field is unscorable.
+Lesion-state fields, only where the release states them: NON_MEASURABLE_LESION = YES where
+`NonMeasurableLesions` is `x` (an empty cell does not say there is none); from the rationale,
+T2_PROGRESSION = YES for `T2-Progr.`, NEW_TARGET_LESION = YES for "new target", and
+NEW_NON_TARGET_LESION = YES for "new non-target" / "new non-measurable" (a rationale that does not
+mention them is not a NO). Columns named exactly like a field (curated tables) are read as YES/NO.
+Every other field is unscorable (None) and counted in the run summary.
 """
 
 from __future__ import annotations
@@ -22,7 +25,11 @@ from copilot.cases.longitudinal import RANO_OPTIONS
 
 SEQS = {"CT1": "ct1", "T1": "t1", "T2": "t2", "FLAIR": "flair"}
 LETTER = {v: k for k, v in RANO_OPTIONS.items()}
-T2_PROGRESSION = re.compile(r"t2[\s-]*progr", re.IGNORECASE)
+RATIONALE = {  # field → wording in the rating rationale that states it (YES)
+    "T2_PROGRESSION": re.compile(r"t2[\s-]*progr", re.IGNORECASE),
+    "NEW_TARGET_LESION": re.compile(r"\bnew\s+target", re.IGNORECASE),
+    "NEW_NON_TARGET_LESION": re.compile(r"\bnew\s+non[\s-]*(?:target|measurable)", re.IGNORECASE),
+}
 
 
 def _study(folder: Path) -> dict[str, Path] | None:
@@ -44,11 +51,12 @@ def _week_key(name: str) -> tuple[int, int, str]:
 
 def _fields(row: dict[str, str], header: list[str], cols: dict[str, str | None]) -> dict[str, str | None]:
     fields: dict[str, str | None] = {f: _yes_no(row.get(column(header, f) or "")) for f in RANO_FIELDS}
-    if cols["nonmeasurable"] is not None and fields["NON_MEASURABLE_LESION"] is None:
-        fields["NON_MEASURABLE_LESION"] = "YES" if row[cols["nonmeasurable"]].lower() == "x" else "NO"
+    if cols["nonmeasurable"] is not None and row[cols["nonmeasurable"]].lower() == "x":
+        fields["NON_MEASURABLE_LESION"] = fields["NON_MEASURABLE_LESION"] or "YES"
     rationale = row.get(cols["rationale"] or "", "")
-    if fields["T2_PROGRESSION"] is None and T2_PROGRESSION.search(rationale):
-        fields["T2_PROGRESSION"] = "YES"
+    for name, wording in RATIONALE.items():
+        if fields[name] is None and wording.search(rationale):
+            fields[name] = "YES"
     return fields
 
 
