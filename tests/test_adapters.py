@@ -192,6 +192,7 @@ def test_lumiere_long_header_duplicates_and_lesion_fields(lumiere: Path, tmp_pat
     assert report.duplicates == 1
     sd, pd_ = (_truth(tmp_path / "packs" / n) for n in names)
     assert sd["label"] == "B" and set(sd["fields"].values()) == {None}  # nothing stated: unscorable, not NO
+    assert sd["less_than_3_months"] is True and pd_["less_than_3_months"] is False
     assert pd_["label"] == "A" and pd_["fields"] == {
         "NON_MEASURABLE_LESION": "YES",
         "T2_PROGRESSION": "YES",

@@ -77,6 +77,7 @@ def adapt_lumiere(
         "rating": column(header, "Rating", "RANO", prefix="Rating (", required=csv_path.name),
         "rationale": column(header, "RatingRationale", prefix="Rating rationale"),
         "nonmeasurable": column(header, "NonMeasurableLesions"),
+        "early": column(header, "LessThan3Months"),
     }
     if cols["nonmeasurable"] is None:
         report.notes.append("no NonMeasurableLesions column: NON_MEASURABLE_LESION unscorable")
@@ -101,8 +102,9 @@ def adapt_lumiere(
         if rating not in LETTER:
             report.skip(case_id, "not a response rating (Pre-Op, Post-Op, …)")
             continue
+        extra = {"less_than_3_months": row[cols["early"]].lower() == "x"} if cols["early"] else {}
         try:
-            _one(imaging, patient_id, week, rating, _fields(row, header, cols), out, copy, report)
+            _one(imaging, patient_id, week, rating, _fields(row, header, cols), extra, out, copy, report)
         except Exception as exc:  # one bad patient is reported, the run goes on
             report.fail(case_id, exc)
     return report
@@ -114,6 +116,7 @@ def _one(
     current: str,
     rating: str,
     fields: dict[str, str | None],
+    extra: dict[str, bool],
     out: Path,
     copy: bool,
     report: AdapterReport,
@@ -145,7 +148,7 @@ def _one(
     for name, value in fields.items():
         if value is None:
             report.unscorable[name] += 1
-    truth = {"label": LETTER[rating], "rano": rating, "fields": fields}
+    truth = {"label": LETTER[rating], "rano": rating, "fields": fields, **extra}
     prompt = {
         "template": "longitudinal_mri",
         "patient_id": patient.name,

@@ -190,7 +190,8 @@ def _one(
     if not pets:
         report.skip(patient.name, "no PET series")
         return
-    referenced = {uid for files in segs for f in files for uid in referenced_series(f)} & set(cts)
+    refs = {f: referenced_series(f) & set(cts) for files in segs for f in files}
+    referenced = set().union(*refs.values())
     if not referenced:
         report.skip(patient.name, "SEG references no CT series of the download")
         return
@@ -198,7 +199,7 @@ def _one(
         report.skip(patient.name, "ambiguous: SEGs reference several CT series")
         return
     ct_uid = referenced.pop()
-    seg_file = next(f for files in segs for f in files if ct_uid in referenced_series(f))
+    seg_file = next(f for f, uids in refs.items() if ct_uid in uids)
     if len(pets) > 1:
         report.notes.append(f"{patient.name}: {len(pets)} PET series, the largest is loaded")
     case = out / patient.name
