@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from copilot.cases.annotations import Annotation
-from qupath_ext.projects import paquo_available
+from qupath_ext.projects import hierarchy_annotations, paquo_available
 
-__all__ = ["paquo_available", "read_qpdata"]
+__all__ = ["hierarchy_annotations", "paquo_available", "read_qpdata"]
 
 
 def read_qpdata(path: str | Path) -> list[Annotation]:
@@ -23,14 +21,5 @@ def read_qpdata(path: str | Path) -> list[Annotation]:
     from paquo.hierarchy import QuPathPathObjectHierarchy
     from paquo.java import File, PathIO
 
-    hierarchy = QuPathPathObjectHierarchy(PathIO.readHierarchy(File(str(Path(path).resolve()))), readonly=True)
-    out = []
-    for ann in hierarchy.annotations:
-        cls = ann.path_class.name if ann.path_class is not None else ""
-        geoms = getattr(ann.roi, "geoms", [ann.roi])
-        for poly in geoms:
-            if poly.geom_type != "Polygon":
-                continue
-            holes = tuple(np.asarray(r.coords)[:-1] for r in poly.interiors)
-            out.append(Annotation(cls, np.asarray(poly.exterior.coords)[:-1], holes))
-    return out
+    hierarchy = PathIO.readHierarchy(File(str(Path(path).resolve())))
+    return hierarchy_annotations(QuPathPathObjectHierarchy(hierarchy, readonly=True))

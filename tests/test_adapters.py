@@ -440,6 +440,19 @@ def test_qpdata_reader_is_found_only_with_quPath() -> None:
     assert default_qpdata_reader() is (read_qpdata if paquo_available() else None)
 
 
+def test_qpdata_hierarchy_to_annotations() -> None:
+    from types import SimpleNamespace as NS
+
+    from qupath_ext.qpdata import hierarchy_annotations
+
+    ring = [(200, 100), (400, 100), (400, 300), (200, 300), (200, 100)]  # a RectangleROI as paquo gives it
+    rect = NS(geom_type="Polygon", exterior=NS(coords=ring), interiors=[])
+    point = NS(geom_type="Point")
+    hierarchy = NS(annotations=[NS(path_class=NS(name="DCIS-sure"), roi=rect), NS(path_class=None, roi=point)])
+    (ann,) = hierarchy_annotations(hierarchy)
+    assert ann.cls == "DCIS-sure" and ann.contains(300, 200) and ann.exterior.shape == (4, 2)
+
+
 def test_bracs_class_names() -> None:
     names = {"DCIS-sure": "DCIS", "ADH-sure": "ADH", "Malignant-sure": "IC", "Pathological-benign": "PB",
              "Pathologica benign": "PB", "Benign-sure": "N", "UDH-sure": "UDH", "FEA-sure": "FEA", "DCIS": "DCIS",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from copilot.adapters.common import AdapterReport, column, find_table, place, read_table, write_pack
+from copilot.adapters.common import AdapterReport, column, find_table, place, read_table, unique_rows, write_pack
 from copilot.bench.parsers import CAMELYON_LARGEST
 from copilot.cases.annotations import to_geojson
 from copilot.cases.wsi import read_asap_xml
@@ -35,24 +35,11 @@ def adapt_camelyon17(
     header, rows = read_table(csv_path)
     name_col = column(header, "patient", required=csv_path.name)
     stage_col = column(header, "stage", required=csv_path.name)
-    stages: dict[str, str] = {}
-    conflicts: set[str] = set()
-    patient_rows = 0
-    for row in rows:
-        name, stage = row[name_col], row[stage_col].lower()
-        if not name.lower().endswith(".tif"):
-            patient_rows += 1  # patient-level pN stage row (`patient_PPP.zip`)
-            continue
-        if name in stages:
-            if stages[name] == stage:
-                report.duplicates += 1
-            else:
-                conflicts.add(name)
-            continue
-        stages[name] = stage
-    for name in sorted(conflicts):
-        report.skip(Path(name).stem, "conflicting stage rows")
-        del stages[name]
+    slide_rows = [r for r in rows if r[name_col].lower().endswith(".tif")]
+    patient_rows = len(rows) - len(slide_rows)  # patient-level pN rows (`patient_PPP.zip`)
+    unique = unique_rows(slide_rows, lambda r: r[name_col], report, lambda n: Path(n).stem,
+                         lambda a, b: a[stage_col].lower() == b[stage_col].lower())  # fmt: skip
+    stages = {n: r[stage_col].lower() for n, r in unique.items()}
     report.notes.append(f"{patient_rows} patient-level pN rows not used")
     slides = {p.name: p for p in src.rglob("*.tif")}
     xmls = {p.stem: p for p in src.rglob("*.xml")}

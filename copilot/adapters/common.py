@@ -12,10 +12,13 @@ import json
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+Row = dict[str, str]
 
 
 class AdapterError(ValueError):
@@ -147,3 +150,28 @@ def column(header: list[str], *names: str, prefix: str | None = None, required: 
         wanted = " / ".join(repr(n) for n in names) or repr(prefix)
         raise AdapterError(f"{required} has no column {wanted}; its columns are {header}")
     return None
+
+
+def unique_rows(
+    rows: Iterable[Row],
+    key: Callable[[Row], K],
+    report: AdapterReport,
+    name: Callable[[K], str],
+    same: Callable[[Row, Row], bool] = lambda a, b: a == b,
+) -> dict[K, Row]:
+    """Rows by key: a repeated row counts as a duplicate; differing rows for one key are a conflict,
+    reported and dropped (neither is trusted)."""
+    out: dict[K, Row] = {}
+    conflicts: set[K] = set()
+    for row in rows:
+        k = key(row)
+        if k not in out:
+            out[k] = row
+        elif same(out[k], row):
+            report.duplicates += 1
+        else:
+            conflicts.add(k)
+    for k in conflicts:
+        report.skip(name(k), "conflicting rows")
+        del out[k]
+    return out

@@ -19,7 +19,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from copilot.adapters.common import AdapterReport, column, digits, find_table, place, read_table, write_pack
+from copilot.adapters.common import (
+    AdapterReport,
+    column,
+    digits,
+    find_table,
+    place,
+    read_table,
+    unique_rows,
+    write_pack,
+)
 from copilot.bench.parsers import RANO_FIELDS
 from copilot.cases.longitudinal import RANO_OPTIONS
 
@@ -81,21 +90,7 @@ def adapt_lumiere(
     }
     if cols["nonmeasurable"] is None:
         report.notes.append("no NonMeasurableLesions column: NON_MEASURABLE_LESION unscorable")
-    # duplicates: the same (patient, week) with the same content is one row; differing content is a conflict
-    by_key: dict[tuple[str, str], dict[str, str]] = {}
-    conflicts: set[tuple[str, str]] = set()
-    for row in rows:
-        key = (row[cols["patient"]], row[cols["date"]])
-        if key in by_key:
-            if by_key[key] == row:
-                report.duplicates += 1
-            else:
-                conflicts.add(key)
-            continue
-        by_key[key] = row
-    for key in sorted(conflicts):
-        report.skip("__".join(key), "conflicting rating rows")
-        del by_key[key]
+    by_key = unique_rows(rows, lambda r: (r[cols["patient"]], r[cols["date"]]), report, "__".join)
     for (patient_id, week), row in by_key.items():
         case_id = f"{patient_id}__{week}"
         rating = row[cols["rating"]].upper()

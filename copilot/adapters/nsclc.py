@@ -20,7 +20,16 @@ import numpy as np
 import pydicom
 import SimpleITK as sitk
 
-from copilot.adapters.common import AdapterReport, column, find_table, norm, place, read_table, write_pack
+from copilot.adapters.common import (
+    AdapterReport,
+    column,
+    find_table,
+    norm,
+    place,
+    read_table,
+    unique_rows,
+    write_pack,
+)
 
 LOCATIONS = {"rul": "A", "rml": "B", "rll": "C", "lul": "D", "lll": "E", "l lingula": "F", "lingula": "F"}
 T_STAGES = {"tis": "A", "t1": "A", "t1a": "A", "t1b": "A", "t1c": "A", "t2": "B", "t2a": "B", "t2b": "B",
@@ -154,15 +163,7 @@ def adapt_nsclc(
         "histology": column(header, "Histology", required=csv_path.name),
         "grade": column(header, "Histopathological Grade", required=csv_path.name),
     }
-    rows: dict[str, dict[str, str]] = {}
-    for row in table:
-        if row[id_col] in rows:
-            if rows[row[id_col]] == row:
-                report.duplicates += 1
-                continue
-            report.notes.append(f"{row[id_col]}: several differing clinical rows, the first is used")
-            continue
-        rows[row[id_col]] = row
+    rows = unique_rows(table, lambda r: r[id_col], report, str)
     for patient in sorted(p for p in src.iterdir() if p.is_dir()):
         if patient.name not in rows:
             report.skip(patient.name, "no clinical row")

@@ -15,7 +15,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from copilot.adapters.common import AdapterError, AdapterReport, column, find_table, norm, place, read_table, write_pack
+from copilot.adapters.common import (
+    AdapterError,
+    AdapterReport,
+    column,
+    find_table,
+    norm,
+    place,
+    read_table,
+    unique_rows,
+    write_pack,
+)
 from copilot.cases.brain import BRAIN_OPTIONS
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
@@ -63,24 +73,19 @@ def _metadata(csv_path: Path, report: AdapterReport) -> dict[tuple[int, str], di
     header, rows = read_table(csv_path)
     id_col = column(header, "ID", required=csv_path.name)
     dx_col = column(header, DIAGNOSIS_COLUMN, prefix="Final pathologic diagnosis", required=csv_path.name)
-    out: dict[tuple[int, str], dict[str, str]] = {}
-    conflicting: set[tuple[int, str]] = set()
+    keyed = []
     for row in rows:
-        key = study_key(row[id_col])
-        if key is None:
+        if study_key(row[id_col]) is None:
             report.skip(row[id_col] or "(empty ID)", "metadata row without a UCSF-PDGM id")
-            continue
-        record = {"ID": row[id_col], "diagnosis": row[dx_col]}
-        if key in out:
-            if norm(out[key]["diagnosis"]) == norm(record["diagnosis"]):
-                report.duplicates += 1
-            else:
-                conflicting.add(key)
-            continue
-        out[key] = record
-    for key in conflicting:
-        report.skip(out.pop(key)["ID"], "conflicting metadata rows")
-    return out
+        else:
+            keyed.append({"ID": row[id_col], "diagnosis": row[dx_col]})
+    return unique_rows(
+        keyed,
+        lambda r: study_key(r["ID"]),
+        report,
+        lambda k: f"UCSF-PDGM-{k[0]:04d}" + (f"_{k[1]}" if k[1] else ""),
+        lambda a, b: norm(a["diagnosis"]) == norm(b["diagnosis"]),
+    )
 
 
 def adapt_ucsf_pdgm(
