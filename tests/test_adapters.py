@@ -273,7 +273,8 @@ def _seg(source: list[pydicom.Dataset], mask: np.ndarray, path: Path) -> None:
 @pytest.fixture(scope="module")
 def nsclc(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """NBIA download of NSCLC Radiogenomics: R01-001 with two CT series (the SEG references the smaller),
-    PET and SEG; R01-002 without SEG; AMC-001; the clinical CSV with its real header spellings."""
+    PET and SEG; R01-002 without SEG; R01-003 unreadable; R01-004 ambiguous; AMC-001; the clinical CSV
+    with its real header spellings."""
     root = tmp_path_factory.mktemp("nsclc") / "NSCLC Radiogenomics"
     study = root / "R01-001" / "09-06-1990-NA-CT CHEST WITH CONTRAST-12345"
     ct = _dicom_series(study / "3.000000-CHEST 2.5MM-54321", 5, "CT", -75.0, 2.5)
@@ -287,6 +288,13 @@ def nsclc(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _dicom_series(broken / "2.000000-CHEST-44444", 3, "CT", 0.0, 2.5)
     _dicom_series(broken / "3.000000-PET-44445", 3, "PT", 0.0, 2.5)
     _dicom_series(broken / "1000.000000-SEG-44446", 1, "SEG", 0.0, 2.5)
+    two = root / "R01-004" / "03-03-1990-NA-CT-55555"  # two SEGs on two CT series: ambiguous
+    small = np.zeros((3, 128, 128), np.uint8)
+    small[1, 40:60, 50:70] = 1
+    for n in (2, 3):
+        series = _dicom_series(two / f"{n}.000000-CHEST-5555{n}", 3, "CT", 10.0 * n, 2.5)
+        _seg(series, small, two / f"100{n}.000000-SEG-6666{n}" / "1-1.dcm")
+    _dicom_series(two / "4.000000-PET-55554", 3, "PT", 0.0, 2.5)
     (root / "AMC-001").mkdir()
     unchecked = ["Unchecked"] * 7
     _write_csv(
@@ -299,6 +307,8 @@ def nsclc(tmp_path_factory: pytest.TempPathFactory) -> Path:
              "M0", "G1 Well differentiated", "Absent"],
             ["R01-003", "Stanford", "71", "Male", "0%", "Checked", *unchecked[:6], "Adenocarcinoma", "T3", "N2",
              "M0", "G3 Poorly differentiated", "Present"],
+            ["R01-004", "Stanford", "66", "Female", "0%", "Checked", *unchecked[:6], "Adenocarcinoma", "T1b", "N0",
+             "M0", "G1 Well differentiated", "Absent"],
             ["AMC-001", "Palo Alto VA", "60", "Male", "0%", *unchecked[:5], "Checked", "Unchecked",
              "Adenocarcinoma", "T1b", "N0", "M0", "G2 Moderately differentiated", "Absent"],
         ],
@@ -311,6 +321,7 @@ def test_nsclc_two_ct_series_uses_the_one_the_seg_references(nsclc: Path, tmp_pa
     assert [p.name for p in report.cases] == ["R01-001"]
     assert report.skipped_ids == {
         "AMC cohort (excluded by default)": ["AMC-001"],
+        "ambiguous: SEGs reference several CT series": ["R01-004"],
         "no SEG": ["R01-002"],
         "unreadable": ["R01-003"],
     }
@@ -320,7 +331,8 @@ def test_nsclc_two_ct_series_uses_the_one_the_seg_references(nsclc: Path, tmp_pa
     # Unknown location and Not Collected grade are unscorable, never "No tumor" (1G / 5F)
     assert truth["answers"] == {"1": None, "2": "B", "3": "B", "4": "B", "5": None}
     assert report.summary() == (
-        "nsclc: 1 cases written; 3 skipped (AMC cohort (excluded by default) 1, no SEG 1, unreadable 1); "
+        "nsclc: 1 cases written; 4 skipped (AMC cohort (excluded by default) 1, "
+        "ambiguous: SEGs reference several CT series 1, no SEG 1, unreadable 1); "
         "0 duplicates removed; "
         "unscorable: histopathological grade 1, tumor location 1"
     )
