@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from copilot.adapters.common import AdapterReport, place, write_pack
-from copilot.bench.parsers import BRACS_LABELS
 from copilot.cases.annotations import Annotation, parse_features, to_geojson
+from copilot.cases.answers import BRACS_LABELS
 from copilot.cases.bracs_classes import bracs_label
 
 SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".mrxs")

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 from copilot.adapters.common import AdapterReport, column, find_table, place, read_table, unique_rows, write_pack
-from copilot.bench.parsers import CAMELYON_LARGEST
 from copilot.cases.annotations import to_geojson
+from copilot.cases.answers import CAMELYON_LARGEST
 from copilot.cases.wsi import read_asap_xml
 
 

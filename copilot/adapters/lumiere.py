@@ -29,8 +29,7 @@ from copilot.adapters.common import (
     unique_rows,
     write_pack,
 )
-from copilot.bench.parsers import RANO_FIELDS
-from copilot.cases.longitudinal import RANO_OPTIONS
+from copilot.cases.answers import RANO_FIELDS, RANO_OPTIONS
 
 SEQS = {"CT1": "ct1", "T1": "t1", "T2": "t2", "FLAIR": "flair"}
 LETTER = {v: k for k, v in RANO_OPTIONS.items()}

@@ -26,7 +26,7 @@ from copilot.adapters.common import (
     unique_rows,
     write_pack,
 )
-from copilot.cases.brain import BRAIN_OPTIONS
+from copilot.cases.answers import BRAIN_OPTIONS
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
 DIAGNOSIS_COLUMN = "Final pathologic diagnosis (WHO 2021)"
