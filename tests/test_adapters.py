@@ -123,7 +123,7 @@ def test_ucsf_pdgm_baseline_and_follow_up(pdgm: Path, tmp_path: Path) -> None:
     )
     case = tmp_path / "packs" / "UCSF-PDGM-0004"
     assert (case / "images" / "T1c.nii.gz").is_symlink()
-    assert [v["name"] for v in open_session(case).viewer.inventory()] == ["T1", "T1c", "T2", "FLAIR"]
+    assert [v["name"] for v in open_session(case)._viewer.inventory()] == ["T1", "T1c", "T2", "FLAIR"]
     assert score_case(case, perfect_response(case)).strict == 1.0
 
 
@@ -208,7 +208,7 @@ def test_lumiere_long_header_duplicates_and_lesion_fields(lumiere: Path, tmp_pat
         "NON_MEASURABLE_LESION 1, T2_PROGRESSION 1"
     )
     case = tmp_path / "packs" / names[1]
-    names_seen = [v["name"] for v in open_session(case).viewer.inventory()]
+    names_seen = [v["name"] for v in open_session(case)._viewer.inventory()]
     assert names_seen[:4] == ["OLD_CT1", "OLD_T1", "OLD_T2", "OLD_FLAIR"] and names_seen[4] == "CURRENT_CT1"
     assert score_case(case, perfect_response(case)).strict == 1.0
     wrong_unscorable = perfect_response(case).replace("CURRENT_TARGET_LESION: NO", "CURRENT_TARGET_LESION: YES")
@@ -341,7 +341,7 @@ def test_nsclc_two_ct_series_uses_the_one_the_seg_references(nsclc: Path, tmp_pa
     out = load_volume(case / "hidden" / "mask.nii.gz")
     assert np.allclose(out.ijk_to_ras, referenced.ijk_to_ras, atol=1e-4) and out.data.shape == (5, 128, 128)
     assert len(list((case / "images" / "CT").iterdir())) == 5  # the referenced series, not the 8-slice one
-    assert [v["name"] for v in open_session(case).viewer.inventory()] == ["CT", "PET"]
+    assert [v["name"] for v in open_session(case)._viewer.inventory()] == ["CT", "PET"]
     slices, ras = perfect_evidence(case)
     right = f"Rationale.\n{evidence_block(slices, ras)}1G2B3B4B5F"  # 1 and 5 are not in the denominator
     assert (score_case(case, right).task, score_case(case, right).strict) == (1.0, 1.0)
@@ -411,7 +411,7 @@ def test_bracs_dcis_sure_roi_hit_scores_strict_1(bracs: Path, tmp_path: Path, mo
     assert (in_udh.strict, in_udh.loc) == (0.0, 0.0)
     adh = score_case(tmp_path / "packs" / "BRACS_1235", _bracs_answer("ADH", [(300.0, 200.0)]))
     assert adh.strict == 1.0  # the `BRACS_<id>.geojson` name and `ADH-sure`
-    assert open_session(dcis).viewer.state()["dimensions"] == [768, 512]
+    assert open_session(dcis)._viewer.state()["dimensions"] == [768, 512]
     assert report.summary() == "bracs: 4 cases written; 0 skipped; 0 duplicates removed; unscorable: evidence 1"
 
 
