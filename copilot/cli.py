@@ -70,12 +70,24 @@ def _bench_montage(ns: argparse.Namespace) -> int:
 
 def _cases_adapt(ns: argparse.Namespace) -> int:
     from copilot.adapters import ADAPTERS
+    from copilot.adapters.common import AdapterError
 
     extra = [ns.csv] if ns.csv else []
-    made = ADAPTERS[ns.dataset](ns.src, ns.out, *extra, copy=ns.copy)
-    for path in made:
+    try:
+        report = ADAPTERS[ns.dataset](ns.src, ns.out, *extra, copy=ns.copy)
+    except AdapterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in report.cases:
         print(path)
-    if not made:
+    for case_id, message in report.failures:
+        print(f"failed: {case_id}: {message}", file=sys.stderr)
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    Path(ns.out).mkdir(parents=True, exist_ok=True)
+    (Path(ns.out) / f"adapt_{ns.dataset}.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    print(report.summary())
+    if not report.cases:
         print("error: no cases found in that layout", file=sys.stderr)
         return 1
     return 0

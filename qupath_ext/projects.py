@@ -7,6 +7,7 @@ annotations exported by QuPath as GeoJSON are read with the core's plain reader.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,17 +31,21 @@ def project_annotations(project_dir: str | Path, image_name: str | None = None) 
         for image in project.images:
             if image_name is not None and image.image_name != image_name:
                 continue
-            anns = []
-            for ann in image.hierarchy.annotations:
-                cls = ann.path_class.name if ann.path_class is not None else ""
-                geoms = getattr(ann.roi, "geoms", [ann.roi])
-                for poly in geoms:
-                    if poly.geom_type != "Polygon":
-                        continue
-                    holes = tuple(np.asarray(r.coords)[:-1] for r in poly.interiors)
-                    anns.append(Annotation(cls, np.asarray(poly.exterior.coords)[:-1], holes))
-            out[image.image_name] = anns
+            out[image.image_name] = hierarchy_annotations(image.hierarchy)
     return out
+
+
+def hierarchy_annotations(hierarchy: Any) -> list[Annotation]:
+    """Polygon annotations (with holes, MultiPolygons split) of a paquo hierarchy, with class names."""
+    anns = []
+    for ann in hierarchy.annotations:
+        cls = ann.path_class.name if ann.path_class is not None else ""
+        for poly in getattr(ann.roi, "geoms", [ann.roi]):
+            if poly.geom_type != "Polygon":
+                continue
+            holes = tuple(np.asarray(r.coords)[:-1] for r in poly.interiors)
+            anns.append(Annotation(cls, np.asarray(poly.exterior.coords)[:-1], holes))
+    return anns
 
 
 def load_annotations(path: str | Path, image_name: str | None = None) -> list[Annotation]:

@@ -7,6 +7,12 @@ Geometry (the benchmark's correctness depends on it):
 - a WSI point hits when it lies in or on a polygon of the right class and, for lymph-node slides, in
   no "Exclusion" polygon.
 A response that cannot be parsed scores 0 everywhere it is in a denominator, with the reason kept.
+
+Not applicable is not zero: a positive slide whose truth says `evidence_scorable: false` (no
+annotation of its class in the release) is scored on the answer (Strict = Task, Table 4: the gate
+applies to "evidence-scored cases" / slides "with a ground-truth evidence source") and is left out
+of Loc's denominator (Loc None); a lung question whose truth answer is None (`Not Collected` grade,
+`Unknown` location) is left out of Task's denominator (#correct / #scorable).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import SimpleITK as sitk
 
 from copilot.bench import parsers as P
 from copilot.cases.annotations import Annotation, read_geojson
+from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import CasePack
 from copilot.engine.geometry import nearest_voxel
 from copilot.engine.volume import affine_from_sitk
@@ -29,12 +36,6 @@ from copilot.engine.volume import affine_from_sitk
 AXIS_INDEX = {"R": 0, "A": 1, "S": 2}
 BRAIN_LETTERS = "ABCDEF"
 RANO_LETTERS = "ABCD"
-BRACS_ALIASES = {  # normalised ROI class names → BRACS label
-    "normal": "N", "n": "N", "pathological benign": "PB", "benign": "PB", "pb": "PB",
-    "usual ductal hyperplasia": "UDH", "udh": "UDH", "flat epithelial atypia": "FEA", "fea": "FEA",
-    "atypical ductal hyperplasia": "ADH", "adh": "ADH", "ductal carcinoma in situ": "DCIS", "dcis": "DCIS",
-    "invasive carcinoma": "IC", "invasive": "IC", "ic": "IC",
-}  # fmt: skip
 
 
 @dataclass
@@ -124,8 +125,7 @@ class Truth:
 
 
 def _norm_class(name: str) -> str:
-    key = name.strip().lower()
-    return BRACS_ALIASES.get(key, name.strip())
+    return bracs_label(name) or name.strip()
 
 
 def _evidence_checks(truth: Truth, ev: P.Evidence) -> dict[str, Any]:
@@ -171,8 +171,9 @@ def score_lung(truth: Truth, text: str) -> CaseScore:
     except P.ParseError as exc:
         return CaseScore(cid, "lung_petct", 0.0, 0.0, 0.0 if has_mask else None, str(exc))
     expected = truth.data["answers"]
-    correct = sum(answers[q] == expected[q] for q in "12345")
-    task = correct / 5.0
+    scorable = [q for q in "12345" if expected.get(q) is not None]
+    correct = sum(answers[q] == expected[q] for q in scorable)
+    task = correct / len(scorable) if scorable else 0.0
     if not has_mask:
         return CaseScore(cid, "lung_petct", task, task, None, details={"answers": answers})
     try:
@@ -183,6 +184,11 @@ def score_lung(truth: Truth, text: str) -> CaseScore:
     gate = all(checks["key_slices_ok"].values()) and checks["ras_hit"]
     return CaseScore(cid, "lung_petct", task, task if gate else 0.0, float(checks["ras_hit"]),
                      details={"answers": answers, "correct": correct, **checks})  # fmt: skip
+
+
+def _unscorable(truth: Truth) -> dict[str, Any]:
+    """Details of a case whose evidence is not applicable (no ground-truth source)."""
+    return {"evidence": "not applicable", "evidence_note": truth.data.get("evidence_note")}
 
 
 def score_breast(truth: Truth, text: str) -> CaseScore:
@@ -196,6 +202,8 @@ def score_breast(truth: Truth, text: str) -> CaseScore:
     if not positive:
         return CaseScore(cid, "breast_wsi", task, float(task == 1.0 and not ans.localizations), None,
                          details={"label": ans.label, "n_points": len(ans.localizations)})  # fmt: skip
+    if not truth.data.get("evidence_scorable", True):
+        return CaseScore(cid, "breast_wsi", task, task, None, details={"label": ans.label, **_unscorable(truth)})
     hit = any(truth.wsi_hit(x, y, gt, exclusion=False) for x, y in ans.localizations)
     return CaseScore(cid, "breast_wsi", task, float(task == 1.0 and hit), float(hit),
                      details={"label": ans.label, "hit": hit})  # fmt: skip
@@ -212,6 +220,8 @@ def score_lymph(truth: Truth, text: str) -> CaseScore:
     if not positive:
         return CaseScore(cid, "lymph_node_wsi", task, float(task == 1.0 and not ans.localizations), None,
                          details={"n_points": len(ans.localizations)})  # fmt: skip
+    if not truth.data.get("evidence_scorable", True):
+        return CaseScore(cid, "lymph_node_wsi", task, task, None, details=_unscorable(truth))
     hit = any(truth.wsi_hit(x, y, "Tumor", exclusion=True) for x, y in ans.localizations)
     return CaseScore(cid, "lymph_node_wsi", task, float(task == 1.0 and hit), float(hit), details={"hit": hit})
 
