@@ -133,13 +133,6 @@ def run_episode(
     }
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
-
-
 def policy_slug(spec: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
 
