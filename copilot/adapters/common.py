@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 K = TypeVar("K", bound=Hashable)
 Row = dict[str, str]
@@ -123,6 +123,14 @@ def read_table(path: Path) -> tuple[list[str], list[dict[str, str]]]:
             if any(row.values()):
                 rows.append(row)
     return header, rows
+
+
+@overload
+def column(header: list[str], *names: str, prefix: str | None = None, required: str) -> str: ...
+
+
+@overload
+def column(header: list[str], *names: str, prefix: str | None = None, required: None = None) -> str | None: ...
 
 
 def column(header: list[str], *names: str, prefix: str | None = None, required: str | None = None) -> str | None:

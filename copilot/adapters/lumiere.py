@@ -79,20 +79,23 @@ def adapt_lumiere(
         rating_csv, (imaging.parent, imaging), ("*ExpertRating*.csv", "*Rating*.csv"), "LUMIERE expert rating CSV"
     )
     header, rows = read_table(csv_path)
+    patient_col = column(header, "Patient", required=csv_path.name)
+    date_col = column(header, "Date", "Timepoint", required=csv_path.name)
+    rating_col = column(header, "Rating", "RANO", prefix="Rating (", required=csv_path.name)
     cols = {
-        "patient": column(header, "Patient", required=csv_path.name),
-        "date": column(header, "Date", "Timepoint", required=csv_path.name),
-        "rating": column(header, "Rating", "RANO", prefix="Rating (", required=csv_path.name),
+        "patient": patient_col,
+        "date": date_col,
+        "rating": rating_col,
         "rationale": column(header, "RatingRationale", prefix="Rating rationale"),
         "nonmeasurable": column(header, "NonMeasurableLesions"),
         "early": column(header, "LessThan3Months"),
     }
     if cols["nonmeasurable"] is None:
         report.notes.append("no NonMeasurableLesions column: NON_MEASURABLE_LESION unscorable")
-    by_key = unique_rows(rows, lambda r: (r[cols["patient"]], r[cols["date"]]), report, "__".join)
+    by_key = unique_rows(rows, lambda r: (r[patient_col], r[date_col]), report, "__".join)
     for (patient_id, week), row in by_key.items():
         case_id = f"{patient_id}__{week}"
-        rating = row[cols["rating"]].upper()
+        rating = row[rating_col].upper()
         if rating not in LETTER:
             report.skip(case_id, "not a response rating (Pre-Op, Post-Op, …)")
             continue

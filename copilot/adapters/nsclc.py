@@ -157,7 +157,7 @@ def adapt_nsclc(
     )
     header, table = read_table(csv_path)
     id_col = column(header, "Case ID", required=csv_path.name)
-    cols = {
+    cols: dict[str, str | None] = {
         "T": column(header, "Pathological T stage", required=csv_path.name),
         "N": column(header, "Pathological N stage", required=csv_path.name),
         "histology": column(header, "Histology", required=csv_path.name),

@@ -81,7 +81,7 @@ def _metadata(csv_path: Path, report: AdapterReport) -> dict[tuple[int, str], di
             keyed.append({"ID": row[id_col], "diagnosis": row[dx_col]})
     return unique_rows(
         keyed,
-        lambda r: study_key(r["ID"]),
+        lambda r: study_key(r["ID"]) or (0, ""),  # rows without a study id were skipped above
         report,
         lambda k: f"UCSF-PDGM-{k[0]:04d}" + (f"_{k[1]}" if k[1] else ""),
         lambda a, b: norm(a["diagnosis"]) == norm(b["diagnosis"]),

@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from copilot.errors import HandlerError
-from copilot.tools.registry import HandlerContext, ImageOut
+from copilot.tools.registry import HandlerContext, ImageOut, RadiologyContext
 
 ViewLiteral = Literal["red", "yellow", "green", "axial", "sagittal", "coronal"]
 VIEW_ALIASES = {"axial": "red", "sagittal": "yellow", "coronal": "green"}
@@ -49,7 +49,7 @@ def canonical_view(view: str) -> str:
     return VIEW_ALIASES.get(view, view)
 
 
-def views_for(ctx: HandlerContext, view: str | None) -> tuple[str, ...]:
+def views_for(ctx: RadiologyContext, view: str | None) -> tuple[str, ...]:
     """Views to return: one view, all three, or those of the current layout."""
     if view is None:
         return tuple(ctx.viewer.layout_views())
@@ -58,7 +58,7 @@ def views_for(ctx: HandlerContext, view: str | None) -> tuple[str, ...]:
     return (canonical_view(view),)
 
 
-def render_views(ctx: HandlerContext, views: tuple[str, ...], size: int) -> list[ImageOut]:
+def render_views(ctx: RadiologyContext, views: tuple[str, ...], size: int) -> list[ImageOut]:
     """Render views at a square size; each becomes an ImageOut labelled with its offset."""
     out = []
     for name in views:
@@ -80,7 +80,7 @@ def screen_point(point_1000: list[float] | None, bbox_1000: list[float] | None) 
     return ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
 
 
-def volume_ref(ctx: HandlerContext, volume_id: str | None, volume_name: str | None) -> str:
+def volume_ref(ctx: RadiologyContext, volume_id: str | None, volume_name: str | None) -> str:
     """Resolve an optional id/name pair (ids win only when they agree with the name)."""
     vid = ctx.viewer.resolve_volume(volume_id=volume_id) if volume_id is not None else None
     if volume_name is not None:
@@ -91,14 +91,14 @@ def volume_ref(ctx: HandlerContext, volume_id: str | None, volume_name: str | No
     return vid if vid is not None else ctx.viewer.resolve_volume()
 
 
-def ref_to_volume(ctx: HandlerContext, ref: str) -> str:
+def ref_to_volume(ctx: RadiologyContext, ref: str) -> str:
     """A volume reference that may be an id or a name."""
     if ref in ctx.viewer.volume_ids():
         return ref
     return ctx.viewer.resolve_volume(volume_name=ref)
 
 
-def ras_report(ctx: HandlerContext, vid: str, ras: np.ndarray) -> dict[str, Any]:
+def ras_report(ctx: RadiologyContext, vid: str, ras: np.ndarray) -> dict[str, Any]:
     """RAS point with the nearest voxel of a volume, for audit."""
     vol = ctx.viewer.volume(vid)
     ijk = vol.ras_to_ijk_point(ras)
@@ -117,7 +117,7 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def resolve_case_path(ctx: HandlerContext, path: str) -> Path:
+def resolve_case_path(ctx: HandlerContext[Any], path: str) -> Path:
     """A path inside the case folder, never in (or linked into) its hidden/ part; returned as given
     (normalised, links not followed) so that volumes keep the names the case gives them.
 

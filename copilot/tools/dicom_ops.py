@@ -16,12 +16,12 @@ from copilot.errors import HandlerError
 from copilot.tools.args import resolve_case_path
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
-from copilot.tools.registry import HandlerContext, HandlerOutput
+from copilot.tools.registry import HandlerOutput, RadiologyContext
 
 
 @handler(**OPERATOR)
 def import_dicom(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     path: Annotated[str, Field(min_length=1, max_length=1024, description="DICOM folder inside the case folder.")],
 ) -> HandlerOutput:
     """Load the DICOM series of a case folder as new volumes (the scene keeps what it has)."""
@@ -49,7 +49,7 @@ def import_dicom(
 
 @handler(**OPERATOR)
 def export_dicom_seg(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],
     output_name: NewName,
 ) -> HandlerOutput:

@@ -25,19 +25,19 @@ from copilot.tools.args import (
     screen_point,
 )
 from copilot.tools.radiology import handler
-from copilot.tools.registry import HandlerContext, HandlerOutput
+from copilot.tools.registry import HandlerOutput, RadiologyContext
 
 OptRAS = Annotated[list[float] | None, Field(min_length=3, max_length=3, description="[R, A, S] in millimetres.")]
 
 
-def _add(ctx: HandlerContext, record: dict[str, Any]) -> dict[str, Any]:
+def _add(ctx: RadiologyContext, record: dict[str, Any]) -> dict[str, Any]:
     record = {"evidence_id": len(ctx.evidence) + 1, **record}
     ctx.evidence.append(record)
     return record
 
 
 def _point(
-    ctx: HandlerContext, view: str, ras: list[float] | None, p: list[float] | None, b: list[float] | None
+    ctx: RadiologyContext, view: str, ras: list[float] | None, p: list[float] | None, b: list[float] | None
 ) -> np.ndarray:
     """A RAS point given directly or as a screen point/box on a view (exactly one way)."""
     if ras is not None:
@@ -49,7 +49,7 @@ def _point(
 
 @handler(role="evidence_capture")
 def bookmark_view(
-    ctx: HandlerContext, view: View = "red", label: Label = "", size: Size = DEFAULT_SIZE
+    ctx: RadiologyContext, view: View = "red", label: Label = "", size: Size = DEFAULT_SIZE
 ) -> HandlerOutput:
     """Save the current view (its geometry, layers and image) as evidence and return that image."""
     name = canonical_view(view)
@@ -71,7 +71,7 @@ def bookmark_view(
 
 @handler(role="evidence_capture")
 def record_key_slice(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: View = "red",
     label: Label = "",
     offset: Annotated[float | None, Field(description="Offset in mm; omitted: the view's current offset.")] = None,
@@ -103,7 +103,7 @@ def record_key_slice(
 
 @handler(role="evidence_capture")
 def record_point(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     ras: OptRAS = None,
     view: View = "red",
     point_1000: Point1000 = None,
@@ -123,7 +123,7 @@ def record_point(
 
 @handler(role="evidence_capture")
 def measure_distance(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: View = "red",
     ras_a: OptRAS = None,
     ras_b: OptRAS = None,

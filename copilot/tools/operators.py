@@ -19,7 +19,7 @@ from copilot.engine.render import Layer, compose
 from copilot.errors import HandlerError
 from copilot.tools.args import DEFAULT_SIZE, Size, ref_to_volume, render_views
 from copilot.tools.radiology import handler
-from copilot.tools.registry import HandlerContext, HandlerOutput, ImageOut
+from copilot.tools.registry import HandlerOutput, ImageOut, RadiologyContext
 
 Ref = Annotated[str, Field(min_length=1, max_length=256, description="Volume node id or exact name.")]
 NewName = Annotated[
@@ -38,18 +38,18 @@ Seeds = Annotated[
 OPERATOR: dict[str, Any] = {"role": "analysis_operator", "tracks": ("B",)}
 
 
-def _strict_volume(ctx: HandlerContext, ref: str) -> str:
+def _strict_volume(ctx: RadiologyContext, ref: str) -> str:
     return ref_to_volume(ctx, ref)
 
 
-def _new_volume_name(ctx: HandlerContext, name: str) -> None:
+def _new_volume_name(ctx: RadiologyContext, name: str) -> None:
     if ctx.viewer.volume_name_taken(name):
         raise HandlerError("name_taken", f"a volume named {name!r} exists already; operators never overwrite")
 
 
 @handler(**OPERATOR)
 def register_volumes(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     fixed_volume: Ref,
     moving_volume: Ref,
     output_transform: NewName,
@@ -116,7 +116,7 @@ def register_volumes(
     )
 
 
-def _verification_views(ctx: HandlerContext, fid: str, registered, size: int) -> list[ImageOut]:
+def _verification_views(ctx: RadiologyContext, fid: str, registered, size: int) -> list[ImageOut]:
     """Fused (50 %) and checkerboard renders of fixed vs registered in the axial view."""
     viewer = ctx.viewer
     view = viewer.view("red")
@@ -138,7 +138,7 @@ def _verification_views(ctx: HandlerContext, fid: str, registered, size: int) ->
 
 @handler(**OPERATOR)
 def apply_transform(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     volume: Ref,
     transform: Annotated[str, Field(min_length=1, max_length=256, description="Transform node id or name.")],
     output_volume: NewName,
@@ -167,7 +167,7 @@ def apply_transform(
 
 @handler(**OPERATOR)
 def resample_volume(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     volume: Ref,
     reference_volume: Ref,
     output_volume: NewName,
@@ -190,7 +190,7 @@ def resample_volume(
 
 
 def _add_segment(
-    ctx: HandlerContext, vid: str, mask: np.ndarray, name: str, provenance: dict, size: int
+    ctx: RadiologyContext, vid: str, mask: np.ndarray, name: str, provenance: dict, size: int
 ) -> HandlerOutput:
     if not mask.any():
         raise HandlerError("empty_segment", "the operation selected no voxel; nothing was created")
@@ -213,7 +213,7 @@ def _add_segment(
 
 @handler(**OPERATOR)
 def segment_threshold(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     volume: Ref,
     output_segment: NewName,
     lower: Annotated[float, Field(ge=-1e6, le=1e6, description="Lowest value included.")],
@@ -232,7 +232,7 @@ def segment_threshold(
 
 @handler(**OPERATOR)
 def segment_grow_from_seeds(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     volume: Ref,
     output_segment: NewName,
     seeds_ras: Seeds,
@@ -264,7 +264,7 @@ def segment_grow_from_seeds(
 
 @handler(**OPERATOR)
 def segment_statistics(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],
     volumes: Annotated[
         list[str] | None,
@@ -283,7 +283,7 @@ def segment_statistics(
 
 @handler(**OPERATOR)
 def vista3d_segment(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     volume: Ref,
     output_segment: NewName,
     class_prompts: Annotated[

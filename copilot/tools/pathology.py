@@ -12,7 +12,7 @@ from copilot.engine.slide_viewer import IMAGE_TYPES, ZOOM_STEP
 from copilot.errors import HandlerError
 from copilot.tools.args import Label, resolve_case_path
 from copilot.tools.qupath_summary import direct_state_summary, gui_state_summary
-from copilot.tools.registry import HandlerContext, HandlerOutput, ImageOut, Registry
+from copilot.tools.registry import HandlerOutput, ImageOut, Registry, SlideContext
 
 PATHOLOGY = Registry("pathology")
 handler = PATHOLOGY.handler
@@ -24,14 +24,14 @@ Coord = Annotated[
 ImageType = Literal[IMAGE_TYPES]  # type: ignore[valid-type]
 
 
-def _screenshot(ctx: HandlerContext, label: str = "viewer") -> ImageOut:
+def _screenshot(ctx: SlideContext, label: str = "viewer") -> ImageOut:
     image = ctx.viewer.render()
     if getattr(ctx.viewer, "screenshot_format", "png") == "jpeg":
         return ImageOut(view="viewer", data=encode_jpeg(image), mime="image/jpeg", label=label)
     return ImageOut(view="viewer", image=image, label=label)
 
 
-def _with_state(ctx: HandlerContext, result: dict[str, Any], image: bool = True) -> HandlerOutput:
+def _with_state(ctx: SlideContext, result: dict[str, Any], image: bool = True) -> HandlerOutput:
     """Result + the two per-round summaries of Appendix H.2 + the current screenshot."""
     result = {
         **result,
@@ -50,7 +50,7 @@ def _point(x: float | None, y: float | None) -> tuple[float, float] | None:
 
 @handler(role="viewer_control")
 def load_case(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     path: Annotated[
         str | None,
         Field(max_length=1024, description="Slide path relative to the case folder; omitted: the case's own slide."),
@@ -67,7 +67,7 @@ def load_case(
 
 @handler(role="viewer_control")
 def load_image(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     path: Annotated[str, Field(max_length=1024, description="Image path relative to the case folder.")],
 ) -> HandlerOutput:
     """Open another image of the case folder in the viewer."""
@@ -78,7 +78,7 @@ def load_image(
 
 @handler(role="viewer_control")
 def set_image_type(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     image_type: Annotated[ImageType, Field(description="QuPath image type, e.g. BRIGHTFIELD_H_E.")],
 ) -> HandlerOutput:
     """Set the image type of the open image (QuPath's ImageData.ImageType)."""
@@ -89,7 +89,7 @@ def set_image_type(
 
 @handler(role="viewer_control")
 def zoom(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     direction: Annotated[
         Literal["in", "out"] | None, Field(description="in or out; required for factor and steps.")
     ] = None,
@@ -140,7 +140,7 @@ def zoom(
 
 @handler(role="viewer_control")
 def pan(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     direction: Annotated[
         Literal["left", "right", "up", "down"] | None,
         Field(description="Direction the view moves over the slide; omitted when re-centring on (x, y)."),
@@ -186,20 +186,20 @@ def pan(
 
 
 @handler(role="viewer_control")
-def focus_qupath(ctx: HandlerContext) -> HandlerOutput:
+def focus_qupath(ctx: SlideContext) -> HandlerOutput:
     """Bring the viewer to the foreground and return the current viewer state."""
     ctx.viewer.last_action = "focus"
     return _with_state(ctx, {"focused": True})
 
 
 @handler(role="viewer_control")
-def get_qupath_state(ctx: HandlerContext) -> HandlerOutput:
+def get_qupath_state(ctx: SlideContext) -> HandlerOutput:
     """Return the direct QuPath state summary and the rule-based GUI state summary (no screenshot)."""
     return _with_state(ctx, {"state": ctx.viewer.state()}, image=False)
 
 
 @handler(role="evidence_capture")
-def capture_viewer(ctx: HandlerContext, label: Label = "capture") -> HandlerOutput:
+def capture_viewer(ctx: SlideContext, label: Label = "capture") -> HandlerOutput:
     """Capture the current viewer as a labelled screenshot artifact."""
     ctx.viewer.require()
     st = ctx.viewer.state()
@@ -221,7 +221,7 @@ def capture_viewer(ctx: HandlerContext, label: Label = "capture") -> HandlerOutp
 
 @handler(role="viewer_control")
 def viewer_point_to_wsi_coordinate(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     x: Annotated[float, Field(ge=0, le=999, description="0–999 from the left of the current screenshot.")],
     y: Annotated[float, Field(ge=0, le=999, description="0–999 from the top of the current screenshot.")],
 ) -> HandlerOutput:
@@ -246,7 +246,7 @@ def viewer_point_to_wsi_coordinate(
 
 
 @handler(role="evidence_capture")
-def record_view_evidence(ctx: HandlerContext, label: Label = "", x: Coord = None, y: Coord = None) -> HandlerOutput:
+def record_view_evidence(ctx: SlideContext, label: Label = "", x: Coord = None, y: Coord = None) -> HandlerOutput:
     """Record the current view (and optionally a 0–999 point on it, converted to level-0 pixels) as evidence."""
     viewer = ctx.viewer
     viewer.require()
@@ -270,7 +270,7 @@ def record_view_evidence(ctx: HandlerContext, label: Label = "", x: Coord = None
 
 @handler(role="viewer_control")
 def sleep(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     seconds: Annotated[float, Field(ge=0, le=MAX_SLEEP_S, description="Seconds to wait (at most 5).")] = 1.0,
 ) -> HandlerOutput:
     """Wait for the viewer to settle, then return its state."""
@@ -279,7 +279,7 @@ def sleep(
 
 
 @handler(role="viewer_control")
-def close(ctx: HandlerContext) -> HandlerOutput:
+def close(ctx: SlideContext) -> HandlerOutput:
     """Close the open image (load_case opens it again)."""
     ctx.viewer.require()
     ctx.viewer.close()
@@ -289,7 +289,7 @@ def close(ctx: HandlerContext) -> HandlerOutput:
 
 @handler(role="viewer_control")
 def center_on_wsi_coordinate(
-    ctx: HandlerContext,
+    ctx: SlideContext,
     x: Annotated[float, Field(ge=0, le=1e7, description="Level-0 x in pixels.")],
     y: Annotated[float, Field(ge=0, le=1e7, description="Level-0 y in pixels.")],
 ) -> HandlerOutput:

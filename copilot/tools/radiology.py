@@ -33,7 +33,7 @@ from copilot.tools.args import (
     views_for,
     volume_ref,
 )
-from copilot.tools.registry import HandlerContext, HandlerOutput, ImageOut, Registry
+from copilot.tools.registry import HandlerOutput, ImageOut, RadiologyContext, Registry
 
 RADIOLOGY = Registry("radiology")
 handler = RADIOLOGY.handler
@@ -47,12 +47,12 @@ MAX_KEYFRAMES = 6
 MAX_CINE_FRAMES = 60
 
 
-def _views_out(ctx: HandlerContext, view: str | None, size: int, result: dict[str, Any]) -> HandlerOutput:
+def _views_out(ctx: RadiologyContext, view: str | None, size: int, result: dict[str, Any]) -> HandlerOutput:
     return HandlerOutput(result=result, images=render_views(ctx, views_for(ctx, view), size))
 
 
 @handler(role="viewer_control")
-def ping(ctx: HandlerContext) -> HandlerOutput:
+def ping(ctx: RadiologyContext) -> HandlerOutput:
     """Check that the viewer server is responding."""
     return HandlerOutput(
         {
@@ -67,7 +67,7 @@ def ping(ctx: HandlerContext) -> HandlerOutput:
 
 @handler(role="viewer_control")
 def open_case(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     dicom_dir: Annotated[
         str | None,
         Field(
@@ -119,7 +119,7 @@ def open_case(
 
 @handler(role="viewer_control")
 def select_volume(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     volume_id: VolumeId = None,
     volume_name: VolumeName = None,
     view: ViewOrAll = "all",
@@ -145,7 +145,7 @@ def select_volume(
 
 @handler(role="viewer_control")
 def observe(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: ViewOrAll = None,
     size: Size = DEFAULT_SIZE,
     include_metadata: Annotated[bool, Field(description="Also return the scene inventory and viewer state.")] = False,
@@ -159,7 +159,7 @@ def observe(
 
 @handler(role="viewer_control")
 def scroll(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: View = "red",
     direction: Annotated[
         Literal["up", "down"], Field(description="up: increasing offset (towards S, R or A); down: decreasing.")
@@ -222,7 +222,7 @@ def _sample(values: list[float], count: int) -> list[float]:
 
 @handler(role="viewer_control")
 def zoom(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: View = "red",
     factor: Annotated[
         float, Field(gt=0, le=100, description="Relative zoom: 2 halves the field of view, 0.5 doubles it.")
@@ -247,7 +247,7 @@ def zoom(
 
 
 @handler(role="viewer_control")
-def fit(ctx: HandlerContext, view: ViewOrAll = "all", size: Size = DEFAULT_SIZE) -> HandlerOutput:
+def fit(ctx: RadiologyContext, view: ViewOrAll = "all", size: Size = DEFAULT_SIZE) -> HandlerOutput:
     """Fit the slice view(s) to the whole volume and return the updated view(s)."""
     names = views_for(ctx, view)
     for n in names:
@@ -257,7 +257,7 @@ def fit(ctx: HandlerContext, view: ViewOrAll = "all", size: Size = DEFAULT_SIZE)
 
 @handler(role="viewer_control")
 def set_slice_offset(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: View,
     offset: Annotated[
         float,
@@ -276,7 +276,7 @@ def set_slice_offset(
 
 
 @handler(role="viewer_control")
-def get_slice_offset_range(ctx: HandlerContext, view: View = "red") -> HandlerOutput:
+def get_slice_offset_range(ctx: RadiologyContext, view: View = "red") -> HandlerOutput:
     """Return the valid minimum and maximum slice offset (mm) of a view, its slice step and current offset."""
     name = canonical_view(view)
     lo, hi = ctx.viewer.slice_offset_range(name)
@@ -295,7 +295,7 @@ def get_slice_offset_range(ctx: HandlerContext, view: View = "red") -> HandlerOu
 
 @handler(role="viewer_control")
 def recover_standard_views(
-    ctx: HandlerContext, volume_id: VolumeId = None, volume_name: VolumeName = None, size: Size = DEFAULT_SIZE
+    ctx: RadiologyContext, volume_id: VolumeId = None, volume_name: VolumeName = None, size: Size = DEFAULT_SIZE
 ) -> HandlerOutput:
     """Restore axial, sagittal and coronal views fitted around a volume's centre (default: the active volume)."""
     vid = volume_ref(ctx, volume_id, volume_name)
@@ -305,7 +305,7 @@ def recover_standard_views(
 
 @handler(role="viewer_control")
 def image_coords_to_ras(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: View = "red",
     point_1000: Point1000 = None,
     bbox_1000: BBox1000 = None,
@@ -322,7 +322,7 @@ def image_coords_to_ras(
 
 @handler(role="viewer_control")
 def get_viewer_state(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     include_volumes: Annotated[bool, Field(description="Include the scene inventory.")] = True,
     include_fusion: Annotated[bool, Field(description="Include foreground/background fusion.")] = True,
     include_slice_positions: Annotated[bool, Field(description="Include each view's offset and FOV.")] = True,
@@ -351,7 +351,7 @@ def get_viewer_state(
 
 @handler(role="viewer_control")
 def wl(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     view: ViewOrAll = None,
     window: Annotated[float | None, Field(gt=0, le=1e6, description="Window width.")] = None,
     level: Annotated[float | None, Field(ge=-1e6, le=1e6, description="Window centre (level).")] = None,
@@ -375,7 +375,7 @@ def wl(
 
 @handler(role="viewer_control")
 def window_preset(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     preset: Annotated[
         PresetName,
         Field(
@@ -395,7 +395,7 @@ def window_preset(
 
 
 @handler(role="viewer_control")
-def jump(ctx: HandlerContext, ras: RAS, view: ViewOrAll = None, size: Size = DEFAULT_SIZE) -> HandlerOutput:
+def jump(ctx: RadiologyContext, ras: RAS, view: ViewOrAll = None, size: Size = DEFAULT_SIZE) -> HandlerOutput:
     """Centre all linked views on a RAS point (mm) and return the updated views."""
     ctx.viewer.jump(np.array(ras, dtype=float))
     offsets = {n: round(ctx.viewer.view(n).offset, 6) for n in ("red", "yellow", "green")}
@@ -404,7 +404,7 @@ def jump(ctx: HandlerContext, ras: RAS, view: ViewOrAll = None, size: Size = DEF
 
 @handler(role="viewer_control")
 def set_layout(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     layout: Annotated[
         LayoutName,
         Field(
@@ -421,7 +421,7 @@ def set_layout(
 
 @handler(role="viewer_control")
 def fusion(
-    ctx: HandlerContext,
+    ctx: RadiologyContext,
     background_volume_ref: Annotated[str, Field(max_length=256, description="Background volume id or name.")],
     foreground_volume_ref: Annotated[
         str | None, Field(max_length=256, description="Foreground volume id or name; null removes the foreground.")

@@ -14,12 +14,13 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from copilot.errors import HandlerError
+from copilot.viewer.protocol import RadiologyViewer, SlideViewer
 
 Role = Literal["viewer_control", "evidence_capture", "analysis_operator"]
 ROLES: tuple[str, ...] = ("viewer_control", "evidence_capture", "analysis_operator")
@@ -53,11 +54,14 @@ class HandlerOutput:
     images: list[ImageOut] = field(default_factory=list)
 
 
+V = TypeVar("V")
+
+
 @dataclass
-class HandlerContext:
+class HandlerContext(Generic[V]):
     """What an implementation may touch: the viewer, the case root, the evidence log."""
 
-    viewer: Any
+    viewer: V
     case_root: Path | None
     evidence: list[dict[str, Any]]
     case_inputs: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +81,10 @@ class HandlerContext:
         """Stop here (the call is rolled back) when the job was cancelled."""
         if self.is_cancelled():
             raise HandlerError("cancelled", "the operation was cancelled; nothing changed", status=409)
+
+
+RadiologyContext = HandlerContext[RadiologyViewer]  # what radiology handlers are written against
+SlideContext = HandlerContext[SlideViewer]  # what pathology handlers are written against
 
 
 Impl = Callable[..., HandlerOutput]
