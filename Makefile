@@ -28,10 +28,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py

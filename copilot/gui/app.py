@@ -71,7 +71,7 @@ class ViewWidget(QLabel):
         self.setStyleSheet("background: black")
         self.side = 256
 
-    def render(self, blocking: bool = True) -> tuple[bool, Any]:
+    def render_view(self, blocking: bool = True) -> tuple[bool, Any]:
         """(rendered, image) of this view at the widget's size, moving nothing; (False, None) when the session is
         busy and `blocking` is false."""
         views = () if self.view == "viewer" else (self.view,)
@@ -99,7 +99,7 @@ class ViewWidget(QLabel):
         super().resizeEvent(event)
 
     def mousePressEvent(self, event: Any) -> None:
-        self._press = (event.position().x(), event.position().y(), event.button())
+        self._press: tuple[Any, Any, Any] | None = (event.position().x(), event.position().y(), event.button())
 
     def mouseReleaseEvent(self, event: Any) -> None:
         press, self._press = getattr(self, "_press", None), None
@@ -301,7 +301,7 @@ class MainWindow(QMainWindow):
         gui_thread = threading.current_thread() is threading.main_thread()
         images = {}
         for name, view in self.views.items():
-            rendered, image = view.render(blocking=not gui_thread)
+            rendered, image = view.render_view(blocking=not gui_thread)
             if not rendered:  # the GUI thread never waits: the end of the running call repaints
                 self.bridge.changed.emit({})
                 return
@@ -323,7 +323,7 @@ class MainWindow(QMainWindow):
 
     def refresh(self, *_: Any) -> None:
         """Re-render and repaint now (GUI thread, when nothing else runs)."""
-        self._show({name: view.render()[1] for name, view in self.views.items()})
+        self._show({name: view.render_view()[1] for name, view in self.views.items()})
 
 
 class SettingsDialog(QDialog):
@@ -387,6 +387,7 @@ def build_window(
     from copilot.runtime import open_session
 
     session = open_session(case_dir, trace_dir=trace_dir)
+    assert session.case is not None
     window = MainWindow(PanelModel(session, session.case), {}, cases)
     window.panel.policies.update(default_policies(window))
     window.panel.policy.addItems(list(window.panel.policies))

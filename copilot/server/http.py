@@ -42,7 +42,7 @@ class HandlerServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
