@@ -387,8 +387,7 @@ def build_window(
     from copilot.runtime import open_session
 
     session = open_session(case_dir, trace_dir=trace_dir)
-    assert session.case is not None
-    window = MainWindow(PanelModel(session, session.case), {}, cases)
+    window = MainWindow(PanelModel(session), {}, cases)
     window.panel.policies.update(default_policies(window))
     window.panel.policy.addItems(list(window.panel.policies))
     window.refresh()

@@ -68,7 +68,11 @@ class ApprovalGate:
 class PanelModel:
     """State and actions of the copilot panel."""
 
-    def __init__(self, session: Session, case: CasePack, budget: int = 20) -> None:
+    def __init__(self, session: Session, case: CasePack | None = None, budget: int = 20) -> None:
+        """`case` defaults to the session's own case."""
+        case = case if case is not None else session.case
+        if case is None:
+            raise ValueError("the panel needs a session opened on a case")
         self.session, self.case, self.budget = session, case, budget
         self.timeline: list[TimelineEntry] = []
         self.messages: list[tuple[str, str]] = []  # (who, text)

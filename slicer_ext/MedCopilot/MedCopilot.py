@@ -136,12 +136,10 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         self.removeObservers()
 
     def onOpen(self) -> None:
-        from copilot.cases.pack import load_case
         from copilot.panel.model import PanelModel
 
         p = self._parameterNode
-        session = self.logic.open_case(p.caseDir, p.track)
-        self.model = PanelModel(session, load_case(p.caseDir))
+        self.model = PanelModel(self.logic.open_case(p.caseDir, p.track))
         self.refresh()
 
     def onRun(self) -> None:
