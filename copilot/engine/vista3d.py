@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import SimpleITK as sitk
 
+from copilot.engine.geometry import inside, ras_to_lps
 from copilot.engine.reslice import sitk_image
 from copilot.engine.volume import Volume
 
@@ -120,11 +121,11 @@ def model_grid(volume: Volume, spacing: tuple[float, float, float]) -> sitk.Imag
 
 def ras_to_model_voxel(grid: sitk.Image, ras: list[float]) -> tuple[int, int, int]:
     """Nearest voxel (i, j, k) of the model grid for a RAS point (RAS → LPS → continuous index)."""
-    idx = grid.TransformPhysicalPointToContinuousIndex((-float(ras[0]), -float(ras[1]), float(ras[2])))
-    out = tuple(round(v) for v in idx)
-    if any(not 0 <= out[a] < grid.GetSize()[a] for a in range(3)):
+    idx = grid.TransformPhysicalPointToContinuousIndex([float(v) for v in ras_to_lps(ras)])
+    out = (round(idx[0]), round(idx[1]), round(idx[2]))
+    if not inside(out, tuple(grid.GetSize())):
         raise Vista3DError(f"point {ras} lies outside the image")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def check_prompts(classes: list[str | int] | None, points: list[list[float]] | None, labels: list[int] | None) -> None:
