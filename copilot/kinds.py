@@ -26,6 +26,8 @@ class ViewerKind:
     open_handler: str  # opens the case's inputs (called by the system when a session starts)
     opening: tuple[str, dict[str, Any]]  # the observation an agent's episode starts from
     view_names: tuple[str, ...]  # the views a host shows, in order
+    stepwise: bool  # one tool per round, each round answered with the viewer's state (Appendix H.2 protocol)
+    slicer_api: bool  # whether the read-only /slicer subset is served
     backends: dict[str, Callable[[], Any]] = field(default_factory=dict)  # other viewers by backend name
 
     def viewer(self, backend: str = "embedded") -> Any:
@@ -44,6 +46,8 @@ RADIOLOGY_KIND = ViewerKind(
     "open_case",
     ("observe", {"view": "all", "size": 512, "include_metadata": True}),
     ("red", "yellow", "green"),
+    stepwise=False,
+    slicer_api=True,
 )
 PATHOLOGY_KIND = ViewerKind(
     "pathology",
@@ -52,6 +56,8 @@ PATHOLOGY_KIND = ViewerKind(
     "load_case",
     ("focus_qupath", {}),
     ("viewer",),
+    stepwise=True,
+    slicer_api=False,
 )
 KINDS = {k.name: k for k in (RADIOLOGY_KIND, PATHOLOGY_KIND)}
 

@@ -148,7 +148,7 @@ class ChatAgent:
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         deadline = time.monotonic() + self.settings.wall_clock_s
         prompt = task_prompt(case, budget)
-        pathology = case.kind == "pathology"
+        pathology = viewer_kind(case.kind).stepwise
         tools = [
             {
                 "type": "function",
@@ -212,14 +212,13 @@ class ChatAgent:
         detail = self.settings.image_detail
         if self.instructions:
             task = f"{task}\n\nClinician's instruction: {self.instructions}"
+        name, args = viewer_kind(session.kind).opening
         if pathology:
-            name, args = viewer_kind(session.kind).opening
             shot = session.call(name, args, actor="system")
             text = pathology_round(
                 task, shot.result.get("direct_state_summary", ""), shot.result.get("gui_state_summary", "")
             )
             return [{"type": "text", "text": text}, *_image_parts(shot.images, detail)]
-        name, args = viewer_kind(session.kind).opening
         views = session.call(name, args, actor="system")
         inventory = _inventory_text(views.result.get("inventory", []))
         text = f"{task}\n\n{inventory}\nBaseline axial, sagittal and coronal views follow."

@@ -39,7 +39,7 @@ def _fields(case: CasePack, budget: int) -> dict[str, Any]:
 def task_prompt(case: CasePack, budget: int = DEFAULT_BUDGET) -> TaskPrompt:
     """System instruction and task text for a case (the scene inventory or screenshots are attached apart)."""
     fields = _Defaults(_fields(case, budget))
-    system = template("radiology_system" if case.kind == "radiology" else "pathology_system")
+    system = template(f"{case.kind}_system")
     return TaskPrompt(system.format_map(fields), template(case.module).format_map(fields))
 
 

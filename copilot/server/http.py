@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from copilot.errors import HandlerError
 from copilot.jobs import JobManager
+from copilot.kinds import viewer_kind
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
 
@@ -173,7 +174,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if method != "GET":
             self._error(405, "read_only", "the /slicer subset is read-only")
             return
-        if self.server.session.kind != "radiology":
+        if not viewer_kind(self.server.session.kind).slicer_api:
             self._error(404, "not_found", "the /slicer subset is served for radiology cases only")
             return
         try:
