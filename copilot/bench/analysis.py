@@ -197,6 +197,7 @@ def stability_table(rows: list[dict[str, Any]]) -> Table:
         "call: the first agent call at which the repeats' call sequences part.",
         header,
     )
+    t.label_cols = 2
     configs = sorted(configurations(rows))
     for s in stability(rows):
         t.rows.append(

@@ -57,6 +57,7 @@ class Table:
     header: list[list[tuple[str, int]]]
     rows: list[list[Cell]] = field(default_factory=list)
     groups: list[tuple[int, str]] = field(default_factory=list)  # (row index, group title) before that row
+    label_cols: int = 1  # leading columns that name the row
 
 
 def arrow(delta: float) -> str:
@@ -280,6 +281,7 @@ def table3(rows: list[dict[str, Any]]) -> Table:
         "present. Green: improvement, red: degradation, grey: no change.",
         header,
     )
+    t.label_cols = 2
     models = sorted({c[:2] + c[4:] for c in b_configs})
     all_cfgs = b_configs
     for key in models:
@@ -373,6 +375,7 @@ def table7(rows: list[dict[str, Any]]) -> Table:
         "Models run at more than one operation budget (`bench run --budget N`); columns as Table 5.",
         head,
     )
+    t.label_cols = 2
     for key in sorted(k for k, b in budgets.items() if len(b) > 1):
         members = sorted((c for c in configs if (c[0], c[1], c[5], c[6]) == key), key=lambda c: c[4])
         t.groups.append((len(t.rows), _label(members[0], configs, with_budget=False)))
@@ -498,10 +501,8 @@ def to_csv(tables: list[Table]) -> str:
         group_at = dict(t.groups)
         for i, row in enumerate(t.rows):
             group = group_at.get(i, group)
-            label = " ".join(c.text() for c in row if c.kind == "label" and c.text())
-            for col, c in zip(cols, row, strict=False):
-                if c.kind == "label":
-                    continue
+            label = " ".join(c.text() for c in row[: t.label_cols] if c.text())
+            for col, c in zip(cols[t.label_cols :], row[t.label_cols :], strict=False):
                 value = "" if c.value is None else c.value if isinstance(c.value, str) else f"{c.value:.6f}"
                 delta = "" if c.delta is None else f"{c.delta:.6f}"
                 w.writerow([t.key, group, label, col, value, delta])
