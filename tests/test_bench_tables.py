@@ -355,6 +355,11 @@ def test_episode_pages_and_report_screenshots(packs: dict[str, Path], tmp_path: 
     for name in ("lung", "breast"):
         run_batch(packs[name], "baseline", run, progress=None)
     rows = {r["module"]: r for r in read_results(run / "results.sqlite")}
+    lung, breast = rows["lung_petct"], rows["breast_wsi"]
+    t1, t2 = paper_tables(list(rows.values()))[:2]  # one baseline episode each: the cells are that episode's scores
+    assert _cells(t1, 0)[6:9] == [f"{lung[k]:.2f}" for k in ("task", "strict", "loc")]
+    assert _cells(t1, 0)[1:3] == ["—", "—"] and _cells(t1, 0)[9:] == ["—", "—", "—"]  # Model Avg. needs all three
+    assert _cells(t2, 0)[1:4] == [f"{breast[k]:.2f}" for k in ("task", "strict", "loc")]
     report_dom = _chromium((run / "report.html").as_uri(), tmp_path / "report.png", tmp_path)
     assert 'data-table="table1"' in report_dom and 'data-table="table2"' in report_dom
     assert report_dom.count("episode.html") == 2
