@@ -88,8 +88,8 @@ def _bench_run(ns: argparse.Namespace) -> int:
 
 
 def _bench_report(ns: argparse.Namespace) -> int:
-    from copilot.bench.analysis import process_tables
     from copilot.batch import SchemaError, read_results
+    from copilot.bench.analysis import process_tables
     from copilot.bench.report import write_report
     from copilot.bench.tables import paper_tables, to_csv, to_markdown
 

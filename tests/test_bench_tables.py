@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from copilot.bench.analysis import first_divergence, guard_table, stability
 from copilot.batch import ResultsDB, SchemaError, read_results, run_batch
+from copilot.bench.analysis import first_divergence, guard_table, stability
 from copilot.bench.tables import paper_tables, table1, table3, table5, table6, table7, to_csv, to_markdown
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case
