@@ -44,7 +44,8 @@ def _bench_score(ns: argparse.Namespace) -> int:
     if ns.out:
         from copilot.batch import ResultsDB, SchemaError
         from copilot.bench.report import write_report
-        from copilot.bench.score_cli import result_rows
+        from copilot.medflow.registry import report_columns
+        from copilot.medflow.score_cli import result_rows
 
         try:
             db = ResultsDB(Path(ns.out) / "results.sqlite")
@@ -54,7 +55,7 @@ def _bench_score(ns: argparse.Namespace) -> int:
         try:
             for row in result_rows(scores, answers, ns.model or Path(ns.answers).stem, ns.track):
                 db.insert(row)
-            write_report(db.rows(), Path(ns.out) / "report.html", run_dir=ns.out)
+            write_report(db.rows(), Path(ns.out) / "report.html", report_columns(), run_dir=ns.out)
         finally:
             db.close()
     if ns.json:
@@ -92,6 +93,7 @@ def _bench_report(ns: argparse.Namespace) -> int:
     from copilot.bench.analysis import process_tables
     from copilot.bench.report import write_report
     from copilot.bench.tables import paper_tables, to_csv, to_markdown
+    from copilot.medflow.registry import report_columns
 
     run = Path(ns.run)
     try:
@@ -102,7 +104,7 @@ def _bench_report(ns: argparse.Namespace) -> int:
     run_dir = run if run.is_dir() else run.parent
     if ns.format == "html":
         path = Path(ns.output) if ns.output else run_dir / "report.html"
-        write_report(rows, path, run_dir=run_dir, pages=ns.pages)
+        write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages)
         print(path)
         return 0
     tables = paper_tables(rows) + process_tables(rows)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from copilot.bench.process import RAS_INDEX, _in_plane_axes, shown_fields, shown_planes
 from copilot.bench.scoring import Truth, _norm_class
+from copilot.bench.trace_views import RAS_INDEX, in_plane_axes, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
 
 MAG_BINS = ("2.5×", "10×", "40×")
@@ -33,7 +33,7 @@ def _plane_hits(plane: dict[str, Any], extent: dict[str, tuple[float, float]]) -
     lo, hi = extent[plane["axis"]]
     if not lo <= plane["offset"] <= hi:
         return False
-    for n, a in enumerate(_in_plane_axes(plane["axis"])):
+    for n, a in enumerate(in_plane_axes(plane["axis"])):
         c, half = plane["center"][RAS_INDEX[a]], plane["fov"][n] / 2.0
         if c + half < extent[a][0] or c - half > extent[a][1]:
             return False

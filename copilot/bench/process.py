@@ -19,9 +19,10 @@ from collections import Counter
 from typing import Any
 
 from copilot.bench import parsers as P
+from copilot.bench.coverage import episode_coverage
+from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
 
-TOL_MM = 0.51  # a cited offset matches a displayed one within half a millimetre (corner overlays show 0.1 mm)
 TOL_VALUE = 0.05  # a cited value matches a recorded output (answers round to 0.01)
 STATE_CHANGING = frozenset({"fusion", "load_image", "set_image_type"})  # besides every analysis operator
 OPERATORS = frozenset(
@@ -36,8 +37,6 @@ OPERATORS = frozenset(
     }
 )
 OBSERVATIONS = frozenset({"observe", "get_viewer_state", "get_qupath_state", "capture_viewer", "bookmark_view"})
-AXIS_OF_VIEW = {"red": "S", "yellow": "R", "green": "A"}
-RAS_INDEX = {"R": 0, "A": 1, "S": 2}
 
 
 def calls(events: list[dict[str, Any]], actor: str | None = "agent") -> list[dict[str, Any]]:
@@ -67,62 +66,6 @@ def _cited(response: str, module: str) -> dict[str, Any]:
     except P.ParseError:
         return {}
     return {"key_slices": ev.key_slices, "ras": list(ev.ras)}
-
-
-def shown_planes(event: dict[str, Any]) -> list[dict[str, Any]]:
-    """The radiology planes an event's images showed the agent: view, axis, offset, centre, FOV, volume."""
-    state = event.get("state") or {}
-    views = state.get("views") or {}
-    result = event.get("result") or {}
-    out = []
-    images = event.get("images", [])
-    frames = list(result.get("frame_offsets") or []) if event["handler"] == "scroll" else []
-    for n, im in enumerate(images):
-        name = im.get("view")
-        if name not in views:
-            continue
-        v = views[name]
-        offsets = [v["offset"]]
-        if frames and result.get("view") == name:  # keyframes: one image per offset; a cine: every offset
-            offsets = [frames[n]] if len(images) == len(frames) else frames
-        for off in offsets:
-            out.append(
-                {
-                    "view": name,
-                    "axis": v["axis"],
-                    "offset": float(off),
-                    "center": v["center_ras"],
-                    "fov": v["fov_mm"],
-                    "volume": state.get("background_volume"),
-                    "volume_name": state.get("active_volume_name"),
-                    "seq": event["seq"],
-                }
-            )
-    return out
-
-
-def shown_fields(event: dict[str, Any]) -> list[dict[str, Any]]:
-    """The slide fields an event's screenshot showed: visible region (level-0 px) and magnification."""
-    state = event.get("state") or {}
-    if not event.get("images") or "visible_region" not in state:
-        return []
-    return [{"region": state["visible_region"], "magnification": state.get("magnification"), "seq": event["seq"]}]
-
-
-def _in_plane_axes(axis: str) -> tuple[str, str]:
-    return {"S": ("R", "A"), "R": ("A", "S"), "A": ("R", "S")}[axis]
-
-
-def point_on_plane(ras: list[float], plane: dict[str, Any]) -> bool:
-    """A RAS point lies on a shown plane (within tolerance) and inside its field of view."""
-    axis = plane["axis"]
-    if abs(ras[RAS_INDEX[axis]] - plane["offset"]) > TOL_MM:
-        return False
-    for n, a in enumerate(_in_plane_axes(axis)):
-        half = plane["fov"][n] / 2.0 + TOL_MM
-        if abs(ras[RAS_INDEX[a]] - plane["center"][RAS_INDEX[a]]) > half:
-            return False
-    return True
 
 
 def _ras_outputs(event: dict[str, Any]) -> list[tuple[list[float], str | None]]:
@@ -280,8 +223,6 @@ def guard_counts(events: list[dict[str, Any]]) -> dict[str, int]:
 
 def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, budget: int) -> dict[str, Any]:
     """All process metrics of one episode, plus its exploration coverage and call signatures."""
-    from copilot.bench.coverage import episode_coverage
-
     agent = calls(events)
     end = next((e for e in reversed(events) if e.get("type") == "episode_end"), {})
     response = str(end.get("response", ""))

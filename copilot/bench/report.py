@@ -115,6 +115,11 @@ def _gap_chart(stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
     )
 
 
+ROW_DEFAULTS: dict[str, Any] = {  # rows that predate a key column (the run's database fills them all)
+    "ops": "", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "details": {}, "process": {},
+}  # fmt: skip
+
+
 def _episode_link(r: dict[str, Any], run_dir: Path | None) -> str:
     from copilot.bench.episode_page import PAGE
 
@@ -130,6 +135,7 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
     from copilot.bench.tables import paper_tables, to_html
 
     run = Path(run_dir) if run_dir is not None else None
+    rows = [{**ROW_DEFAULTS, "model": r.get("policy"), **r} for r in rows]
     stats = summary(rows)
     extra = {r["module"]: Column(r["module"], r["loc"] is not None) for r in rows if r["module"] not in columns}
     known = {**columns, **extra}
