@@ -1,14 +1,18 @@
 """`medcopilot bench run`: episodes in parallel worker processes (or on a Dask cluster), resumable, with
 results in SQLite and an HTML report.
 
-Each episode writes its trace under `RUN_DIR/episodes/<case_id>/`; its result row is inserted only once
-the episode has finished (done, budget exhausted or error), keyed by (case, policy, track). Killing a
-run loses at most the episodes in flight; running it again skips every finished one, so each case
-ends with exactly one result.
+Each episode writes its trace under `RUN_DIR/episodes/<policy>/<track>/b<budget>/r<repeat>/<case_id>/`;
+its result row is inserted only once the episode has finished (done, budget exhausted or error), keyed
+by (case, model, policy, track, operation set, budget, backend, seed, repeat). Killing a run loses at
+most the episodes in flight; running it again skips every finished one, and running it with another
+budget, seed or repeat count adds rows instead of reusing them. Each row keeps the parsed answer, each
+field's correctness and each evidence check (`details`), and the process metrics of its trace
+(`process`), so every table of the report is recomputed from `results.sqlite` alone.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import sys
@@ -20,19 +24,22 @@ from typing import Any
 
 from copilot.cases.pack import find_cases
 
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
-    case_id TEXT NOT NULL, module TEXT NOT NULL, policy TEXT NOT NULL, track TEXT NOT NULL,
+    case_id TEXT NOT NULL, module TEXT NOT NULL, model TEXT NOT NULL, policy TEXT NOT NULL,
+    track TEXT NOT NULL, ops TEXT NOT NULL, budget INTEGER NOT NULL, backend TEXT NOT NULL,
+    seed INTEGER NOT NULL, repeat INTEGER NOT NULL,
     status TEXT NOT NULL, task REAL NOT NULL, strict REAL NOT NULL, loc REAL, parse_error TEXT,
     rounds INTEGER NOT NULL, response TEXT NOT NULL, error TEXT, trace_dir TEXT NOT NULL,
-    duration_s REAL NOT NULL, finished_at REAL NOT NULL,
-    PRIMARY KEY (case_id, policy, track)
+    duration_s REAL NOT NULL, finished_at REAL NOT NULL, details TEXT NOT NULL, process TEXT NOT NULL,
+    PRIMARY KEY (case_id, model, policy, track, ops, budget, backend, seed, repeat)
 )"""
+KEY = ("model", "policy", "track", "ops", "budget", "backend", "seed", "repeat")
 COLUMNS = (
     "case_id",
     "module",
-    "policy",
-    "track",
+    *KEY,
     "status",
     "task",
     "strict",
@@ -44,37 +51,99 @@ COLUMNS = (
     "trace_dir",
     "duration_s",
     "finished_at",
+    "details",
+    "process",
 )
+JSON_COLUMNS = ("details", "process")
+DEFAULTS: dict[str, Any] = {"ops": "", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0}
+
+
+class SchemaError(RuntimeError):
+    """A results database written by another version of the schema."""
+
+
+def model_name(policy: str) -> str:
+    """The model a policy runs (`openai:gpt-x` → `gpt-x`); offline policies are their own model."""
+    return policy.split(":", 1)[1] if policy.startswith("openai:") else policy
 
 
 class ResultsDB:
-    """One row per (case, policy, track); written by the coordinating process only."""
+    """One row per (case, model, policy, track, ops, budget, backend, seed, repeat); written by the coordinator."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path)
+        self._check_version()
         self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         self.conn.execute(SCHEMA)
         self.conn.commit()
 
-    def done(self, policy: str, track: str) -> set[str]:
-        rows = self.conn.execute("SELECT case_id FROM results WHERE policy = ? AND track = ?", (policy, track))
+    def _check_version(self) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "results" not in tables:
+            return
+        version = 1
+        if "meta" in tables:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 1
+        if version != SCHEMA_VERSION:
+            self.conn.close()
+            raise SchemaError(
+                f"{self.path} holds results schema {version}; this version writes schema {SCHEMA_VERSION} "
+                "(per-case details, budget, seed and repeat in the key). Its rows cannot be extended or "
+                "rescored in place: write into a new run folder (or move the old results.sqlite aside)."
+            )
+
+    def done(self, key: dict[str, Any]) -> set[str]:
+        """Case ids finished under one full key (model, policy, track, ops, budget, backend, seed, repeat)."""
+        where = " AND ".join(f"{k} = ?" for k in KEY)
+        rows = self.conn.execute(f"SELECT case_id FROM results WHERE {where}", [key[k] for k in KEY])
         return {r[0] for r in rows}
 
     def insert(self, row: dict[str, Any]) -> None:
+        full = {**DEFAULTS, "model": row.get("policy"), "details": {}, "process": {}, **row}
+        values = [json.dumps(full[c]) if c in JSON_COLUMNS else full[c] for c in COLUMNS]
         self.conn.execute(
             f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
-            [row[c] for c in COLUMNS],
+            values,
         )
         self.conn.commit()
 
     def rows(self) -> list[dict[str, Any]]:
-        cur = self.conn.execute(f"SELECT {', '.join(COLUMNS)} FROM results ORDER BY policy, track, module, case_id")
-        return [dict(zip(COLUMNS, r, strict=True)) for r in cur]
+        cur = self.conn.execute(
+            f"SELECT {', '.join(COLUMNS)} FROM results ORDER BY model, policy, track, ops, budget, module, case_id, "
+            "repeat"
+        )
+        out = []
+        for r in cur:
+            row = dict(zip(COLUMNS, r, strict=True))
+            for c in JSON_COLUMNS:
+                row[c] = json.loads(row[c])
+            out.append(row)
+        return out
 
     def close(self) -> None:
         self.conn.close()
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of a results database (refused with a clear message when its schema is another version)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no results database at {path}")
+    db = ResultsDB(path)
+    try:
+        return db.rows()
+    finally:
+        db.close()
+
+
+def episode_dir(run_dir: str | Path, policy: str, track: str, ops: str, budget: int, repeat: int, case_id: str) -> Path:
+    track_part = f"{track}-{ops}" if ops else track
+    return Path(run_dir) / "episodes" / policy_slug(policy) / track_part / f"b{budget}" / f"r{repeat}" / case_id
 
 
 def run_episode(
@@ -85,28 +154,42 @@ def run_episode(
     budget: int = 20,
     trace_dir: str | Path | None = None,
     policy: Any = None,
+    key: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One episode end to end (in a worker): session with trace, policy, score; returns the result row."""
     from copilot.agent.policy import EpisodeResult
+    from copilot.agent.prompts import task_prompt
+    from copilot.bench.ops import OpsRegistry
+    from copilot.bench.process import episode_metrics, evidence_provenance
     from copilot.cases.pack import load_case
     from copilot.medflow import score_case
     from copilot.medflow.policies import make_policy
+    from copilot.replay import read_events
     from copilot.runtime import open_session
 
+    key = {**DEFAULTS, "model": model_name(policy_spec), **(key or {}), "policy": policy_spec, "track": track,
+           "budget": budget}  # fmt: skip
     t0 = time.time()
     case = load_case(case_dir)
     if trace_dir is None:
-        trace_dir = Path(run_dir) / "episodes" / policy_slug(policy_spec) / track / case.case_id
+        trace_dir = episode_dir(run_dir, policy_spec, track, key["ops"], budget, key["repeat"], case.case_id)
     trace_dir = Path(trace_dir).resolve()
     shutil.rmtree(trace_dir, ignore_errors=True)  # an episode interrupted by a kill starts again
     session = None
     try:
         policy = policy if policy is not None else make_policy(policy_spec)
         session = open_session(case, track=track, trace_dir=trace_dir)
+        prompt = task_prompt(case, budget)
+        session.note("task_prompt", {"system": prompt.system, "user": prompt.user})  # what the task asked, for audit
+        if key["ops"]:
+            session.registry = OpsRegistry(session.registry, key["ops"])
         result = policy.run(session, case, budget)
     except Exception as exc:  # a failing episode is recorded, never fatal to the batch
         result = EpisodeResult("", "error", 0, f"{type(exc).__name__}: {exc}")
-    score = score_case(case, result.response)
+    provenance = None
+    if session is not None and session.trace_dir is not None:
+        provenance = evidence_provenance(session.trace_events(), result.response)
+    score = score_case(case, result.response, provenance)
     if session is not None:
         session.note(
             "score", {"task": score.task, "strict": score.strict, "loc": score.loc, "parse_error": score.parse_error}
@@ -114,11 +197,11 @@ def run_episode(
         session.close({"status": result.status, "response": result.response, "error": result.error})
     trace_dir.mkdir(parents=True, exist_ok=True)
     (trace_dir / "answer.txt").write_text(result.response, encoding="utf-8")
-    return {
+    process = episode_metrics(read_events(trace_dir)[0], case, score, budget) if session is not None else {}
+    row = {
         "case_id": case.case_id,
         "module": case.module,
-        "policy": policy_spec,
-        "track": track,
+        **key,
         "status": result.status,
         "task": score.task,
         "strict": score.strict,
@@ -127,10 +210,24 @@ def run_episode(
         "rounds": result.rounds,
         "response": result.response,
         "error": result.error,
-        "trace_dir": str(trace_dir.relative_to(run_dir)),
+        "trace_dir": _relative(trace_dir, Path(run_dir)),
         "duration_s": round(time.time() - t0, 3),
         "finished_at": time.time(),
+        "details": score.details,
+        "process": process,
     }
+    from copilot.bench.episode_page import write_episode_page
+
+    write_episode_page(run_dir, row)
+    return row
+
+
+def _relative(path: Path, root: Path) -> str:
+    """`path` relative to the run folder (as stored in the row), or absolute when it lies elsewhere."""
+    try:
+        return str(path.relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def policy_slug(spec: str) -> str:
@@ -156,23 +253,35 @@ def run_batch(
     track: str = "A",
     budget: int = 20,
     progress: Callable[[int, int, dict[str, Any]], None] | None = _progress,
+    repeats: int = 1,
+    model: str | None = None,
+    seed: int = 0,
+    backend: str = "embedded",
+    ops: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every not-yet-finished episode; returns all rows of this policy and track."""
+    """Run every not-yet-finished episode (cases × repeats); returns all rows of this configuration."""
     run_dir = Path(run_dir).resolve()
     db = ResultsDB(run_dir / "results.sqlite")
+    ops = ops if ops is not None else ("all" if track == "B" else "")
+    base = {"model": model or model_name(policy), "policy": policy, "track": track, "budget": budget,
+            "backend": backend, "seed": seed, "ops": ops}  # fmt: skip
     try:
-        finished = db.done(policy, track)
-        todo = [str(c.root) for c in find_cases(cases_root) if c.case_id not in finished]
-        args = [(case, policy, str(run_dir), track, budget) for case in todo]
+        cases = find_cases(cases_root)
+        args = []
+        for repeat in range(repeats):
+            key = {**base, "repeat": repeat}
+            finished = db.done(key)
+            args += [(str(c.root), policy, str(run_dir), track, budget, None, None, key)
+                     for c in cases if c.case_id not in finished]  # fmt: skip
         for n, row in enumerate(_execute(args, workers, scheduler), 1):
             db.insert(row)
             if progress:
                 progress(n, len(args), row)
-        rows = [r for r in db.rows() if r["policy"] == policy and r["track"] == track]
+        rows = [r for r in db.rows() if all(r[k] == v for k, v in base.items())]
         from copilot.bench.report import write_report
         from copilot.medflow.registry import report_columns
 
-        write_report(db.rows(), run_dir / "report.html", report_columns())
+        write_report(db.rows(), run_dir / "report.html", report_columns(), run_dir=run_dir)
         return rows
     finally:
         db.close()

@@ -38,23 +38,82 @@ def _bench_score(ns: argparse.Namespace) -> int:
     if not cases:
         print(f"error: no case packs under {ns.cases}", file=sys.stderr)
         return 2
-    scores = score_answers(cases, read_answers(ns.answers))
-    out = report_json(scores)
-    print(json.dumps(out, indent=2) if ns.json else format_table(out["summary"]))
-    return 0
+    answers = read_answers(ns.answers)
+    scores = score_answers(cases, answers)
+    out = report_json(scores, answers, cases)
+    if ns.out:
+        from copilot.batch import ResultsDB, SchemaError
+        from copilot.bench.report import write_report
+        from copilot.medflow.registry import report_columns
+        from copilot.medflow.score_cli import result_rows
+
+        try:
+            db = ResultsDB(Path(ns.out) / "results.sqlite")
+        except SchemaError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            for row in result_rows(scores, answers, ns.model or Path(ns.answers).stem, ns.track):
+                db.insert(row)
+            write_report(db.rows(), Path(ns.out) / "report.html", report_columns(), run_dir=ns.out)
+        finally:
+            db.close()
+    if ns.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_table(out["summary"]))
+        for problem in out["problems"]:
+            print(f"{ns.answers}:{problem['line']}: {problem['problem']}", file=sys.stderr)
+        if out["unknown_case_ids"]:
+            print(f"unknown case ids (not scored): {', '.join(out['unknown_case_ids'])}", file=sys.stderr)
+    return 1 if out["unknown_case_ids"] or any("expected" in p["problem"] for p in out["problems"]) else 0
 
 
 def _bench_run(ns: argparse.Namespace) -> int:
-    from copilot.batch import run_batch
+    from copilot.batch import SchemaError, run_batch
     from copilot.bench.report import summary
 
-    rows = run_batch(
-        ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track, budget=ns.budget
-    )
+    try:
+        rows = run_batch(
+            ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track,
+            budget=ns.budget, repeats=ns.repeats, model=ns.model, seed=ns.seed, ops=ns.ops,
+        )  # fmt: skip
+    except SchemaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for (track, policy, module), s in sorted(summary(rows).items()):
         loc = "—" if s["loc"] is None else f"{s['loc']:.2f}"
         print(f"{track} {policy} {module}: n={s['n']} Task={s['task']:.2f} Strict={s['strict']:.2f} Loc={loc}")
     print(f"results: {Path(ns.out) / 'results.sqlite'}\nreport: {Path(ns.out) / 'report.html'}")
+    return 0
+
+
+def _bench_report(ns: argparse.Namespace) -> int:
+    from copilot.batch import SchemaError, read_results
+    from copilot.bench.analysis import process_tables
+    from copilot.bench.report import write_report
+    from copilot.bench.tables import paper_tables, to_csv, to_markdown
+    from copilot.medflow.registry import report_columns
+
+    run = Path(ns.run)
+    try:
+        rows = read_results(run / "results.sqlite" if run.is_dir() else run)
+    except (SchemaError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    run_dir = run if run.is_dir() else run.parent
+    if ns.format == "html":
+        path = Path(ns.output) if ns.output else run_dir / "report.html"
+        write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages)
+        print(path)
+        return 0
+    tables = paper_tables(rows) + process_tables(rows)
+    text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables)
+    if ns.output:
+        Path(ns.output).write_text(text, encoding="utf-8")
+        print(ns.output)
+    else:
+        print(text)
     return 0
 
 
@@ -221,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--cases", required=True)
     score.add_argument("--answers", required=True)
     score.add_argument("--json", action="store_true")
+    score.add_argument("--out", default=None, help="run folder: add the scored answers to its results.sqlite")
+    score.add_argument("--model", default=None, help="model name of the answers (default: the file's stem)")
+    score.add_argument("--track", choices=["A", "B", "C"], default="C", help="track of the answers (with --out)")
     score.set_defaults(func=_bench_score)
     brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
     brun.add_argument("--cases", required=True)
@@ -230,7 +292,18 @@ def build_parser() -> argparse.ArgumentParser:
     brun.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
     brun.add_argument("--track", choices=["A", "B"], default="A")
     brun.add_argument("--budget", type=int, default=20)
+    brun.add_argument("--repeats", type=int, default=1, help="run every case N times (stability)")
+    brun.add_argument("--model", default=None, help="model name in the tables (default: from the policy)")
+    brun.add_argument("--seed", type=int, default=0, help="sampling seed recorded in the result key")
+    brun.add_argument("--ops", default=None, choices=["all", "segmentation", "registration", "vista3d", "none"],
+                      help="Track B operation set (default all; none: the unregistered control)")  # fmt: skip
     brun.set_defaults(func=_bench_run)
+    breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
+    breport.add_argument("run", help="run folder (or its results.sqlite)")
+    breport.add_argument("--format", choices=["html", "md", "csv"], default="html")
+    breport.add_argument("--output", default=None, help="file to write (default: report.html, or stdout)")
+    breport.add_argument("--pages", action="store_true", help="also rewrite every episode page from its trace")
+    breport.set_defaults(func=_bench_report)
     montage = bsub.add_parser("montage", help="Track C slice montages of case packs")
     montage.add_argument("--cases", required=True)
     montage.add_argument("--out", required=True)

@@ -426,7 +426,7 @@ def test_bracs_qpdata_without_quPath_is_evidence_unscorable(
     assert truth["evidence_scorable"] is False and "export_bracs_geojson.groovy" in truth["evidence_note"]
     right = score_case(ic, _bracs_answer("IC", []))
     assert (right.task, right.strict, right.loc) == (1.0, 1.0, None)  # scored on the answer, not in Loc
-    assert right.details["evidence"] == "not applicable"
+    assert right.details["evidence"][0]["kind"] == "not_applicable"
     assert score_case(ic, _bracs_answer("DCIS", [])).strict == 0.0
     normal = score_case(tmp_path / "packs" / "BRACS_1237", _bracs_answer("N", []))
     assert (normal.strict, normal.loc) == (1.0, None)

@@ -161,7 +161,10 @@ def test_results_db_keeps_one_row_per_case(tmp_path: Path) -> None:
     }
     db.insert(row)
     db.insert({**row, "strict": 1.0})
-    assert [r["strict"] for r in db.rows()] == [1.0] and db.done("p", "A") == {"c1"}
+    key = {"model": "p", "policy": "p", "track": "A", "ops": "", "budget": 20, "backend": "embedded", "seed": 0,
+           "repeat": 0}  # fmt: skip
+    assert [r["strict"] for r in db.rows()] == [1.0] and db.done(key) == {"c1"}
+    assert db.done({**key, "budget": 3}) == set()  # another budget is another result
 
 
 def test_montages_for_track_c(brain_set: Path, tmp_path: Path) -> None:

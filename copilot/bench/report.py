@@ -1,6 +1,7 @@
-"""`report.html`: the paper's table layout (per track: policies × modules with Task / Strict / Loc), plots of
-score distributions and of the Task–Strict gap (inline SVG, no external assets), and every episode with
-a link to its trace."""
+"""`report.html`: the paper's Tables 1, 2, 3, 5, 6 and 7, process metrics, workflow-guard counts, exploration
+coverage and repeat stability (all from result rows alone), a per-track module summary, plots of score
+distributions and of the Task–Strict gap (inline SVG, no external assets), and every episode with a link
+to its audit page (`episode.html`, or the raw trace when the page is missing)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222} table{border-collapse:collapse;margin:12px 0}
 th,td{border:1px solid #bbb;padding:4px 8px;text-align:right} th{background:#eee} td.l{text-align:left}
 td.strict{background:#fff7d6} td.loc{background:#e3f0ff} .muted{color:#888} svg{margin:6px 18px 6px 0}
+td.field{background:#f1f1f1} td.up{background:#d4f4d4} td.down{background:#f8d4d4} td.same{background:#e4e4e4}
+tr.group td{background:#fafafa;font-weight:600} p.caption{font-size:12px;color:#555;max-width:1100px}
+nav a{margin-right:12px}
 """
 
 
@@ -58,9 +62,7 @@ def _main_table(track: str, stats: dict[tuple[str, str, str], dict[str, Any]], c
     head1 = "".join(
         f'<th colspan="{3 if columns[m].has_loc else 2}">{html.escape(columns[m].title)}</th>' for m in modules
     )
-    head2 = "".join(
-        "<th>Task</th><th>Strict</th>" + ("<th>Loc.</th>" if columns[m].has_loc else "") for m in modules
-    )
+    head2 = "".join("<th>Task</th><th>Strict</th>" + ("<th>Loc.</th>" if columns[m].has_loc else "") for m in modules)
     body = []
     for p in policies:
         cells = []
@@ -113,19 +115,41 @@ def _gap_chart(stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
     )
 
 
-def render_report(rows: list[dict[str, Any]], columns: dict[str, Column]) -> str:
-    """The report page; `columns` lists the benchmark modules in table order."""
+ROW_DEFAULTS: dict[str, Any] = {  # rows that predate a key column (the run's database fills them all)
+    "ops": "", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "details": {}, "process": {},
+}  # fmt: skip
+
+
+def _episode_link(r: dict[str, Any], run_dir: Path | None) -> str:
+    from copilot.bench.episode_page import PAGE
+
+    base = html.escape(r["trace_dir"])
+    if run_dir is not None and (run_dir / r["trace_dir"] / PAGE).is_file():
+        return f'<a href="{base}/{PAGE}">episode</a> · <a href="{base}/trace.jsonl">trace</a>'
+    return f'<a href="{base}/trace.jsonl">trace</a>'
+
+
+def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_dir: str | Path | None = None) -> str:
+    """The report page; `columns` lists the benchmark modules in table order; `run_dir` finds episode pages."""
+    from copilot.bench.analysis import process_tables
+    from copilot.bench.tables import paper_tables, to_html
+
+    run = Path(run_dir) if run_dir is not None else None
+    rows = [{**ROW_DEFAULTS, "model": r.get("policy"), **r} for r in rows]
     stats = summary(rows)
     extra = {r["module"]: Column(r["module"], r["loc"] is not None) for r in rows if r["module"] not in columns}
     known = {**columns, **extra}
     tracks = sorted({r["track"] for r in rows})
+    tables = paper_tables(rows) + process_tables(rows)
+    nav = "".join(f'<a href="#{t.key}">{html.escape(t.title.split(":")[0])}</a>' for t in tables)
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>MedFlow report</title><style>{CSS}</style>"
         f"</head><body><h1>MedFlow benchmark report</h1><p>{len(rows)} episodes; written "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; scores are fractions (0–1).</p><nav>{nav}</nav>"
     ]
+    parts += [to_html(t) for t in tables]
     for track in tracks:
-        parts.append(f"<h2>Track {html.escape(track)}</h2>{_main_table(track, stats, known)}")
+        parts.append(f"<h2>Track {html.escape(track)}: every module</h2>{_main_table(track, stats, known)}")
     parts.append("<h2>Score distributions</h2><div>")
     for (track, policy, module), _ in sorted(stats.items()):
         values = [r["strict"] for r in rows if (r["track"], r["policy"], r["module"]) == (track, policy, module)]
@@ -133,23 +157,37 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column]) -> str
     parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}<h2>Episodes</h2>")
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("case", "module", "policy", "track", "status", "Task", "Strict", "Loc", "parse error", "trace")
-    )
+        for h in ("case", "module", "model", "track", "budget", "repeat", "status", "Task", "Strict", "Loc",
+                  "warnings", "parse error", "audit")
+    )  # fmt: skip
     body = []
     for r in rows:
-        link = f"{html.escape(r['trace_dir'])}/trace.jsonl"
+        guards = sum((r.get("process") or {}).get("workflow_guards", {}).values())
         body.append(
             f'<tr><td class="l">{html.escape(r["case_id"])}</td><td class="l">{r["module"]}</td>'
-            f'<td class="l">{html.escape(r["policy"])}</td><td>{r["track"]}</td><td>{r["status"]}</td>'
-            f"<td>{_fmt(r['task'])}</td><td>{_fmt(r['strict'])}</td><td>{_fmt(r['loc'])}</td>"
+            f'<td class="l">{html.escape(r["model"])}</td><td>{r["track"]}{"/" + r["ops"] if r["ops"] else ""}</td>'
+            f"<td>{r['budget']}</td><td>{r['repeat']}</td><td>{r['status']}</td>"
+            f"<td>{_fmt(r['task'])}</td><td>{_fmt(r['strict'])}</td><td>{_fmt(r['loc'])}</td><td>{guards}</td>"
             f'<td class="l">{html.escape(r["parse_error"] or "")}</td>'
-            f'<td class="l"><a href="{link}">trace</a></td></tr>'
+            f'<td class="l">{_episode_link(r, run)}</td></tr>'
         )
     parts.append(f'<table class="episodes"><tr>{head}</tr>{"".join(body)}</table></body></html>')
     return "".join(parts)
 
 
-def write_report(rows: list[dict[str, Any]], path: str | Path, columns: dict[str, Column]) -> Path:
+def write_report(
+    rows: list[dict[str, Any]],
+    path: str | Path,
+    columns: dict[str, Column],
+    run_dir: str | Path | None = None,
+    pages: bool = False,
+) -> Path:
+    """Write report.html; with `pages`, (re)write every episode's audit page from its trace first."""
     path = Path(path)
-    path.write_text(render_report(rows, columns), encoding="utf-8")
+    if pages and run_dir is not None:
+        from copilot.bench.episode_page import write_episode_page
+
+        for r in rows:
+            write_episode_page(run_dir, r)
+    path.write_text(render_report(rows, columns, run_dir), encoding="utf-8")
     return path

@@ -5,7 +5,10 @@ Geometry (the benchmark's correctness depends on it):
   voxel centres' X range widened by half a voxel's extent along X;
 - a RAS point hits when its nearest voxel (RAS→IJK, rounded) is a mask voxel > 0;
 - a WSI point hits when it lies in or on a polygon of the right class and, for lymph-node slides, in
-  no "Exclusion" polygon.
+  no "Exclusion" polygon;
+- lung evidence must also come from the case's source series: with a trace, the series on which the
+  key slices were read and the RAS point was converted (`copilot.bench.process.evidence_provenance`).
+Every case keeps its parsed answer, each field's correctness and each evidence check in `details`.
 A response that cannot be parsed scores 0 everywhere it is in a denominator, with the reason kept.
 
 Not applicable is not zero: a positive slide whose truth says `evidence_scorable: false` (no
@@ -101,15 +104,20 @@ class Truth:
         path = self.hidden / "annotations.geojson"
         return read_geojson(path) if path.is_file() else []
 
-    def slice_in_extent(self, axis: str, offset: float) -> bool:
-        """Key-slice rule: offset within the mask's physical extent along a RAS axis."""
+    def slice_extent(self, axis: str) -> tuple[float, float] | None:
+        """The mask's physical extent along a RAS axis (voxel centres widened by half a voxel)."""
         if self.mask is None or len(self.mask_voxels) == 0:
-            return False
+            return None
         m = self.mask.ijk_to_ras
         row = AXIS_INDEX[axis]
         coords = self.mask_voxels @ m[row, :3] + m[row, 3]
         half = 0.5 * float(np.abs(m[row, :3]).sum())
-        return bool(coords.min() - half - 1e-9 <= offset <= coords.max() + half + 1e-9)
+        return float(coords.min() - half), float(coords.max() + half)
+
+    def slice_in_extent(self, axis: str, offset: float) -> bool:
+        """Key-slice rule: offset within the mask's physical extent along a RAS axis."""
+        extent = self.slice_extent(axis)
+        return extent is not None and bool(extent[0] - 1e-9 <= offset <= extent[1] + 1e-9)
 
     def ras_hit(self, ras: tuple[float, float, float]) -> bool:
         if self.mask is None:
@@ -128,102 +136,183 @@ def _norm_class(name: str) -> str:
     return bracs_label(name) or name.strip()
 
 
-def _evidence_checks(truth: Truth, ev: P.Evidence) -> dict[str, Any]:
-    slices = {axis: truth.slice_in_extent(axis, value) for axis, value in ev.key_slices.items()}
-    return {"key_slices_ok": slices, "ras_hit": truth.ras_hit(ev.ras)}
+def _field(given: Any, truth: Any) -> dict[str, Any]:
+    return {"given": given, "truth": truth, "correct": given == truth}
 
 
-def score_brain(truth: Truth, text: str) -> CaseScore:
-    cid, has_mask = truth.case.case_id, len(truth.mask_voxels) > 0
+def _slice_checks(truth: Truth, ev: P.Evidence) -> list[dict[str, Any]]:
+    """One check per key slice: the offset against the mask's extent along its RAS axis."""
+    out = []
+    for axis, value in ev.key_slices.items():
+        lo_hi = truth.slice_extent(axis)
+        out.append({"kind": "key_slice", "axis": axis, "value": value,
+                    "extent": None if lo_hi is None else [round(lo_hi[0], 4), round(lo_hi[1], 4)],
+                    "ok": truth.slice_in_extent(axis, value)})  # fmt: skip
+    return out
+
+
+def _ras_check(truth: Truth, ev: P.Evidence) -> dict[str, Any]:
+    vox = truth.mask.nearest_voxel(np.asarray(ev.ras, dtype=float)) if truth.mask is not None else None
+    return {"kind": "ras", "ras": list(ev.ras), "voxel": list(vox) if vox else None, "ok": truth.ras_hit(ev.ras)}
+
+
+def _series_checks(truth: Truth, provenance: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Lung gate: key slices and RAS point taken on the designated source series (from the trace)."""
+    expected = truth.data.get("source_series")
+    if not expected:
+        return []
+    if provenance is None:
+        return [{"kind": "source_series", "item": "all", "expected": expected, "series": None, "ok": None,
+                 "note": "no trace: provenance not checkable"}]  # fmt: skip
+    return [{"kind": "source_series", "item": item, "expected": expected, "series": provenance.get(item),
+             "ok": provenance.get(item) == expected} for item in ("key_slices", "ras")]  # fmt: skip
+
+
+def _result(cid: str, module: str, task: float, strict: float, loc: float | None, error: str | None = None,
+            answer: dict[str, Any] | None = None, fields: dict[str, Any] | None = None,
+            evidence: list[dict[str, Any]] | None = None, gate: bool | None = None) -> CaseScore:  # fmt: skip
+    details = {"answer": answer or {}, "fields": fields or {}, "evidence": evidence or [], "gate": gate}
+    return CaseScore(cid, module, task, strict, loc, error, details)
+
+
+def score_brain(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+    cid, has_mask, gt = truth.case.case_id, len(truth.mask_voxels) > 0, truth.data["label"]
     try:
         label = P.parse_answer_letter(text, BRAIN_LETTERS)
     except P.ParseError as exc:
-        return CaseScore(cid, "brain_mri", 0.0, 0.0, 0.0 if has_mask else None, str(exc))
-    task = float(label == truth.data["label"])
+        return _result(cid, "brain_mri", 0.0, 0.0, 0.0 if has_mask else None, str(exc),
+                       fields={"label": _field(None, gt)})  # fmt: skip
+    task = float(label == gt)
+    fields = {"label": _field(label, gt)}
     if not has_mask:  # no tumour: there is no evidence to check
-        return CaseScore(cid, "brain_mri", task, task, None, details={"label": label})
+        return _result(cid, "brain_mri", task, task, None, answer={"label": label}, fields=fields, gate=True)
     try:
         ev = P.parse_evidence(text)
     except P.ParseError as exc:
-        return CaseScore(cid, "brain_mri", task, 0.0, 0.0, f"evidence: {exc}", {"label": label})
-    checks = _evidence_checks(truth, ev)
-    strict = float(task == 1.0 and all(checks["key_slices_ok"].values()))
-    return CaseScore(cid, "brain_mri", task, strict, float(checks["ras_hit"]), details={"label": label, **checks})
+        return _result(cid, "brain_mri", task, 0.0, 0.0, f"evidence: {exc}", {"label": label}, fields, gate=False)
+    slices, ras = _slice_checks(truth, ev), _ras_check(truth, ev)
+    gate = all(c["ok"] for c in slices)
+    answer = {"label": label, "key_slices": ev.key_slices, "ras": list(ev.ras)}
+    return _result(cid, "brain_mri", task, float(task == 1.0 and gate), float(ras["ok"]),
+                   answer=answer, fields=fields, evidence=[*slices, ras], gate=gate)  # fmt: skip
 
 
-def score_longitudinal(truth: Truth, text: str) -> CaseScore:
-    cid = truth.case.case_id
+def score_longitudinal(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+    cid, gt = truth.case.case_id, truth.data["label"]
+    all_fields = dict(truth.data["fields"])
     try:
         ans = P.parse_rano(text)
     except P.ParseError as exc:
-        return CaseScore(cid, "longitudinal_mri", 0.0, 0.0, None, str(exc))
-    task = float(ans.label == truth.data["label"])
-    scorable = {k: v for k, v in truth.data["fields"].items() if v is not None}
-    wrong = [k for k, v in scorable.items() if ans.fields.get(k) != v]
-    strict = float(task == 1.0 and not wrong)
-    return CaseScore(cid, "longitudinal_mri", task, strict, None, details={"label": ans.label, "wrong_fields": wrong})
+        fields = {"label": _field(None, gt)}
+        fields.update({k: {**_field(None, v), "scorable": v is not None} for k, v in all_fields.items()})
+        for f in fields.values():
+            f["correct"] = False if f.get("scorable", True) else None
+        return _result(cid, "longitudinal_mri", 0.0, 0.0, None, str(exc), fields=fields, gate=False)
+    task = float(ans.label == gt)
+    fields = {"label": _field(ans.label, gt)}
+    for key, value in all_fields.items():
+        given = ans.fields.get(key)
+        fields[key] = {"given": given, "truth": value, "scorable": value is not None,
+                       "correct": None if value is None else given == value}  # fmt: skip
+    gate = all(f["correct"] is not False for k, f in fields.items() if k != "label")
+    return _result(cid, "longitudinal_mri", task, float(task == 1.0 and gate), None,
+                   answer={"label": ans.label, **ans.fields}, fields=fields, gate=gate)  # fmt: skip
 
 
-def score_lung(truth: Truth, text: str) -> CaseScore:
+def score_lung(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
     cid, has_mask = truth.case.case_id, len(truth.mask_voxels) > 0
+    expected = truth.data["answers"]
     try:
         answers = P.parse_compact(text)
     except P.ParseError as exc:
-        return CaseScore(cid, "lung_petct", 0.0, 0.0, 0.0 if has_mask else None, str(exc))
-    expected = truth.data["answers"]
-    scorable = [q for q in "12345" if expected.get(q) is not None]
-    correct = sum(answers[q] == expected[q] for q in scorable)
-    task = correct / len(scorable) if scorable else 0.0
+        fields = {q: {**_field(None, expected.get(q)), "correct": None if expected.get(q) is None else False}
+                  for q in "12345"}  # fmt: skip
+        return _result(cid, "lung_petct", 0.0, 0.0, 0.0 if has_mask else None, str(exc), fields=fields, gate=False)
+    fields = {q: _field(answers[q], expected.get(q)) for q in "12345"}
+    for f in fields.values():
+        if f["truth"] is None:
+            f["correct"] = None  # not collected: outside Task's denominator
+    scorable = [f for f in fields.values() if f["correct"] is not None]
+    task = sum(f["correct"] for f in scorable) / len(scorable) if scorable else 0.0
     if not has_mask:
-        return CaseScore(cid, "lung_petct", task, task, None, details={"answers": answers})
+        return _result(cid, "lung_petct", task, task, None, answer=answers, fields=fields, gate=True)
     try:
         ev = P.parse_evidence(text)
     except P.ParseError as exc:
-        return CaseScore(cid, "lung_petct", task, 0.0, 0.0, f"evidence: {exc}", {"answers": answers})
-    checks = _evidence_checks(truth, ev)
-    gate = all(checks["key_slices_ok"].values()) and checks["ras_hit"]
-    return CaseScore(cid, "lung_petct", task, task if gate else 0.0, float(checks["ras_hit"]),
-                     details={"answers": answers, "correct": correct, **checks})  # fmt: skip
+        return _result(cid, "lung_petct", task, 0.0, 0.0, f"evidence: {exc}", answers, fields, gate=False)
+    ras = _ras_check(truth, ev)
+    checks = [*_slice_checks(truth, ev), ras, *_series_checks(truth, provenance)]
+    gate = all(c["ok"] is not False for c in checks)
+    answer = {**answers, "key_slices": ev.key_slices, "ras": list(ev.ras)}
+    return _result(cid, "lung_petct", task, task if gate else 0.0, float(ras["ok"]),
+                   answer=answer, fields=fields, evidence=checks, gate=gate)  # fmt: skip
+
+
+def _wsi_checks(truth: Truth, points: list[tuple[float, float]], cls: str, exclusion: bool) -> list[dict[str, Any]]:
+    """Each returned coordinate: hit (inside a right-class ROI), excluded (inside an Exclusion polygon)."""
+    out = []
+    for x, y in points:
+        rois = [a.cls for a in truth.annotations if _norm_class(a.cls) == cls and a.contains(x, y)]
+        excluded = exclusion and any(a.cls.lower() == "exclusion" and a.contains(x, y) for a in truth.annotations)
+        out.append({"kind": "wsi_point", "x": x, "y": y, "roi": rois[0] if rois else None,
+                    "excluded": excluded, "ok": bool(rois) and not excluded})  # fmt: skip
+    return out
 
 
 def _unscorable(truth: Truth) -> dict[str, Any]:
-    """Details of a case whose evidence is not applicable (no ground-truth source)."""
-    return {"evidence": "not applicable", "evidence_note": truth.data.get("evidence_note")}
+    """The evidence check of a case whose evidence is not applicable (no ground-truth source)."""
+    return {"kind": "not_applicable", "note": truth.data.get("evidence_note"), "ok": None}
 
 
-def score_breast(truth: Truth, text: str) -> CaseScore:
+def score_breast(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
     cid, gt = truth.case.case_id, truth.data["label"]
     positive = gt != "N"
     try:
         ans = P.parse_bracs(text)
     except P.ParseError as exc:
-        return CaseScore(cid, "breast_wsi", 0.0, 0.0, 0.0 if positive else None, str(exc))
+        return _result(cid, "breast_wsi", 0.0, 0.0, 0.0 if positive else None, str(exc),
+                       fields={"label": _field(None, gt)}, gate=False)  # fmt: skip
     task = float(ans.label == gt)
+    fields = {"label": _field(ans.label, gt)}
+    answer = {"label": ans.label, "localizations": [list(p) for p in ans.localizations]}
     if not positive:
-        return CaseScore(cid, "breast_wsi", task, float(task == 1.0 and not ans.localizations), None,
-                         details={"label": ans.label, "n_points": len(ans.localizations)})  # fmt: skip
+        gate = not ans.localizations
+        return _result(cid, "breast_wsi", task, float(task == 1.0 and gate), None, answer=answer, fields=fields,
+                       evidence=_wsi_checks(truth, ans.localizations, gt, False), gate=gate)  # fmt: skip
     if not truth.data.get("evidence_scorable", True):
-        return CaseScore(cid, "breast_wsi", task, task, None, details={"label": ans.label, **_unscorable(truth)})
-    hit = any(truth.wsi_hit(x, y, gt, exclusion=False) for x, y in ans.localizations)
-    return CaseScore(cid, "breast_wsi", task, float(task == 1.0 and hit), float(hit),
-                     details={"label": ans.label, "hit": hit})  # fmt: skip
+        return _result(cid, "breast_wsi", task, task, None, answer=answer, fields=fields,
+                       evidence=[_unscorable(truth)], gate=True)  # fmt: skip
+    checks = _wsi_checks(truth, ans.localizations, gt, exclusion=False)
+    hit = any(c["ok"] for c in checks)
+    return _result(cid, "breast_wsi", task, float(task == 1.0 and hit), float(hit),
+                   answer=answer, fields=fields, evidence=checks, gate=hit)  # fmt: skip
 
 
-def score_lymph(truth: Truth, text: str) -> CaseScore:
+def score_lymph(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
     cid = truth.case.case_id
-    positive = truth.data["tumor_presence"] == "tumor_present"
+    gt_p, gt_l = truth.data["tumor_presence"], truth.data["largest_metastasis"]
+    positive = gt_p == "tumor_present"
     try:
         ans = P.parse_camelyon(text)
     except P.ParseError as exc:
-        return CaseScore(cid, "lymph_node_wsi", 0.0, 0.0, 0.0 if positive else None, str(exc))
-    task = float(ans.presence == truth.data["tumor_presence"] and ans.largest == truth.data["largest_metastasis"])
+        fields = {"tumor_presence": _field(None, gt_p), "largest_metastasis": _field(None, gt_l)}
+        return _result(cid, "lymph_node_wsi", 0.0, 0.0, 0.0 if positive else None, str(exc), fields=fields,
+                       gate=False)  # fmt: skip
+    fields = {"tumor_presence": _field(ans.presence, gt_p), "largest_metastasis": _field(ans.largest, gt_l)}
+    task = float(all(f["correct"] for f in fields.values()))
+    answer = {"tumor_presence": ans.presence, "largest_metastasis": ans.largest,
+              "localizations": [list(p) for p in ans.localizations]}  # fmt: skip
+    checks = _wsi_checks(truth, ans.localizations, "Tumor", exclusion=True)
     if not positive:
-        return CaseScore(cid, "lymph_node_wsi", task, float(task == 1.0 and not ans.localizations), None,
-                         details={"n_points": len(ans.localizations)})  # fmt: skip
+        gate = not ans.localizations
+        return _result(cid, "lymph_node_wsi", task, float(task == 1.0 and gate), None, answer=answer,
+                       fields=fields, evidence=checks, gate=gate)  # fmt: skip
     if not truth.data.get("evidence_scorable", True):
-        return CaseScore(cid, "lymph_node_wsi", task, task, None, details=_unscorable(truth))
-    hit = any(truth.wsi_hit(x, y, "Tumor", exclusion=True) for x, y in ans.localizations)
-    return CaseScore(cid, "lymph_node_wsi", task, float(task == 1.0 and hit), float(hit), details={"hit": hit})
+        return _result(cid, "lymph_node_wsi", task, task, None, answer=answer, fields=fields,
+                       evidence=[_unscorable(truth)], gate=True)  # fmt: skip
+    hit = any(c["ok"] for c in checks)
+    return _result(cid, "lymph_node_wsi", task, float(task == 1.0 and hit), float(hit),
+                   answer=answer, fields=fields, evidence=checks, gate=hit)  # fmt: skip
 
 
 def summarise(scores: list[CaseScore]) -> dict[str, dict[str, Any]]:

@@ -73,7 +73,11 @@ def make_longitudinal_case(
     meta: dict[str, Any] = {
         "case_id": case_id,
         "module": "longitudinal_mri",
-        "inputs": {"volumes": files, "default_volume": "CURRENT_CT1"},
+        "inputs": {
+            "volumes": files,
+            "default_volume": "CURRENT_CT1",
+            "frames_of_reference": {Path(f).name.split(".")[0]: Path(f).name.split("_")[0] for f in files},
+        },
         "prompt": {
             "template": "longitudinal_mri",
             "patient_id": f"SYN-{seed:05d}",

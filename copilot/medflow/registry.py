@@ -38,7 +38,7 @@ class BenchModule:
     has_loc: bool  # whether the module has a Loc score
     generate: Callable[[Path, str, int, Generate], Path]  # (out_dir, case_id, seed, options) -> case folder
     parse: Callable[[str], Any]  # response text -> parsed answer (raises ParseError)
-    score: Callable[[Truth, str], CaseScore]
+    score: Callable[..., CaseScore]  # (truth, response) or, for a provenance gate, (truth, response, provenance)
     prior: str  # the fixed prior answer (format fields: evidence, or x and y for slides)
     baseline: Callable[[], Any]  # the offline baseline policy of this module
     order: int = 99  # position in the report (the paper's Table 1 order)
@@ -112,7 +112,9 @@ def report_columns() -> dict[str, Column]:
     return {name: Column(m.title, m.has_loc) for name, m in modules().items()}
 
 
-def score_case(case: CasePack | str | Path, response: str) -> CaseScore:
-    """Task / Strict / Loc of a response against a case's hidden truth, by its module's rules."""
+def score_case(case: CasePack | str | Path, response: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+    """Task / Strict / Loc of a response against a case's hidden truth, by its module's rules (`provenance`: the
+    series the evidence was taken on, read from the episode's trace, for the lung source-series gate)."""
     pack = case if isinstance(case, CasePack) else load_case(case)
-    return module(pack.module).score(Truth(pack), response)
+    scorer = module(pack.module).score
+    return scorer(Truth(pack), response) if provenance is None else scorer(Truth(pack), response, provenance)

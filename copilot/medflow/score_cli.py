@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -11,25 +13,41 @@ from copilot.cases.pack import CasePack
 from copilot.medflow.registry import score_case
 
 
-def read_answers(path: str | Path) -> dict[str, str]:
-    """JSON lines {"case_id", "response"}; a later line for the same case replaces an earlier one."""
-    answers: dict[str, str] = {}
+@dataclass
+class AnswerFile:
+    """The answers of a file, and every line that could not be used (reported, never dropped)."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+
+def read_answers(path: str | Path) -> AnswerFile:
+    """JSON lines {"case_id", "response"}; a later line for the same case replaces an earlier one (reported)."""
+    out = AnswerFile()
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            answers[str(row["case_id"])] = str(row["response"])
+            cid, response = str(row["case_id"]), row["response"]
+            if not isinstance(response, str):
+                raise TypeError("response is not a string")
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f'{path}:{n}: expected {{"case_id", "response"}} ({exc})') from exc
-    return answers
+            out.problems.append({"line": n, "problem": f'expected {{"case_id", "response"}} ({exc})'})
+            continue
+        if cid in out.answers:
+            out.problems.append({"line": n, "case_id": cid, "problem": "replaces an earlier answer for this case"})
+        out.answers[cid] = response
+    return out
 
 
-def score_answers(cases: list[CasePack], answers: dict[str, str]) -> list[CaseScore]:
+def score_answers(cases: list[CasePack], answers: AnswerFile | dict[str, str]) -> list[CaseScore]:
+    """Every case scored (a case without an answer scores 0 with that reason)."""
+    given = answers.answers if isinstance(answers, AnswerFile) else answers
     scores = []
     for case in cases:
-        if case.case_id in answers:
-            scores.append(score_case(case, answers[case.case_id]))
+        if case.case_id in given:
+            scores.append(score_case(case, given[case.case_id]))
         else:
             s = score_case(case, "")
             s.parse_error = "no response for this case"
@@ -37,27 +55,61 @@ def score_answers(cases: list[CasePack], answers: dict[str, str]) -> list[CaseSc
     return scores
 
 
-def report_json(scores: list[CaseScore]) -> dict[str, Any]:
-    cases = [
+def unknown_ids(cases: list[CasePack], answers: AnswerFile) -> list[str]:
+    known = {c.case_id for c in cases}
+    return sorted(cid for cid in answers.answers if cid not in known)
+
+
+def report_json(
+    scores: list[CaseScore], answers: AnswerFile | None = None, cases: list[CasePack] | None = None
+) -> dict[str, Any]:
+    """Per case: scores, parsed answer, each field's correctness and each evidence check; the summary; problems."""
+    out: dict[str, Any] = {"cases": [s.to_json() for s in scores], "summary": summarise(scores)}
+    if answers is not None:
+        out["unknown_case_ids"] = unknown_ids(cases or [], answers)
+        out["problems"] = answers.problems
+    return out
+
+
+def format_table(summary: dict[str, dict[str, Any]]) -> str:
+    """Fractions (0–1), as the paper's tables and `bench run` print them."""
+    lines = [f"{'module':<18} {'n':>5} {'Task':>7} {'Strict':>7} {'Loc':>7} {'unparsed':>9}"]
+    for module, row in summary.items():
+        loc = "—" if row["loc"] is None else f"{row['loc']:.2f}"
+        lines.append(
+            f"{module:<18} {row['n']:>5} {row['task']:>7.2f} {row['strict']:>7.2f} {loc:>7} {row['parse_errors']:>9}"
+        )
+    return "\n".join(lines)
+
+
+def result_rows(scores: list[CaseScore], answers: AnswerFile, model: str, track: str = "C") -> list[dict[str, Any]]:
+    """Result rows for scored answers (Track C by default), ready for `ResultsDB.insert`."""
+    now = time.time()
+    return [
         {
             "case_id": s.case_id,
             "module": s.module,
+            "model": model,
+            "policy": "answers",
+            "track": track,
+            "ops": "",
+            "budget": 0,
+            "backend": "none",
+            "seed": 0,
+            "repeat": 0,
+            "status": "done" if s.case_id in answers.answers else "missing",
             "task": s.task,
             "strict": s.strict,
             "loc": s.loc,
             "parse_error": s.parse_error,
+            "rounds": 0,
+            "response": answers.answers.get(s.case_id, ""),
+            "error": None,
+            "trace_dir": "",
+            "duration_s": 0.0,
+            "finished_at": now,
+            "details": s.details,
+            "process": {},
         }
         for s in scores
     ]
-    return {"cases": cases, "summary": summarise(scores)}
-
-
-def format_table(summary: dict[str, dict[str, Any]]) -> str:
-    lines = [f"{'module':<18} {'n':>5} {'Task':>7} {'Strict':>7} {'Loc':>7} {'unparsed':>9}"]
-    for module, row in summary.items():
-        loc = "—" if row["loc"] is None else f"{100 * row['loc']:.1f}"
-        lines.append(
-            f"{module:<18} {row['n']:>5} {100 * row['task']:>7.1f} {100 * row['strict']:>7.1f} "
-            f"{loc:>7} {row['parse_errors']:>9}"
-        )
-    return "\n".join(lines)

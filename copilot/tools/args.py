@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from copilot.errors import HandlerError
+from copilot.tools.guards import note_rendered
 from copilot.tools.registry import HandlerContext, ImageOut, RadiologyContext
 
 ViewLiteral = Literal["red", "yellow", "green", "axial", "sagittal", "coronal"]
@@ -64,6 +65,7 @@ def render_views(ctx: RadiologyContext, views: tuple[str, ...], size: int) -> li
     for name in views:
         image = ctx.viewer.render(name, (size, size))
         v = ctx.viewer.view(name)
+        note_rendered(ctx, name)
         out.append(ImageOut(view=name, image=image, label=f"{v.axis_label}: {v.offset:.1f}mm"))
     return out
 

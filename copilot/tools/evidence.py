@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from copilot.errors import HandlerError
+from copilot.tools import guards
 from copilot.tools.args import (
     DEFAULT_SIZE,
     BBox1000,
@@ -98,7 +99,10 @@ def record_key_slice(
             "ijk_at_view_centre": [round(float(x), 6) for x in index],
         },
     )
-    return HandlerOutput({"evidence": rec})
+    result: dict[str, Any] = {"evidence": rec}
+    guards.check_source_series(ctx, vid, result)
+    guards.check_observed_offset(ctx, v.axis_label, off, result)
+    return HandlerOutput(result)
 
 
 @handler(role="evidence_capture")
@@ -118,7 +122,10 @@ def record_point(
     if not report["inside_volume"]:
         raise HandlerError("out_of_volume", f"RAS {report['ras']} lies outside {report['volume']}")
     rec = _add(ctx, {"kind": "point", "label": label, **report})
-    return HandlerOutput({"evidence": rec})
+    result: dict[str, Any] = {"evidence": rec}
+    guards.check_source_series(ctx, vid, result)
+    guards.check_observed_point(ctx, point, result)
+    return HandlerOutput(result)
 
 
 @handler(role="evidence_capture")

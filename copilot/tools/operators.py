@@ -17,6 +17,7 @@ from copilot.engine import segmentation as seg
 from copilot.engine.derived import Segment, TransformNode
 from copilot.engine.render import Layer, compose
 from copilot.errors import HandlerError
+from copilot.tools import guards
 from copilot.tools.args import DEFAULT_SIZE, Size, ref_to_volume, render_views
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, ImageOut, RadiologyContext
@@ -155,6 +156,7 @@ def apply_transform(
         )
     _new_volume_name(ctx, output_volume)
     out = reg.resample(ctx.viewer.volume(vid), ctx.viewer.volume(node.fixed), node.matrix, output_volume)
+    guards.mark_derived(ctx, out, node.fixed, supersedes=vid)
     new = ctx.viewer.add_volume(out)
     return HandlerOutput(
         {
@@ -179,6 +181,7 @@ def resample_volume(
     out = reg.resample(
         ctx.viewer.volume(vid), ctx.viewer.volume(rid), np.eye(4), output_volume, nearest=interpolation == "nearest"
     )
+    guards.mark_derived(ctx, out, vid)  # an identity resample keeps the source's frame of reference
     new = ctx.viewer.add_volume(out)
     return HandlerOutput(
         {

@@ -13,6 +13,7 @@ from copilot.engine.loading import expand_case_path, load_case_volumes
 from copilot.engine.render import encode_apng
 from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS
 from copilot.errors import HandlerError
+from copilot.tools import guards
 from copilot.tools.args import (
     DEFAULT_SIZE,
     RAS,
@@ -193,6 +194,7 @@ def scroll(
         for off in picks:
             viewer.set_slice_offset(name, off)
             frames.append(viewer.render(name, (size, size)))
+            guards.note_rendered(ctx, name)
         images.append(ImageOut(view=name, data=encode_apng(frames), mime="image/apng", label="cine"))
         shown = picks
     else:
@@ -317,7 +319,9 @@ def image_coords_to_ras(
     pt = screen_point(point_1000, bbox_1000)
     vid = volume_ref(ctx, volume_id, volume_name)
     ras = ctx.viewer.point_to_ras(name, pt)
-    return HandlerOutput({**ras_report(ctx, vid, ras), "view": name, "point_1000": [pt[0], pt[1]]})
+    result = {**ras_report(ctx, vid, ras), "view": name, "point_1000": [pt[0], pt[1]]}
+    guards.check_source_series(ctx, vid, result)
+    return HandlerOutput(result)
 
 
 @handler(role="viewer_control")
@@ -436,9 +440,6 @@ def fusion(
     fg = ref_to_volume(ctx, foreground_volume_ref) if foreground_volume_ref is not None else None
     ctx.viewer.set_fusion(bg, fg, foreground_opacity, mode)
     st = ctx.viewer.state()
-    return _views_out(
-        ctx,
-        view,
-        size,
-        {k: st[k] for k in ("background_volume", "foreground_volume", "foreground_opacity", "fusion_mode")},
-    )
+    result = {k: st[k] for k in ("background_volume", "foreground_volume", "foreground_opacity", "fusion_mode")}
+    guards.check_fusion(ctx, bg, fg, result)
+    return _views_out(ctx, view, size, result)

@@ -68,6 +68,7 @@ class HandlerContext(Generic[V]):
     output_dir: Path | None = None  # where operators write files (DICOM SEG); the trace's derived/ folder
     progress: Callable[[float, str], None] | None = None  # set while a job runs the call
     cancelled: Callable[[], bool] | None = None
+    memo: dict[str, Any] = field(default_factory=dict)  # what the workflow guards remember (planes shown)
 
     def report(self, fraction: float, message: str = "") -> None:
         """Progress of a long operation (0–1), when the call runs as a job."""

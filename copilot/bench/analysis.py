@@ -1,0 +1,219 @@
+"""Process tables beyond the paper's score tables: process metrics, workflow-guard firings, exploration
+coverage (pathology hit rates per magnification as PathAgentBench reports them) and the stability of
+repeated runs (answer and Strict agreement, first differing call), all from result rows alone."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from statistics import median
+from typing import Any
+
+from copilot.bench.coverage import MAG_BINS
+from copilot.bench.tables import Cell, Table, _label, _mean, configurations
+
+DIMENSIONS = (  # (metric key, column title, MedHarnessBench dimension)
+    ("care_action_fulfillment", "Answered", "Care Action Fulfillment"),
+    ("resource_competence", "Resource", "Clinical Resource Competence"),
+    ("evidence_alignment", "Evidence aligned", "Patient–Evidence Alignment"),
+    ("auditability", "Auditable", "Clinical Auditability"),
+    ("closed_loop_verification", "Verified", "Closed-Loop Verification"),
+    ("conduct", "Conduct", "Clinical Conduct Boundaries"),
+)
+GUARD_CODES = ("unregistered_fusion", "off_source_series", "superseded_node", "unobserved_evidence")
+
+
+def _scores(rows: list[dict[str, Any]], key: str) -> float | None:
+    return _mean(
+        [r["process"][key]["score"] for r in rows if r.get("process", {}).get(key, {}).get("score") is not None]
+    )
+
+
+def process_table(rows: list[dict[str, Any]]) -> Table:
+    groups = configurations(rows)
+    configs = sorted(groups)
+    header = [
+        [("Configuration", 1), ("Track", 1)]
+        + [(title, 1) for _, title, _ in DIMENSIONS]
+        + [("Invalid calls", 1), ("Redundant calls", 1), ("Budget used", 1), ("Out of track", 1)],
+        [("", 1), ("", 1)] + [(dim, 1) for _, _, dim in DIMENSIONS] + [("Resource", 1)] * 3 + [("Conduct", 1)],
+    ]
+    t = Table(
+        "process",
+        "Process metrics (from traces)",
+        "Means over episodes (empty where no episode had the item: e.g. no state-changing call to verify). "
+        "Definitions in docs/ARCHITECTURE.md.",
+        header,
+    )
+    for cfg in configs:
+        g = [r for r in groups[cfg] if r.get("process")]
+        if not g:
+            continue
+        res = [r["process"]["resource_competence"] for r in g]
+        cells = [Cell(cfg[2] + (f"/{cfg[3]}" if cfg[3] else ""), "label")]
+        cells += [Cell(_scores(g, key)) for key, _, _ in DIMENSIONS]
+        cells += [
+            Cell(_mean([x["invalid"] for x in res])),
+            Cell(_mean([x["redundant"] for x in res])),
+            Cell(_mean([x["budget_used"] for x in res if x["budget_used"] is not None])),
+            Cell(_mean([r["process"]["conduct"]["out_of_track"] for r in g])),
+        ]
+        t.rows.append([Cell(_label(cfg, configs), "label"), *cells])
+    return t
+
+
+def guard_table(rows: list[dict[str, Any]]) -> Table:
+    """Run-time workflow guard firings per model (summed over its episodes)."""
+    per_model: dict[str, Counter[str]] = defaultdict(Counter)
+    episodes: Counter[str] = Counter()
+    for r in rows:
+        episodes[r["model"]] += 1
+        per_model[r["model"]].update((r.get("process") or {}).get("workflow_guards", {}))
+    codes = list(GUARD_CODES) + sorted({c for m in per_model.values() for c in m} - set(GUARD_CODES))
+    header = [[("Model", 1), ("Episodes", 1)] + [(c, 1) for c in codes] + [("Episodes with a warning", 1)]]
+    t = Table(
+        "guards",
+        "Workflow guard firings per model",
+        "Warnings the handlers returned to the model (unregistered fusion, evidence off the source series, "
+        "superseded node ids, evidence on a slice or point never shown).",
+        header,
+    )
+    for model in sorted(episodes):
+        warned = sum(1 for r in rows if r["model"] == model and (r.get("process") or {}).get("workflow_guards"))
+        t.rows.append(
+            [
+                Cell(model, "label"),
+                Cell(str(episodes[model]), "label"),
+                *[Cell(str(per_model[model].get(c, 0)), "label") for c in codes],
+                Cell(str(warned), "label"),
+            ]
+        )
+    return t
+
+
+def coverage_table(rows: list[dict[str, Any]]) -> Table:
+    """Radiology: lesion ever shown and the call that first showed it; pathology: hit rate per magnification."""
+    groups = configurations(rows)
+    configs = sorted(groups)
+    header = [
+        [("Configuration", 1), ("Radiology", 3)] + [(f"Pathology hit rate at {b}", 2) for b in MAG_BINS],
+        [("", 1), ("Episodes", 1), ("Lesion shown", 1), ("First shown (call)", 1)]
+        + [(h, 1) for _ in MAG_BINS for h in ("Unconditional", "Conditional")],
+    ]
+    t = Table(
+        "coverage",
+        "Exploration coverage",
+        "Radiology: share of episodes whose shown planes cut the lesion, median call that first showed it. "
+        "Pathology (positive slides): unconditional hit rate = share of episodes with a field at that "
+        "magnification overlapping a ground-truth ROI; conditional = the same among episodes that hit at "
+        "the previous magnification.",
+        header,
+    )
+    for cfg in configs:
+        covs = [(r.get("process") or {}).get("coverage") or {} for r in groups[cfg]]
+        rad = [c for c in covs if c.get("kind") == "radiology" and c.get("lesion_seen") is not None]
+        path = [c for c in covs if c.get("kind") == "pathology" and c.get("positive")]
+        if not rad and not path:
+            continue
+        firsts = [c["first_seen_call"] for c in rad if c.get("first_seen_call") is not None]
+        cells = [
+            Cell(str(len(rad)), "label"),
+            Cell(_mean([float(c["lesion_seen"]) for c in rad])),
+            Cell(f"{median(firsts):g}" if firsts else None, "label"),
+        ]
+        prev_bin: str | None = None
+        for b in MAG_BINS:
+            hits = [float(bool(c["bins"][b]["hit"])) for c in path]
+            cond = [float(bool(c["bins"][b]["hit"])) for c in path if prev_bin and c["bins"][prev_bin]["hit"]]
+            cells += [Cell(_mean(hits)), Cell(_mean(cond) if prev_bin else None)]
+            prev_bin = b
+        t.rows.append([Cell(_label(cfg, configs), "label"), *cells])
+    return t
+
+
+def _answer_key(row: dict[str, Any]) -> str:
+    fields = (row.get("details") or {}).get("fields", {})
+    return "|".join(f"{k}={v.get('given')}" for k, v in sorted(fields.items()))
+
+
+def first_divergence(signatures: list[list[str]]) -> int | None:
+    """1-based index of the first call at which the repeats' call sequences differ (None: identical)."""
+    if len(signatures) < 2:
+        return None
+    longest = max(len(s) for s in signatures)
+    for i in range(longest):
+        if len({s[i] if i < len(s) else None for s in signatures}) > 1:
+            return i + 1
+    return None
+
+
+def stability(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (configuration, case) with two or more repeats: answer and Strict agreement, trace divergence."""
+    by_case: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_case[
+            (*[r[k] for k in ("model", "policy", "track", "ops", "budget", "backend", "seed")], r["case_id"])
+        ].append(r)
+    out = []
+    for key, g in sorted(by_case.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if len(g) < 2:
+            continue
+        g = sorted(g, key=lambda r: r["repeat"])
+        answers = Counter(_answer_key(r) for r in g)
+        stricts = Counter(r["strict"] for r in g)
+        sigs = [list((r.get("process") or {}).get("signature", [])) for r in g]
+        out.append(
+            {
+                "config": key[:-1],
+                "case_id": key[-1],
+                "module": g[0]["module"],
+                "repeats": len(g),
+                "answer_agreement": answers.most_common(1)[0][1] / len(g),
+                "strict_agreement": stricts.most_common(1)[0][1] / len(g),
+                "strict_values": [r["strict"] for r in g],
+                "distinct_traces": len({tuple(s) for s in sigs}),
+                "first_divergence": first_divergence(sigs),
+            }
+        )
+    return out
+
+
+def stability_table(rows: list[dict[str, Any]]) -> Table:
+    header = [
+        [
+            ("Configuration", 1),
+            ("Case", 1),
+            ("Repeats", 1),
+            ("Answer agreement", 1),
+            ("Strict agreement", 1),
+            ("Strict per repeat", 1),
+            ("Distinct traces", 1),
+            ("First differing call", 1),
+        ]
+    ]
+    t = Table(
+        "stability",
+        "Stability of repeated runs (`bench run --repeats N`)",
+        "Agreement: share of repeats giving the most common answer (or Strict value); first differing "
+        "call: the first agent call at which the repeats' call sequences part.",
+        header,
+    )
+    t.label_cols = 2
+    configs = sorted(configurations(rows))
+    for s in stability(rows):
+        t.rows.append(
+            [
+                Cell(_label(s["config"], configs), "label"),
+                Cell(s["case_id"], "label"),
+                Cell(str(s["repeats"]), "label"),
+                Cell(s["answer_agreement"]),
+                Cell(s["strict_agreement"]),
+                Cell(" ".join(f"{v:.2f}" for v in s["strict_values"]), "label"),
+                Cell(str(s["distinct_traces"]), "label"),
+                Cell("—" if s["first_divergence"] is None else str(s["first_divergence"]), "label"),
+            ]
+        )
+    return t
+
+
+def process_tables(rows: list[dict[str, Any]]) -> list[Table]:
+    return [process_table(rows), guard_table(rows), coverage_table(rows), stability_table(rows)]

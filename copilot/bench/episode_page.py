@@ -1,0 +1,379 @@
+"""`episode.html`: one audit page per episode, written next to its trace.
+
+It shows the prompt, each model turn, each handler call (arguments, result, warnings, the images the model
+saw), the final answer against the truth with every evidence check, the process metrics, and the evidence
+drawn on the case: key-slice planes and the RAS point on the three views (with the hidden lesion outline),
+or the WSI points, ground-truth ROIs and the fields shown at each magnification on the slide overview.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from copilot.bench.coverage import MAG_BINS, mag_bin
+from copilot.bench.scoring import Truth
+from copilot.cases.pack import CasePack, load_case
+
+PAGE = "episode.html"
+CSS = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
+table{border-collapse:collapse;margin:8px 0}
+th,td{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#eee} .ok{background:#dff5df} .bad{background:#fbdcdc} .na{color:#888}
+pre{white-space:pre-wrap;background:#f6f6f6;padding:8px;margin:4px 0;max-height:320px;overflow:auto;font-size:12px}
+.call{border-left:4px solid #4a78c2;padding:4px 10px;margin:10px 0} .turn{border-left:4px solid #999;padding:4px 10px}
+.err{border-left-color:#c33} .warn{background:#fff2cc;padding:4px 8px;margin:4px 0;border:1px solid #e0b000}
+.shots img{max-width:256px;margin:2px;border:1px solid #ccc} figure{display:inline-block;margin:6px}
+figcaption{font-size:12px;color:#555} .legend span{display:inline-block;margin-right:14px;font-size:12px}
+"""
+MAG_COLOURS = {"2.5×": (40, 110, 230), "10×": (240, 140, 0), "40×": (150, 40, 180)}
+VIEW_AXIS = {"red": "S", "yellow": "R", "green": "A"}
+RAS = {"R": 0, "A": 1, "S": 2}
+
+
+def _png_uri(image: Image.Image) -> str:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _json(value: Any, limit: int = 4000) -> str:
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+def _cls(ok: bool | None) -> str:
+    return "na" if ok is None else "ok" if ok else "bad"
+
+
+# ----- evidence drawn on the views -----
+
+
+def _line(v: Any, axis: str, value: float, size: tuple[int, int]) -> list[tuple[float, float]]:
+    """Image end points of the line where RAS[axis] == value on a view's plane."""
+    other = next(a for a in "RAS" if a != axis and a != VIEW_AXIS[v.name])
+    ends = []
+    for t in (-1000.0, 1000.0):
+        p = v.center.copy()
+        p[RAS[axis]] = value
+        p[RAS[other]] = v.center[RAS[other]] + t
+        ends.append(tuple(float(c) for c in v.ras_to_image(p, size)))
+    return ends
+
+
+def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size: int = 320) -> list[tuple[str, str]]:
+    """The three views of the source series at the cited key slices, with lines, point and lesion outline."""
+    from copilot.engine.loading import load_case_volumes
+    from copilot.engine.viewer import EmbeddedVolumeViewer
+    from copilot.tools.args import resolve_case_path
+    from copilot.tools.registry import HandlerContext
+
+    ctx = HandlerContext(EmbeddedVolumeViewer(), case.root, [], case.inputs)
+    viewer = ctx.viewer
+    ids = [viewer.add_volume(v) for v in load_case_volumes([resolve_case_path(ctx, p) for p in case.inputs["volumes"]])]
+    source = truth.data.get("source_series") or case.inputs.get("default_volume")
+    names = {viewer.volume(v).name: v for v in ids}
+    vid = names.get(source, ids[0])
+    viewer.select_volume(vid)
+    viewer.recover_standard_views(vid)
+    slices: dict[str, float] = answer.get("key_slices") or {}
+    ras = answer.get("ras")
+    mask_ras = None
+    if truth.mask is not None and len(truth.mask_voxels):
+        m = truth.mask.ijk_to_ras
+        mask_ras = np.c_[truth.mask_voxels, np.ones(len(truth.mask_voxels))] @ m.T
+        spacing = np.abs(m[:3, :3]).sum(axis=1)
+    centre = ras or (mask_ras[:, :3].mean(axis=0).tolist() if mask_ras is not None else None)
+    if centre is not None:
+        viewer.jump(np.asarray(centre, dtype=float))
+    out = []
+    for name in ("red", "yellow", "green"):
+        axis = VIEW_AXIS[name]
+        if axis in slices:
+            try:
+                viewer.check_offset(name, slices[axis])
+                viewer.set_slice_offset(name, slices[axis])
+            except Exception:
+                pass
+        img = viewer.render(name, (size, size), remember=False).convert("RGB")
+        v = viewer.view(name)
+        draw = ImageDraw.Draw(img, "RGBA")
+        if mask_ras is not None:
+            near = np.abs(mask_ras[:, RAS[axis]] - v.offset) <= spacing[RAS[axis]] / 2 + 1e-6
+            half = max(1.0, float(spacing.max()) / v.pixel_mm((size, size)) / 2)
+            for x, y in v.ras_to_image(mask_ras[near, :3], (size, size)):
+                draw.rectangle([x - half, y - half, x + half, y + half], fill=(0, 220, 0, 70))
+        for other, value in slices.items():
+            if other != axis:
+                draw.line(_line(v, other, value, (size, size)), fill=(255, 215, 0, 255), width=1)
+        if ras is not None:
+            x, y = v.ras_to_image(np.asarray(ras, dtype=float), (size, size))
+            on_plane = abs(ras[RAS[axis]] - v.offset) <= 1.0
+            colour = (255, 40, 40, 255) if on_plane else (255, 40, 40, 140)
+            draw.line([(x - 7, y), (x + 7, y)], fill=colour, width=2)
+            draw.line([(x, y - 7), (x, y + 7)], fill=colour, width=2)
+        label = f"{v.orientation} {axis} = {v.offset:.1f} mm"
+        if axis in slices:
+            label += f" (cited key slice {slices[axis]:.2f})"
+        out.append((_png_uri(img), label))
+    return out
+
+
+def _axis_strip(axis: str, shown: list[float], extent: list[float] | None, cited: float | None) -> str:
+    """SVG strip: the offsets shown on an axis (ticks) against the lesion's extent (band) and the cited slice."""
+    values = list(shown) + (list(extent) if extent else []) + ([cited] if cited is not None else [])
+    if not values:
+        return ""
+    lo, hi = min(values) - 5, max(values) + 5
+    w = 420
+
+    def x(v: float) -> float:
+        return 10 + (w - 20) * (v - lo) / (hi - lo)
+
+    parts = [f'<line x1="10" y1="20" x2="{w - 10}" y2="20" stroke="#999"/>']
+    if extent:
+        parts.append(
+            f'<rect x="{x(extent[0]):.1f}" y="12" width="{x(extent[1]) - x(extent[0]):.1f}" height="16" '
+            'fill="#2c2" fill-opacity="0.35"><title>lesion extent</title></rect>'
+        )
+    parts += [f'<line x1="{x(v):.1f}" y1="10" x2="{x(v):.1f}" y2="30" stroke="#4a78c2"/>' for v in shown]
+    if cited is not None:
+        parts.append(f'<circle cx="{x(cited):.1f}" cy="20" r="4" fill="#e22"><title>cited {cited}</title></circle>')
+    return (
+        f'<svg class="coverage-axis" width="{w}" height="44"><text x="10" y="42" font-size="11">{axis}: '
+        f"{lo + 5:.0f} … {hi - 5:.0f} mm, {len(shown)} offsets shown</text>{''.join(parts)}</svg>"
+    )
+
+
+def pathology_figure(case: CasePack, truth: Truth, answer: dict[str, Any], coverage: dict[str, Any]) -> str:
+    """The slide overview with ROIs (green), exclusions (grey), fields shown per magnification and cited points."""
+    from copilot.engine.slide import SlideSource
+
+    slide_path = case.root / str(case.inputs.get("slide", ""))
+    src = SlideSource(slide_path)
+    try:
+        w0 = src.info.dimensions[0]
+        thumb = src.make_thumbnail(640).convert("RGB")
+    finally:
+        src.close()
+    s = thumb.width / w0
+    draw = ImageDraw.Draw(thumb, "RGBA")
+    for ann in truth.annotations:
+        pts = [(float(px) * s, float(py) * s) for px, py in np.asarray(ann.exterior)]
+        colour = (120, 120, 120, 255) if ann.cls.lower() == "exclusion" else (0, 190, 0, 255)
+        draw.polygon(pts, outline=colour)
+    for _seq, mag, x0, y0, x1, y1 in coverage.get("fields", []):
+        r, g, b = MAG_COLOURS.get(mag_bin(mag) or "", (0, 0, 0))
+        draw.rectangle([x0 * s, y0 * s, x1 * s, y1 * s], outline=(r, g, b, 255), fill=(r, g, b, 25))
+    for x, y in answer.get("localizations", []):
+        draw.ellipse([x * s - 5, y * s - 5, x * s + 5, y * s + 5], outline=(230, 30, 30, 255), width=2)
+    legend = (
+        "".join(f'<span style="color:rgb{MAG_COLOURS[b]}">■ fields at {b}</span>' for b in MAG_BINS)
+        + '<span style="color:#0a0">□ ground-truth ROI</span><span style="color:#e22">○ cited point</span>'
+    )
+    img = f'<img class="overview" src="{_png_uri(thumb)}">'
+    return f'<figure>{img}<figcaption class="legend">{legend}</figcaption></figure>'
+
+
+# ----- the page -----
+
+
+def _evidence_rows(details: dict[str, Any]) -> str:
+    rows = []
+    for c in details.get("evidence", []):
+        what = {k: v for k, v in c.items() if k not in ("kind", "ok")}
+        rows.append(
+            f'<tr class="{_cls(c.get("ok"))}"><td>{html.escape(c["kind"])}</td>'
+            f"<td>{html.escape(json.dumps(what, ensure_ascii=False))}</td>"
+            f"<td>{'—' if c.get('ok') is None else 'pass' if c['ok'] else 'fail'}</td></tr>"
+        )
+    if not rows:
+        return "<p class=na>No evidence to check for this case.</p>"
+    return "<table class=evidence><tr><th>check</th><th>detail</th><th>result</th></tr>" + "".join(rows) + "</table>"
+
+
+def _field_rows(details: dict[str, Any]) -> str:
+    rows = [
+        f'<tr class="{_cls(f.get("correct"))}"><td>{html.escape(k)}</td><td>{html.escape(str(f.get("given")))}</td>'
+        f"<td>{html.escape(str(f.get('truth')))}</td></tr>"
+        for k, f in details.get("fields", {}).items()
+    ]
+    return "<table class=fields><tr><th>field</th><th>answer</th><th>truth</th></tr>" + "".join(rows) + "</table>"
+
+
+def _timeline(events: list[dict[str, Any]]) -> str:
+    parts = []
+    for e in events:
+        kind = e.get("type")
+        if kind == "model_turn":
+            calls = "".join(
+                f"<li><code>{html.escape(c['name'])}</code> {html.escape(str(c['arguments']))}</li>"
+                for c in e.get("tool_calls", [])
+            )
+            parts.append(
+                f'<div class="turn"><b>Model turn {e.get("round")}</b>'
+                f"<pre>{html.escape(str(e.get('content') or ''))}</pre>"
+                f"<ul>{calls}</ul></div>"
+            )
+        elif kind == "handler_call":
+            ok = e.get("ok")
+            warns = "".join(
+                f'<div class="warn">⚠ {html.escape(w.get("code", ""))}: {html.escape(w.get("message", ""))}</div>'
+                for w in (e.get("result") or {}).get("warnings", [])
+            )
+            shots = "".join(
+                f'<figure><img src="{html.escape(im["artifact"])}" alt="{html.escape(im.get("view", ""))}">'
+                f"<figcaption>{html.escape(im.get('view', ''))} {html.escape(im.get('label', ''))}</figcaption>"
+                "</figure>"
+                for im in e.get("images", [])
+                if im.get("artifact")
+            )
+            body = _json(e.get("result")) if ok else _json(e.get("error"))
+            parts.append(
+                f'<div class="call{"" if ok else " err"}" id="call-{e["seq"]}">'
+                f"<b>#{e['seq']} {html.escape(e['handler'])}</b> "
+                f"({html.escape(str(e.get('actor')))}, {e.get('status')}, {e.get('duration_ms')} ms)"
+                f"<pre>args: {html.escape(_json(e.get('args'), 1500))}</pre>{warns}<pre>{html.escape(body)}</pre>"
+                f'<div class="shots">{shots}</div></div>'
+            )
+        elif kind in ("agent_start", "model_retry", "score"):
+            payload = {k: v for k, v in e.items() if k not in ("prev", "hash", "seq", "type", "time")}
+            parts.append(
+                f"<div class=turn><b>{html.escape(kind)}</b> <code>{html.escape(json.dumps(payload))}</code></div>"
+            )
+    return "".join(parts)
+
+
+def render_episode(
+    trace_dir: Path,
+    row: dict[str, Any],
+    events: list[dict[str, Any]],
+    case: CasePack | None,
+    prompt: tuple[str, ...] | None = None,
+) -> str:
+    """The audit page of one episode (`prompt`: the system and task text the model was given, when known)."""
+    details, process = row.get("details") or {}, row.get("process") or {}
+    coverage = process.get("coverage") or {}
+    loc = "—" if row["loc"] is None else f"{row['loc']:.2f}"
+    title = (
+        f"{row['case_id']} · {row['model']} · track {row['track']} · budget {row['budget']} · repeat {row['repeat']}"
+    )
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head>",
+        f'<body><p><a href="{html.escape(_back_link(trace_dir, row))}">← report</a></p><h1>{html.escape(title)}</h1>',
+        f"<p>Module {row['module']}; status {row['status']}; {row['rounds']} rounds; Task {row['task']:.2f}, "
+        f"Strict {row['strict']:.2f}, Loc {loc}"
+        f"{'; parse error: ' + html.escape(row['parse_error']) if row.get('parse_error') else ''}. "
+        f'<a href="trace.jsonl">trace.jsonl</a></p>',
+    ]
+    if prompt is None:
+        task = next((e for e in events if e.get("type") == "task_prompt"), None)
+        prompt = (task["system"], task["user"]) if task else None
+    if prompt is not None:
+        parts.append("<h2>Prompt</h2>" + "".join(f"<pre>{html.escape(text)}</pre>" for text in prompt))
+    parts.append(f"<h2>Final answer against the truth</h2><pre>{html.escape(row['response'])}</pre>")
+    parts.append(_field_rows(details) + "<h3>Evidence checks</h3>" + _evidence_rows(details))
+    parts.append("<h2>Evidence drawn on the case</h2>")
+    if case is not None:
+        truth = Truth(case)
+        try:
+            if case.kind == "radiology":
+                figs = radiology_figures(case, truth, details.get("answer") or {})
+                parts.append(
+                    "".join(
+                        f'<figure><img class="evidence-view" src="{uri}"><figcaption>{html.escape(cap)}'
+                        "</figcaption></figure>"
+                        for uri, cap in figs
+                    )
+                )
+                parts.append(
+                    '<p class="legend"><span style="color:#0a0">■ hidden lesion</span>'
+                    '<span style="color:#c90">— cited key slices</span><span style="color:#e22">+ cited RAS'
+                    "</span></p>"
+                )
+            else:
+                parts.append(pathology_figure(case, truth, details.get("answer") or {}, coverage))
+        except Exception as exc:  # a moved or unreadable case: the rest of the page still stands
+            parts.append(f"<p class=na>Cannot draw the evidence: {html.escape(f'{type(exc).__name__}: {exc}')}</p>")
+    else:
+        parts.append("<p class=na>The case pack is not readable from here.</p>")
+    parts.append("<h2>Exploration coverage</h2>" + _coverage_html(coverage, details))
+    parts.append("<h2>Process metrics</h2>" + _process_html(process))
+    parts.append("<h2>Episode</h2>" + _timeline(events) + "</body></html>")
+    return "".join(parts)
+
+
+def _coverage_html(coverage: dict[str, Any], details: dict[str, Any]) -> str:
+    if coverage.get("kind") == "radiology":
+        cited = (details.get("answer") or {}).get("key_slices") or {}
+        extent = coverage.get("extent") or {}
+        seen = coverage.get("lesion_seen")
+        first = ""
+        if coverage.get("first_seen_call"):
+            first = f", first at call {coverage['first_seen_call']} (event #{coverage['first_seen_seq']})"
+        shown = "—" if seen is None else "yes" if seen else "no"
+        head = f"<p>Lesion shown: {shown}{first}; {coverage.get('planes', 0)} planes shown.</p>"
+        return head + "".join(
+            f"<div>{_axis_strip(a, coverage.get('shown', {}).get(a, []), extent.get(a), cited.get(a))}</div>"
+            for a in "SRA"
+        )
+    if coverage.get("kind") == "pathology":
+        rows = "".join(
+            f"<tr><td>{b}</td><td>{c['fields']}</td><td>{'—' if c['hit'] is None else 'hit' if c['hit'] else 'miss'}"
+            f"</td><td>{c['first_hit_seq'] or '—'}</td><td>{c['area_fraction']:.3f}</td></tr>"
+            for b, c in coverage.get("bins", {}).items()
+        )
+        return (
+            "<table class=coverage><tr><th>magnification</th><th>fields shown</th><th>ground-truth ROI</th>"
+            f"<th>first hit (event)</th><th>slide area seen</th></tr>{rows}</table>"
+        )
+    return "<p class=na>No coverage for this episode.</p>"
+
+
+def _process_html(process: dict[str, Any]) -> str:
+    rows = []
+    for key, value in process.items():
+        if key in ("coverage", "signature"):
+            continue
+        score = value.get("score") if isinstance(value, dict) else None
+        rest = {k: v for k, v in value.items() if k != "score"} if isinstance(value, dict) else value
+        rows.append(
+            f"<tr><td>{html.escape(key)}</td><td>{'—' if score is None else f'{score:.2f}'}</td>"
+            f"<td><code>{html.escape(json.dumps(rest, ensure_ascii=False))}</code></td></tr>"
+        )
+    return "<table class=process><tr><th>metric</th><th>score</th><th>detail</th></tr>" + "".join(rows) + "</table>"
+
+
+def _back_link(trace_dir: Path, row: dict[str, Any]) -> str:
+    depth = len(Path(row["trace_dir"]).parts)
+    return "/".join([".."] * depth + ["report.html"])
+
+
+def read_trace(trace_dir: Path) -> list[dict[str, Any]]:
+    """The events of a trace file (its integrity is `medcopilot replay`'s business, not the page's)."""
+    text = (trace_dir / "trace.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.split("\n") if line]
+
+
+def write_episode_page(run_dir: str | Path, row: dict[str, Any], prompt: tuple[str, ...] | None = None) -> Path | None:
+    """Write `episode.html` into an episode's trace folder (None when the trace is missing)."""
+    trace_dir = Path(run_dir) / row["trace_dir"]
+    if not (trace_dir / "trace.jsonl").is_file():
+        return None
+    events = read_trace(trace_dir)
+    case = None
+    root = next((e.get("case_root") for e in events if e.get("type") == "episode_start"), None)
+    if root and Path(root, "case.json").is_file():
+        case = load_case(root)
+    path = trace_dir / PAGE
+    path.write_text(render_episode(trace_dir, row, events, case, prompt), encoding="utf-8")
+    return path
