@@ -159,7 +159,6 @@ def run_episode(
     """One episode end to end (in a worker): session with trace, policy, score; returns the result row."""
     from copilot.agent.policy import EpisodeResult
     from copilot.agent.prompts import task_prompt
-    from copilot.bench.ops import OpsRegistry
     from copilot.bench.process import episode_metrics, evidence_provenance
     from copilot.cases.pack import load_case
     from copilot.medflow import score_case
@@ -178,11 +177,9 @@ def run_episode(
     session = None
     try:
         policy = policy if policy is not None else make_policy(policy_spec)
-        session = open_session(case, track=track, trace_dir=trace_dir)
+        session = open_session(case, track=track, trace_dir=trace_dir, ops=key["ops"] or None)
         prompt = task_prompt(case, budget)
         session.note("task_prompt", {"system": prompt.system, "user": prompt.user})  # what the task asked, for audit
-        if key["ops"]:
-            session.registry = OpsRegistry(session.registry, key["ops"])
         result = policy.run(session, case, budget)
     except Exception as exc:  # a failing episode is recorded, never fatal to the batch
         result = EpisodeResult("", "error", 0, f"{type(exc).__name__}: {exc}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from copilot.kinds import viewer_kind
 from copilot.session import Session
+from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 
 
@@ -74,7 +75,8 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     head = events[0]
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
     kind = viewer_kind(head["kind"])
-    session = Session(kind.viewer(), kind.registry, root, head.get("case_inputs"), head.get("track", "A"))
+    registry = registry_view(kind.registry, head.get("ops"))
+    session = Session(kind.viewer(), registry, root, head.get("case_inputs"), head.get("track", "A"))
     calls = 0
     for ev in events[1:]:
         if ev["type"] != "handler_call":

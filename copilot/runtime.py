@@ -10,10 +10,11 @@ from copilot.cases.pack import CasePack, load_case
 from copilot.errors import HandlerError
 from copilot.kinds import viewer_kind
 from copilot.session import Session
+from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
 
 
-def session_header(case: CasePack, track: str) -> dict[str, Any]:
+def session_header(case: CasePack, track: str, ops: str | None = None) -> dict[str, Any]:
     """What a replay needs to rebuild the same session."""
     return {
         "case_id": case.case_id,
@@ -22,6 +23,7 @@ def session_header(case: CasePack, track: str) -> dict[str, Any]:
         "case_root": str(case.root),
         "case_inputs": case.inputs,
         "track": track,
+        **({"ops": ops} if ops else {}),
         "medcopilot_version": copilot.__version__,
     }
 
@@ -32,16 +34,18 @@ def open_session(
     trace_dir: str | Path | None = None,
     preload: bool = True,
     viewer: Any = None,
+    ops: str | None = None,
 ) -> Session:
     """A session on a case; with `preload`, the system opens the case's inputs (recorded in the trace).
 
-    `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`).
+    `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); `ops` limits Track B to
+    one operation set (`copilot.tools.operation_sets`).
     """
     case = case_dir if isinstance(case_dir, CasePack) else load_case(case_dir)
     kind = viewer_kind(case.kind)
-    trace = TraceRecorder(trace_dir, session_header(case, track)) if trace_dir is not None else None
+    trace = TraceRecorder(trace_dir, session_header(case, track, ops)) if trace_dir is not None else None
     viewer = viewer if viewer is not None else kind.viewer()
-    session = Session(viewer, kind.registry, track=track, trace=trace, case=case)
+    session = Session(viewer, registry_view(kind.registry, ops), track=track, trace=trace, case=case)
     if preload:
         outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:

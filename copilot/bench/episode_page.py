@@ -65,7 +65,8 @@ def _line(v: Any, axis: str, value: float, size: tuple[int, int]) -> list[tuple[
         p = v.center.copy()
         p[RAS[axis]] = value
         p[RAS[other]] = v.center[RAS[other]] + t
-        ends.append(tuple(float(c) for c in v.ras_to_image(p, size)))
+        x, y = v.ras_to_image(p, size)
+        ends.append((float(x), float(y)))
     return ends
 
 
@@ -81,7 +82,7 @@ def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size
     ids = [viewer.add_volume(v) for v in load_case_volumes([resolve_case_path(ctx, p) for p in case.inputs["volumes"]])]
     source = truth.data.get("source_series") or case.inputs.get("default_volume")
     names = {viewer.volume(v).name: v for v in ids}
-    vid = names.get(source, ids[0])
+    vid = names.get(str(source), ids[0])
     viewer.select_volume(vid)
     viewer.recover_standard_views(vid)
     slices: dict[str, float] = answer.get("key_slices") or {}

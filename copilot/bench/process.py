@@ -197,7 +197,8 @@ def _verification(events: list[dict[str, Any]]) -> dict[str, Any]:
 def _resources(events: list[dict[str, Any]], budget: int) -> dict[str, Any]:
     """Refused or failed calls, redundant repeats (same call, same state), share of the budget used."""
     invalid = sum(1 for e in events if not e.get("ok") and (e.get("error") or {}).get("code") != "not_in_track")
-    redundant, seen = 0, {}
+    redundant = 0
+    seen: dict[Any, Any] = {}
     for e in events:
         if not e.get("ok"):
             continue
@@ -224,7 +225,7 @@ def guard_counts(events: list[dict[str, Any]]) -> dict[str, int]:
 def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, budget: int) -> dict[str, Any]:
     """All process metrics of one episode, plus its exploration coverage and call signatures."""
     agent = calls(events)
-    end = next((e for e in reversed(events) if e.get("type") == "episode_end"), {})
+    end: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "episode_end"), {})
     response = str(end.get("response", ""))
     cited = _cited(response, case.module)
     refused = [e["handler"] for e in agent if (e.get("error") or {}).get("code") == "not_in_track"]

@@ -265,7 +265,7 @@ def table3(rows: list[dict[str, Any]]) -> Table:
     for ops in present_ops:
         mods = [m for m in OPS_COLUMNS[ops] if any(c[3] == ops and _has_any(groups[c], (m,)) for c in b_configs)]
         columns += [(ops, m) for m in mods]
-    from copilot.bench.ops import OPS_TITLES
+    from copilot.tools.operation_sets import OPS_TITLES
 
     head1: list[tuple[str, int]] = [("Backbone", 1), ("Metric", 1)]
     for ops in present_ops:

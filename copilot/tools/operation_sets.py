@@ -47,3 +47,8 @@ class OpsRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self.base
+
+
+def registry_view(registry: Any, ops: str | None) -> Any:
+    """The registry itself, or a view limited to an operation set."""
+    return registry if not ops else OpsRegistry(registry, ops)
