@@ -4,7 +4,8 @@ and memory while panning a 100k × 80k px slide.
 
 Cold: empty tile caches and fresh slide handles. Warm: the same view panned right by a quarter viewport,
 after the viewer's idle-time prefetch (the naive readers keep their own handle and OpenSlide's tile cache).
-Targets: cold ≤ 30 ms, warm ≤ 10 ms, ≥ 2× the naive call. Medians and 95th percentiles in ms.
+Targets: cold ≤ 30 ms, warm ≤ 10 ms, ≥ 2× the naive call. Medians and 95th percentiles in ms
+(tiffslide on the first 6 views of each row only).
 
 Run: `.venv/bin/python benchmarks/slide.py` (`--memory` for the panning profile only, printed as JSON).
 The slide is generated: a pyramidal JPEG TIFF whose tiles are drawn from a few pre-encoded H&E-like
@@ -38,6 +39,7 @@ from copilot.engine.slide_viewer import EmbeddedSlideViewer
 
 TILE = 256
 VIEW = (1024, 768)
+TIFFSLIDE_VIEWS = 6  # tiffslide takes seconds per view where it reads level 0 for a coarse downsample
 SLIDES = {  # pyramid downsamples: every benchmarked downsample has a level / none but 1 has one
     "levels 1,2,4,16,64": (1, 2, 4, 16, 64),
     "levels 1,8,64": (1, 8, 64),
@@ -121,7 +123,7 @@ def bench_render(path: Path, label: str, downsamples: tuple[float, ...], repeats
         centres = rng.uniform([20_000, 20_000], [80_000, 60_000], size=(repeats, 2))
         ms: dict[str, list[float]] = {k: [] for k in ("cold", "warm", "os_cold", "os_warm", "ts_cold", "ts_warm")}
         serving = ""
-        for cx, cy in centres:
+        for n, (cx, cy) in enumerate(centres):
             pan = cx + VIEW[0] / 4 * d
             viewer = EmbeddedSlideViewer(cache=TileCache())
             viewer.open(path)
@@ -135,6 +137,8 @@ def bench_render(path: Path, label: str, downsamples: tuple[float, ...], repeats
             ms["warm"].append(timed(lambda v=viewer: viewer_view(v)))
             viewer.wait_idle()
             for key, opener in (("os", openslide.OpenSlide), ("ts", tiffslide.TiffSlide)):
+                if key == "ts" and n >= TIFFSLIDE_VIEWS:
+                    continue
                 slide = opener(str(path))
                 ms[f"{key}_cold"].append(timed(lambda s=slide, x=cx, y=cy, d=d: naive_view(s, x, y, d)))
                 ms[f"{key}_warm"].append(timed(lambda s=slide, x=pan, y=cy, d=d: naive_view(s, x, y, d)))
