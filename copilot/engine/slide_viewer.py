@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from copilot.engine.geometry import Viewport, magnification_at, pyramid_level
-from copilot.engine.slide import SlideError, SlideSource, TileCache
+from copilot.engine.slide import SlideError, SlideSource, TileCache, filled
 from copilot.engine.slide_overlays import draw_slide_overlays, overview_box
 from copilot.errors import ViewerError
 
@@ -261,8 +261,7 @@ def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:
     if math.isclose(vp.downsample, ds, rel_tol=1e-9):
         return Image.fromarray(_paste_1to1(tiles, g, vp.width, vp.height))
     t = g.tile
-    mosaic = np.empty(((g.ty1 - g.ty0 + 1) * t, (g.tx1 - g.tx0 + 1) * t, 3), dtype=np.uint8)
-    mosaic[...] = OUTSIDE_RGB
+    mosaic = filled(((g.ty1 - g.ty0 + 1) * t, (g.tx1 - g.tx0 + 1) * t), OUTSIDE_RGB)
     for (tx, ty), tile in tiles.items():
         oy, ox = (ty - g.ty0) * t, (tx - g.tx0) * t
         mosaic[oy : oy + tile.shape[0], ox : ox + tile.shape[1]] = tile
@@ -280,8 +279,7 @@ def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:
 
 def _paste_1to1(tiles: dict[tuple[int, int], np.ndarray], g: _Grid, width: int, height: int) -> np.ndarray:
     """Screen array from tiles whose pixels are screen pixels: each tile copied once at a whole-pixel offset."""
-    out = np.empty((height, width, 3), dtype=np.uint8)
-    out[...] = OUTSIDE_RGB
+    out = filled((height, width), OUTSIDE_RGB)
     ox, oy = math.floor(g.left + 0.5), math.floor(g.top + 0.5)  # level pixel shown at screen (0, 0)
     t = g.tile
     for (tx, ty), tile in tiles.items():
