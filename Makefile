@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
-SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3
+SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 \
+	openjdk-17-jdk-headless libturbojpeg0
 
 .PHONY: demo test lint sysdeps venv bench clean screenshots
 
@@ -27,8 +28,10 @@ demo: $(STAMP)
 	$(BIN)/medcopilot demo --out $(DEMO_OUT)
 
 test: $(STAMP)
+	@$(MAKE) --no-print-directory sysdeps
 	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
 	$(BIN)/mypy
+	$(BIN)/python -m tests.qupath_jvm  # compiles the QuPath API fixture (tests/java) for the bridge's JVM tests
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

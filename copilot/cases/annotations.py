@@ -1,8 +1,12 @@
 """Pathology ground truth: QuPath-style GeoJSON annotations (level-0 pixels) and point-in-polygon tests.
 
-QuPath exports each annotation as a GeoJSON Feature whose `properties.classification.name` is its
-class; geometries are Polygon or MultiPolygon (exterior ring first, then holes). A point on an
-edge counts as inside, as the scoring rules say.
+QuPath exports each annotation as a GeoJSON Feature (with an `id`) whose `properties.classification` is
+`{"name": ..., "color": [r, g, b]}` (derived classes: `"names": [...]`; before 0.4: `"colorRGB"`, a
+packed ARGB integer), as QuPath's GsonTools.PathClassTypeAdapter writes and reads it (qupath/qupath,
+qupath-core/src/main/java/qupath/lib/io/GsonTools.java). Geometries are Polygon or MultiPolygon
+(exterior ring first, then holes, rings closed). Each polygon becomes one `Annotation`; the parts of a
+MultiPolygon share their feature's `object_id`, and writing puts them back together. A point on an edge
+counts as inside, as the scoring rules say.
 """
 
 from __future__ import annotations
@@ -14,14 +18,18 @@ from typing import Any
 
 import numpy as np
 
+RGB = tuple[int, int, int]
+
 
 @dataclass(frozen=True)
 class Annotation:
-    """One polygon (exterior + holes) with its class name."""
+    """One polygon (exterior + holes, rings open) with its class name, class colour and source feature id."""
 
     cls: str
     exterior: np.ndarray
     holes: tuple[np.ndarray, ...] = ()
+    colour: RGB | None = None
+    object_id: str | None = None
 
     def contains(self, x: float, y: float) -> bool:
         if not _in_ring(self.exterior, x, y, edge=True):
@@ -60,11 +68,27 @@ def _in_ring(ring: np.ndarray, x: float, y: float, edge: bool) -> bool:
     return inside
 
 
-def _class_name(props: dict[str, Any]) -> str:
-    cls = props.get("classification") or {}
-    if isinstance(cls, dict) and cls.get("name"):
-        return str(cls["name"])
-    return str(props.get("name") or props.get("class") or "")
+def _classification(props: dict[str, Any]) -> tuple[str, RGB | None]:
+    """Class name (derived classes joined with ": ", as QuPath names them) and colour of a feature."""
+    cls = props.get("classification")
+    if isinstance(cls, str):
+        return cls, None
+    if isinstance(cls, dict):
+        names = cls.get("names") or ([cls["name"]] if cls.get("name") else [])
+        colour: RGB | None = None
+        if isinstance(cls.get("color"), list) and len(cls["color"]) >= 3:
+            colour = (int(cls["color"][0]), int(cls["color"][1]), int(cls["color"][2]))
+        elif isinstance(cls.get("colorRGB"), int):  # QuPath < 0.4: packed (A)RGB
+            packed = cls["colorRGB"] & 0xFFFFFF
+            colour = (packed >> 16, (packed >> 8) & 0xFF, packed & 0xFF)
+        if names:
+            return ": ".join(str(n) for n in names), colour
+    return str(props.get("name") or props.get("class") or ""), None
+
+
+def _open_ring(ring: Any) -> np.ndarray:
+    arr = np.asarray(ring, dtype=float)[:, :2]
+    return arr[:-1] if len(arr) > 1 and np.array_equal(arr[0], arr[-1]) else arr
 
 
 def parse_features(data: Any) -> list[Annotation]:
@@ -78,19 +102,20 @@ def parse_features(data: Any) -> list[Annotation]:
     else:
         raise ValueError("not GeoJSON features")
     out: list[Annotation] = []
-    for feat in features:
+    for n, feat in enumerate(features):
         geom = feat.get("geometry") or {}
-        cls = _class_name(feat.get("properties") or {})
+        cls, colour = _classification(feat.get("properties") or {})
         polys = (
             [geom.get("coordinates", [])]
             if geom.get("type") == "Polygon"
             else (geom.get("coordinates", []) if geom.get("type") == "MultiPolygon" else [])
         )
+        object_id = str(feat.get("id") or f"feature-{n}")
         for rings in polys:
             if not rings:
                 continue
-            arrays = [np.asarray(r, dtype=float)[:, :2] for r in rings]
-            out.append(Annotation(cls, arrays[0], tuple(arrays[1:])))
+            arrays = [_open_ring(r) for r in rings]
+            out.append(Annotation(cls, arrays[0], tuple(arrays[1:]), colour, object_id))
     return out
 
 
@@ -98,17 +123,38 @@ def read_geojson(path: str | Path) -> list[Annotation]:
     return parse_features(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
+def _closed(ring: np.ndarray) -> list[list[float]]:
+    return [[float(x), float(y)] for x, y in np.vstack([ring, ring[:1]])]
+
+
 def to_geojson(annotations: list[Annotation]) -> dict[str, Any]:
-    """QuPath-style FeatureCollection of annotations."""
-    feats = []
+    """QuPath-style FeatureCollection: one feature per object (consecutive parts with one `object_id` make a
+    MultiPolygon), classification with name (or names) and colour."""
+    groups: list[list[Annotation]] = []
     for a in annotations:
-        rings = [a.exterior, *a.holes]
-        coords = [[[float(x), float(y)] for x, y in np.vstack([r, r[:1]])] for r in rings]
+        if groups and a.object_id is not None and groups[-1][0].object_id == a.object_id:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    feats = []
+    for n, parts in enumerate(groups):
+        first = parts[0]
+        polygons = [[_closed(r) for r in (a.exterior, *a.holes)] for a in parts]
+        geometry = (
+            {"type": "Polygon", "coordinates": polygons[0]}
+            if len(polygons) == 1
+            else {"type": "MultiPolygon", "coordinates": polygons}
+        )
+        names = first.cls.split(": ")
+        classification: dict[str, Any] = {"name": first.cls} if len(names) == 1 else {"names": names}
+        if first.colour is not None:
+            classification["color"] = list(first.colour)
         feats.append(
             {
                 "type": "Feature",
-                "geometry": {"type": "Polygon", "coordinates": coords},
-                "properties": {"objectType": "annotation", "classification": {"name": a.cls}},
+                "id": first.object_id or f"annotation-{n}",
+                "geometry": geometry,
+                "properties": {"objectType": "annotation", "classification": classification},
             }
         )
     return {"type": "FeatureCollection", "features": feats}

@@ -56,11 +56,12 @@ def write_pyramid(
     downsamples: tuple[int, ...] = (1, 4, 16),
     tile: int = 256,
     quality: int = 90,
+    bigtiff: bool = True,
 ) -> Path:
-    """Write an RGB image as a tiled JPEG pyramid with `mpp` µm/px at level 0."""
+    """Write an RGB image as a tiled JPEG pyramid with `mpp` µm/px at level 0 (classic TIFF if not `bigtiff`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     pil = Image.fromarray(image)
-    with tifffile.TiffWriter(path, bigtiff=True) as tw:
+    with tifffile.TiffWriter(path, bigtiff=bigtiff) as tw:
         for n, d in enumerate(downsamples):
             level = image if d == 1 else np.asarray(pil.reduce(d))
             res = 1e4 / (mpp * d)  # pixels per centimetre

@@ -19,6 +19,7 @@ from copilot.engine.reslice import reslice_uint8
 from copilot.engine.volume import Volume
 
 PNG_COMPRESS_LEVEL = 1  # level 1 is ~4× faster than Pillow's default 6 at a modest size cost
+JPEG_QUALITY = 90  # slide screenshots for the model: visually lossless for H&E at this size, ~15× faster than PNG
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,17 @@ def encode_png(image: Image.Image) -> bytes:
     return buf.getvalue()
 
 
-def encode_jpeg(image: Image.Image, quality: int = 90) -> bytes:
-    """JPEG bytes (for slide screenshots when speed matters more than losslessness)."""
+def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:
+    """JPEG bytes (slide screenshots for the model: libjpeg-turbo, 4:2:0 chroma; deterministic for given pixels).
+
+    TurboJPEG's one-call encoder where present (about a third faster than Pillow's), else Pillow.
+    """
+    if image.mode == "RGB":
+        from copilot.engine.slide_jpeg import encode_rgb
+
+        data = encode_rgb(np.asarray(image), quality)
+        if data is not None:
+            return data
     buf = io.BytesIO()
     image.save(buf, format="JPEG", quality=quality)
     return buf.getvalue()

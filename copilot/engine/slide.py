@@ -2,15 +2,18 @@
 
 `read_region` follows OpenSlide's convention: the location is in level-0 pixels, the size in
 pixels of the requested level. Tiles are read in level coordinates and kept in a byte-bounded LRU
-cache, so panning a gigapixel slide never holds more than the budget in memory.
+cache, so panning a gigapixel slide never holds more than the budget in memory. Tiled JPEG TIFF
+levels are decoded straight from their raw tiles, at 1/2, 1/4 or 1/8 scale when the requested
+downsample lies between levels (`slide_jpeg`); everything else is read through OpenSlide.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +21,23 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from copilot.engine.geometry import pyramid_level
+from copilot.engine.slide_jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
+
 DEFAULT_TILE = 512  # read unit when the file does not say its tile size
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 BACKGROUND_RGB = (255, 255, 255)  # what a slide shows where it has no data (glass)
-_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="tiles")
+_WORKERS = max(2, os.cpu_count() or 2)
+_POOL = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="tiles")
+
+
+def _lower_priority() -> None:
+    """Run the prefetch thread at the lowest CPU priority, so it only uses time the foreground leaves idle."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # Linux: per-thread nice value
+
+
+_IDLE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch", initializer=_lower_priority)
 
 
 class SlideError(ValueError):
@@ -50,10 +66,16 @@ class SlideSource:
         if not p.is_file():
             raise SlideError(f"no such slide file: {p.name}")
         self._slide, backend = _open(p)
-        self.tile = tile or _native_tile(self._slide.properties)
+        props = self._slide.properties
         self.cache = cache if cache is not None else TileCache()
         self._lock = threading.Lock()
-        props = self._slide.properties
+        self._generation = 0  # bumped by each prefetch request; older requests stop
+        dims = tuple((int(w), int(h)) for w, h in self._slide.level_dimensions)
+        vendor = "tiffslide" if backend == "tiffslide" else props.get("openslide.vendor")
+        self._jpeg: JpegTiles | None = open_jpeg_tiles(p, dims, "generic-tiff" if vendor == "tiffslide" else vendor)
+        level0 = self._jpeg.levels.get(0) if self._jpeg is not None else None
+        native = level0.tile if level0 is not None and 128 <= level0.tile <= 1024 else _native_tile(props)
+        self.tile = tile or native
         self.info = SlideInfo(
             path=str(p),
             name=p.stem,
@@ -64,18 +86,64 @@ class SlideSource:
             objective_power=_float(props.get("openslide.objective-power")),
             backend=backend,
         )
+        self._verify_raw_levels()
         self.thumbnail = self.make_thumbnail(256)
 
     def close(self) -> None:
+        if self._jpeg is not None:
+            self._jpeg.close()
         self._slide.close()
 
-    def read_tile(self, level: int, tx: int, ty: int) -> np.ndarray:
-        """RGB tile (level coordinates `tx*tile`, `ty*tile`), clipped at the level's edge; cached."""
-        hit = self.cache.get((self.info.path, level, tx, ty))
-        return hit if hit is not None else self._load_tile(level, tx, ty)
+    @property
+    def raw_levels(self) -> tuple[int, ...]:
+        """Levels decoded from their raw JPEG tiles (and so available at reduced scale)."""
+        return tuple(sorted(self._jpeg.levels)) if self._jpeg is not None else ()
 
-    def _load_tile(self, level: int, tx: int, ty: int) -> np.ndarray:
-        """Decode one tile and put it in the cache."""
+    def _verify_raw_levels(self) -> None:
+        """Keep a raw level only if its tile grid is ours and a middle tile decodes as OpenSlide decodes it."""
+        if self._jpeg is None:
+            return
+        for n, lv in list(self._jpeg.levels.items()):
+            tx, ty = (lv.width // self.tile) // 2, (lv.height // self.tile) // 2
+            ok = lv.tile == self.tile
+            if ok:
+                mine = self._read_raw(n, tx, ty, 1)
+                ok = mine is not None and _close_to(mine, self._read_openslide(n, tx, ty))
+            if not ok:
+                del self._jpeg.levels[n]
+        if not self._jpeg.levels:
+            self._jpeg.close()
+            self._jpeg = None
+
+    def serving_level(self, downsample: float) -> tuple[int, int]:
+        """(level, scale) to decode for a downsample: the coarsest (level, 1/scale) not coarser than asked.
+
+        Scales above 1 exist only for raw JPEG levels (reduced-scale decoding); ties go to the real level.
+        """
+        d = max(downsample, 1.0) * (1 + 1e-9)
+        best = (pyramid_level(self.info.level_downsamples, downsample), 1)
+        best_ds = self.info.level_downsamples[best[0]]
+        for level in reversed(self.raw_levels):  # coarsest first: ties go to the level with less to decode
+            for scale in SCALES[1:]:
+                v = self.info.level_downsamples[level] * scale
+                if best_ds * (1 + 1e-9) < v <= d:
+                    best, best_ds = (level, scale), v
+        return best
+
+    def scaled_dimensions(self, level: int, scale: int) -> tuple[int, int]:
+        """Size of a level decoded at 1/scale (libjpeg rounds partial blocks up)."""
+        w, h = self.info.level_dimensions[level]
+        return (-(-w // scale), -(-h // scale))
+
+    def _key(self, level: int, tx: int, ty: int, scale: int) -> tuple[Any, ...]:
+        return (self.info.path, level, scale, tx, ty)
+
+    def read_tile(self, level: int, tx: int, ty: int, scale: int = 1) -> np.ndarray:
+        """RGB tile (level coordinates `tx*tile`, `ty*tile`, divided by `scale`), clipped at the level's edge."""
+        hit = self.cache.get(self._key(level, tx, ty, scale))
+        return hit if hit is not None else self._load_tile(level, tx, ty, scale)
+
+    def _read_openslide(self, level: int, tx: int, ty: int) -> np.ndarray:
         lw, lh = self.info.level_dimensions[level]
         w, h = min(self.tile, lw - tx * self.tile), min(self.tile, lh - ty * self.tile)
         ds = self.info.level_downsamples[level]
@@ -85,26 +153,79 @@ class SlideSource:
         else:
             with self._lock:
                 region = self._slide.read_region(loc, level, (w, h))
-        tile = _to_rgb(region)
-        self.cache.put((self.info.path, level, tx, ty), tile)
+        return _to_rgb(region)
+
+    def _read_raw(self, level: int, tx: int, ty: int, scale: int) -> np.ndarray | None:
+        """A raw JPEG tile decoded at 1/scale and clipped at the level's edge; None when undecodable."""
+        assert self._jpeg is not None
+        sw, sh = self.scaled_dimensions(level, scale)
+        t = self.tile // scale
+        w, h = min(t, sw - tx * t), min(t, sh - ty * t)
+        try:
+            decoded = self._jpeg.tile(level, tx, ty, scale)
+        except Exception:  # a corrupt tile: let OpenSlide report it
+            return None
+        if decoded is None:  # no data stored: glass
+            return filled((h, w), BACKGROUND_RGB)
+        if decoded.shape[:2] != (t, t):
+            return None
+        return decoded if (h, w) == (t, t) else np.ascontiguousarray(decoded[:h, :w])
+
+    def _load_tile(self, level: int, tx: int, ty: int, scale: int = 1) -> np.ndarray:
+        """Decode one tile (raw JPEG when the level allows, else OpenSlide) and put it in the cache."""
+        tile = None
+        if self._jpeg is not None and level in self._jpeg.levels:
+            tile = self._read_raw(level, tx, ty, scale)
+        if tile is None:
+            tile = self._read_openslide(level, tx, ty)
+            if scale != 1:  # a level OpenSlide alone reads (or a corrupt raw tile): box-reduce its decode
+                tile = np.asarray(Image.fromarray(tile).reduce(scale))
+        self.cache.put(self._key(level, tx, ty, scale), tile)
         return tile
 
-    def read_tiles(self, level: int, keys: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
-        """Several tiles; the ones not cached are decoded in parallel (OpenSlide releases the GIL)."""
+    def read_tiles(self, level: int, keys: list[tuple[int, int]], scale: int = 1) -> dict[tuple[int, int], np.ndarray]:
+        """Several tiles; the ones not cached are decoded in parallel (the decoders release the GIL)."""
         out: dict[tuple[int, int], np.ndarray] = {}
         missing = []
         for tx, ty in keys:
-            hit = self.cache.get((self.info.path, level, tx, ty))
+            hit = self.cache.get(self._key(level, tx, ty, scale))
             if hit is None:
                 missing.append((tx, ty))
             else:
                 out[(tx, ty)] = hit
-        if len(missing) > 1:
-            for key, tile in zip(missing, _POOL.map(lambda k: self._load_tile(level, *k), missing), strict=True):
-                out[key] = tile
-        elif missing:
-            out[missing[0]] = self._load_tile(level, *missing[0])
+        chunks = [missing[i::_WORKERS] for i in range(_WORKERS)] if len(missing) > 2 else [missing]
+        futures = [_POOL.submit(self._load_tiles, level, keys, scale) for keys in chunks[1:]]
+        out.update(self._load_tiles(level, chunks[0], scale))  # this thread decodes its share too
+        for future in futures:
+            out.update(future.result())
         return out
+
+    def _load_tiles(self, level: int, keys: list[tuple[int, int]], scale: int) -> dict[tuple[int, int], np.ndarray]:
+        return {key: self._load_tile(level, *key, scale) for key in keys}
+
+    def prefetch(self, level: int, keys: list[tuple[int, int]], scale: int = 1) -> Future[int]:
+        """Decode tiles not yet cached on the background thread; a later request stops this one.
+
+        Returns a future of the number of tiles decoded (for tests and benchmarks that wait for idle).
+        """
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+
+        def job() -> int:
+            done = 0
+            for tx, ty in keys:
+                if self._generation != generation:
+                    break
+                if self._key(level, tx, ty, scale) not in self.cache:
+                    try:
+                        self._load_tile(level, tx, ty, scale)
+                    except Exception:  # the slide was closed meanwhile: nothing to warm
+                        break
+                    done += 1
+            return done
+
+        return _IDLE.submit(job)
 
     def make_thumbnail(self, side: int) -> Image.Image:
         """An RGB overview of the whole slide whose longer side is `side` pixels."""
@@ -150,6 +271,18 @@ def _mpp(props: Any) -> tuple[float, float] | None:
     return (x, y if y is not None else x)
 
 
+def filled(shape: tuple[int, int], rgb: tuple[int, int, int]) -> np.ndarray:
+    """An RGB array of one colour (a grey fills at memset speed; broadcasting a tuple is ~50× slower)."""
+    if rgb[0] == rgb[1] == rgb[2]:
+        return np.full((*shape, 3), rgb[0], dtype=np.uint8)
+    return np.tile(np.array(rgb, dtype=np.uint8), (*shape, 1))
+
+
+def _close_to(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two decodes of the same tile agree (same size, mean difference within JPEG decoder rounding)."""
+    return a.shape == b.shape and float(np.abs(a.astype(np.int16) - b).mean()) <= MATCH_TOLERANCE
+
+
 def _to_rgb(image: Image.Image) -> np.ndarray:
     """RGB array of a region; transparent (no-data) pixels composited over the glass background."""
     if image.mode == "RGB":
@@ -176,6 +309,10 @@ class TileCache:
     @property
     def nbytes(self) -> int:
         return self._bytes
+
+    def __contains__(self, key: tuple[Any, ...]) -> bool:
+        with self._lock:
+            return key in self._items
 
     def get(self, key: tuple[Any, ...]) -> np.ndarray | None:
         with self._lock:

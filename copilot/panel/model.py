@@ -93,7 +93,9 @@ class PanelModel:
             fn(what)
 
     def _on_call(self, outcome: CallOutcome, args: dict[str, Any] | None, actor: str) -> None:
-        thumb = outcome.images[0].data if outcome.images and outcome.images[0].mime == "image/png" else None
+        thumb = (
+            outcome.images[0].data if outcome.images and outcome.images[0].mime in ("image/png", "image/jpeg") else None
+        )
         status = "ok" if outcome.ok else "refused"
         err = None if outcome.ok else (outcome.error or {}).get("message")
         if self.pending is not None and self.pending.handler == outcome.name and actor == "agent":

@@ -66,7 +66,7 @@ class TraceRecorder:
         seq = self._seq
         images = []
         for n, im in enumerate(outcome.images):
-            ext = "png"
+            ext = "jpg" if im.mime == "image/jpeg" else "png"  # the exact bytes the model received
             rel = f"{ARTIFACTS}/{seq:06d}_{n}_{im.view}.{ext}"
             (self.dir / rel).write_bytes(im.data)
             images.append({**im.to_json(with_data=False), "artifact": rel})
