@@ -24,7 +24,7 @@ from copilot.engine.display import (
     default_display,
     preset_settings,
 )
-from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView
+from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
 from copilot.engine.render import Layer, compose, draw_corners
 from copilot.engine.volume import Volume
 from copilot.errors import ViewerError
@@ -219,17 +219,22 @@ class EmbeddedVolumeViewer:
         return self._s.volumes[vid]
 
     def slice_offset_range(self, view: str) -> tuple[float, float]:
-        """Offsets of the first and last slice of the background volume in this view."""
-        return self.view(view).offset_range(self._reference().corners_ras())
+        """Canonical offsets of the first and last slice of the background volume in this view (Slicer's
+        slider range: voxel centres; a single slice gets one blank step on either side)."""
+        v = self.view(view)
+        vol = self._reference()
+        lo, hi = v.offset_range(vol.corners_ras())
+        step = slice_spacing(vol.ijk_to_ras, v.normal)
+        if hi - lo < step:
+            mid = (lo + hi) / 2.0
+            return (mid - step, mid + step)
+        return (lo, hi)
 
     def slice_step(self, view: str) -> float:
-        """Distance between adjacent slices along the view normal (the open_case spacing if given)."""
+        """Slicer's slider step along the view normal (the open_case spacing if given)."""
         if self._s.slice_step is not None:
             return self._s.slice_step
-        vol = self._reference()
-        cos = np.abs(vol.direction.T @ self.view(view).normal)
-        a = int(np.argmax(cos))
-        return float(vol.spacing[a] * cos[a])
+        return slice_spacing(self._reference().ijk_to_ras, self.view(view).normal)
 
     def set_slice_step(self, step: float | None) -> None:
         if step is not None and not (math.isfinite(step) and step > 0):
@@ -264,7 +269,9 @@ class EmbeddedVolumeViewer:
         v.zoom(factor, anchor_ras)
 
     def fit(self, view: str) -> None:
-        self.view(view).fit(self._reference().corners_ras(), spacing_margin=max(self._reference().spacing))
+        """Slicer's FitSliceToAll field of view for the background volume; the offset is kept."""
+        vol = self._reference()
+        self.view(view).fit(voxel_box_corners(vol.ijk_to_ras, vol.dimensions))
 
     def recover_standard_views(self, vid: str | None = None) -> None:
         """Standard orientations, fitted, each offset at the volume centre; `vid` becomes the background."""
@@ -276,7 +283,7 @@ class EmbeddedVolumeViewer:
             v = self._s.views[name]
             v.orientation = VIEW_ORIENTATION[name]
             v.center = centre.copy()
-            v.fit(vol.corners_ras(), spacing_margin=max(vol.spacing))
+            v.fit(voxel_box_corners(vol.ijk_to_ras, vol.dimensions))
 
     def jump(self, ras: np.ndarray) -> None:
         """Centre every view on a RAS point (Slicer's JumpAllSlices in centred mode)."""
