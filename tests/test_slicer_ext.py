@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from copilot.tools import RADIOLOGY
+from tests.conftest import in_slicer_application
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "slicer_ext" / "MedCopilot"
 sys.path.insert(0, str(MODULE))
-IN_SLICER = hasattr(sys.modules.get("slicer"), "app")  # the Slicer application (not the slicer-core libraries)
+IN_SLICER = in_slicer_application()
 
 
 def test_module_files_compile_and_are_listed_in_cmake() -> None:

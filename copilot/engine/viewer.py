@@ -25,7 +25,7 @@ from copilot.engine.display import (
     preset_settings,
 )
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
-from copilot.engine.render import Layer, compose, draw_corners
+from copilot.engine.render import Layer, compose, corner_text, draw_corners
 from copilot.engine.volume import Volume
 from copilot.errors import ViewerError
 
@@ -364,16 +364,9 @@ class EmbeddedVolumeViewer:
 
     def _overlay_text(self, v: SliceView) -> dict[str, list[str]]:
         s = self._s
-        corners: dict[str, list[str]] = {
-            "tl": [f"{v.name.capitalize()}  {v.orientation}", f"{v.axis_label}: {v.offset:.1f}mm"]
-        }
-        if s.background:
-            d = s.display[s.background]
-            corners["tr"] = [f"W: {d.window:.0f}  L: {d.level:.0f}"]
-            corners["bl"] = [f"B: {s.volumes[s.background].name}"]
-            if s.foreground:
-                corners["bl"].append(f"F: {s.volumes[s.foreground].name} ({s.opacity:.0%})")
-        return corners
+        bg = (s.volumes[s.background].name, s.display[s.background]) if s.background else None
+        fg = s.volumes[s.foreground].name if s.foreground else None
+        return corner_text(v, bg, fg, s.opacity)
 
     def point_to_ras(self, view: str, point_1000: tuple[float, float]) -> np.ndarray:
         """RAS of a 0–999 point on the view's last rendered image."""
