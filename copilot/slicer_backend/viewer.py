@@ -534,7 +534,7 @@ class SlicerSceneViewer:
 
     # ----- rendering and conversions -----
     def _pipeline_image(self, view: str, size: tuple[int, int]) -> np.ndarray:
-        """RGBA (H, W, 4) from the slice logic's pipeline at `size`, the field of view fitted inside it."""
+        """RGB (H, W, 3) of the slice logic's RGBA output over black at `size`, the field of view fitted inside it."""
         node = self.slice_node(view)
         w, h = size
         fov, dims = node.GetFieldOfView(), node.GetDimensions()
@@ -548,8 +548,9 @@ class SlicerSceneViewer:
             producer = self.slice_logic(view).GetImageDataConnection().GetProducer()
             producer.Update()
             out = producer.GetOutputDataObject(0)
-            rgba = numpy_support.vtk_to_numpy(out.GetPointData().GetScalars()).reshape(h, w, -1)
-            return np.ascontiguousarray(rgba[::-1])  # VTK's first row is the bottom one
+            rgba = numpy_support.vtk_to_numpy(out.GetPointData().GetScalars()).reshape(h, w, -1)[::-1]  # top first
+            rgb = rgba[..., :3].astype(np.uint16) * rgba[..., 3:4] // 255  # over black, as Slicer's view draws it
+            return rgb.astype(np.uint8)
         finally:
             modify = node.StartModify()
             node.SetFieldOfView(*fov)
