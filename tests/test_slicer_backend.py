@@ -1,0 +1,148 @@
+"""The `slicer` backend keeps its state in Slicer's MRML scene: node ids are the handler ids, derived
+objects are Slicer nodes, nothing leaks between cases, and a refused or failed call leaves the scene
+exactly as it was (node count, node ids, slice geometry, composite and display nodes, layout)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from copilot.engine.derived import TransformNode
+from copilot.errors import HandlerError
+from copilot.runtime import open_session
+from copilot.session import Session
+from copilot.tools import RADIOLOGY
+from copilot.tools.registry import HandlerContext, HandlerOutput, Registry
+from tests.conftest import backend_viewer
+from tests.test_contract import BAD_CALLS, FIRST_ID
+
+pytest.importorskip("slicer_core")
+
+
+def fingerprint(session: Session) -> dict[str, Any]:
+    """Everything of the MRML scene a handler may change."""
+    viewer = session.viewer
+    scene = viewer.scene
+    nodes = [scene.GetNthNode(i) for i in range(scene.GetNumberOfNodes())]
+    out: dict[str, Any] = {"ids": [n.GetID() for n in nodes], "layout": viewer.mrml.layout_node.GetViewArrangement()}
+    for n in nodes:
+        if n.IsA("vtkMRMLSliceNode"):
+            m = n.GetSliceToRAS()
+            out[n.GetID()] = (
+                [round(m.GetElement(r, c), 9) for r in range(4) for c in range(4)],
+                tuple(n.GetFieldOfView()),
+                tuple(n.GetDimensions()),
+                n.GetOrientation(),
+                n.GetSliceSpacingMode(),
+            )
+        elif n.IsA("vtkMRMLSliceCompositeNode"):
+            out[n.GetID()] = (
+                n.GetBackgroundVolumeID(),
+                n.GetForegroundVolumeID(),
+                n.GetForegroundOpacity(),
+                n.GetCompositing(),
+            )
+        elif n.IsA("vtkMRMLScalarVolumeDisplayNode"):
+            out[n.GetID()] = (n.GetWindow(), n.GetLevel(), n.GetColorNodeID(), n.GetAttribute("MedCopilot.Preset"))
+    return out
+
+
+@pytest.fixture
+def slicer_session(brain_case: Path) -> Session:
+    return open_session(brain_case, viewer=backend_viewer("slicer"))
+
+
+def test_refused_calls_leave_the_scene_unchanged(slicer_session: Session) -> None:
+    assert slicer_session.call("zoom", {"view": "green", "factor": 1.7, "size": 64}).ok
+    assert slicer_session.call("window_preset", {"preset": "mr_t2_flair", "size": 64}).ok
+    before = fingerprint(slicer_session)
+    first = slicer_session.viewer.volume_ids()[0]
+    for name, args, code in BAD_CALLS:
+        if isinstance(args, dict) and FIRST_ID in args.values():
+            args = {k: first if v == FIRST_ID else v for k, v in args.items()}
+        out = slicer_session.call(name, args)  # type: ignore[arg-type]
+        assert not out.ok and out.error["code"] == code  # type: ignore[index]
+        assert fingerprint(slicer_session) == before, name
+
+
+def half_done(ctx: HandlerContext) -> HandlerOutput:
+    """Change the whole scene, then fail (a stand-in for a handler failing half-way)."""
+    viewer = ctx.viewer
+    keep = viewer.volume(viewer.volume_ids()[0])
+    viewer.clear()
+    vid = viewer.add_volume(keep)
+    viewer.recover_standard_views(vid)
+    viewer.set_window_level(vid, 10.0, 5.0)
+    viewer.set_layout("one_up_green")
+    viewer.set_slice_step(3.0)
+    viewer.zoom("red", 3.0)
+    raise HandlerError("failed_half_way", "stopped after changing the scene")
+
+
+def test_a_call_failing_half_way_restores_the_scene(brain_case: Path) -> None:
+    registry = Registry("radiology")
+    for spec in RADIOLOGY.specs():
+        registry.register(spec)
+    registry.handler(role="viewer_control")(half_done)
+    session = open_session(brain_case, viewer=backend_viewer("slicer"))
+    session.registry = registry
+    assert session.call("set_slice_offset", {"view": "yellow", "offset": 6.0, "size": 64}).ok
+    before, state = fingerprint(session), session.snapshot()
+    out = session.call("half_done", {})
+    assert not out.ok and out.error == {"code": "failed_half_way", "message": "stopped after changing the scene"}
+    assert fingerprint(session) == before
+    assert session.snapshot() == state
+    assert session.call("observe", {"view": "all", "size": 64}).ok  # the restored nodes still draw
+
+
+def test_node_ids_are_handler_ids_and_nothing_leaks(slicer_session: Session) -> None:
+    viewer = slicer_session.viewer
+    scene = viewer.scene
+    ids = [v["id"] for v in slicer_session.call("get_viewer_state", {}).result["inventory"]]
+    assert ids == [scene.GetNthNodeByClass(i, "vtkMRMLScalarVolumeNode").GetID() for i in range(len(ids))]
+    assert {viewer.composite_node(n).GetBackgroundVolumeID() for n in ("red", "yellow", "green")} == {
+        slicer_session.snapshot()["active_volume"]
+    }
+    count = scene.GetNumberOfNodes()
+    for _ in range(2):
+        assert slicer_session.call("open_case", {"size": 64}).ok
+        assert scene.GetNumberOfNodes() == count  # the old case's volume and display nodes are gone
+
+
+def test_segments_and_transforms_are_slicer_nodes(brain_case: Path) -> None:
+    session = open_session(brain_case, track="B", viewer=backend_viewer("slicer"))
+    scene = session.viewer.scene
+    out = session.call(
+        "segment_threshold", {"volume": "FLAIR", "output_segment": "bright", "lower": 0.5, "upper": 1e6, "size": 64}
+    )
+    assert out.ok, out.error
+    [entry] = out.state["segments"]
+    node = scene.GetNodeByID(entry["id"])
+    assert node.IsA("vtkMRMLSegmentationNode") and node.GetName() == "bright"
+    assert node.GetSegmentation().GetNumberOfSegments() == 1
+    assert scene.GetFirstNodeByClass("vtkMRMLLabelMapVolumeNode") is None  # only used to import the label map
+    fixed, moving = session.viewer.volume_ids()[:2]
+    matrix = np.eye(4)
+    matrix[:3, 3] = (2.0, -1.0, 0.5)
+    tid = session.viewer.add_transform(TransformNode("shift", fixed, moving, matrix, "rigid", [], 0.0))
+    mrml = scene.GetNodeByID(tid)
+    assert mrml.IsA("vtkMRMLLinearTransformNode") and mrml.GetName() == "shift"
+    to_parent = mrml.GetMatrixTransformToParent()
+    assert [to_parent.GetElement(r, 3) for r in range(3)] == pytest.approx([-2.0, 1.0, -0.5])
+    assert session.viewer.transform("shift")[0] == tid
+
+
+def test_fusion_is_the_composite_node(slicer_session: Session) -> None:
+    out = slicer_session.call(
+        "fusion",
+        {"background_volume_ref": "T1", "foreground_volume_ref": "FLAIR", "foreground_opacity": 0.4, "mode": "add"},
+    )
+    assert out.ok
+    comp = slicer_session.viewer.composite_node("green")
+    assert comp.GetForegroundVolumeID() == out.result["foreground_volume"]
+    assert comp.GetForegroundOpacity() == pytest.approx(0.4) and comp.GetCompositing() == 2
+    image = np.asarray(slicer_session.viewer.render("green", (96, 96)))
+    assert image.ndim == 3 and image.max() > 0
