@@ -19,6 +19,15 @@ def available() -> bool:
     return importlib.util.find_spec("slicer_core") is not None and importlib.util.find_spec("vtkmodules") is not None
 
 
+def slicer_viewer() -> Any:
+    """The `slicer` backend's viewer for a new session, or a clear error when slicer-core is missing."""
+    if not available():
+        from copilot.errors import HandlerError
+
+        raise HandlerError("backend_unavailable", "the slicer backend needs slicer-core: pip install '.[slicer]'")
+    return new_slicer_viewer()
+
+
 def new_slicer_viewer(scene: Any = None, app_logic: Any = None) -> Any:
     """A `SlicerSceneViewer`: on a fresh standalone scene, or on a given scene and application logic."""
     from copilot.slicer_backend.viewer import SlicerSceneViewer
