@@ -146,3 +146,29 @@ def test_fusion_is_the_composite_node(slicer_session: Session) -> None:
     assert comp.GetForegroundOpacity() == pytest.approx(0.4) and comp.GetCompositing() == 2
     image = np.asarray(slicer_session.viewer.render("green", (96, 96)))
     assert image.ndim == 3 and image.max() > 0
+
+
+def test_bench_scores_are_equal_on_both_backends_and_replay(tmp_path: Path) -> None:
+    """`bench run --backend slicer` scores the offline policies exactly as the embedded engine does (the
+    baseline's pixel-derived RAS may differ by hundredths of a mm), and its traces replay (states, results
+    and image hashes) on a fresh Slicer scene."""
+    from copilot.bench.batch import run_batch
+    from copilot.cases.make import make_cases
+    from copilot.trace.replay import replay
+
+    cases = tmp_path / "cases"
+    make_cases("brain_mri", 2, 3, cases, spacing=3.0)
+    make_cases("lung_petct", 1, 1, cases, spacing=3.0)
+    scores: dict[str, dict[tuple[str, str], tuple[float, float, float | None]]] = {}
+    for backend in ("embedded", "slicer"):
+        for policy in ("prior", "baseline"):
+            rows = run_batch(cases, policy, tmp_path / backend, workers=1, progress=None, backend=backend)
+            for r in rows:
+                assert r["status"] != "error", r["error"]
+                scores.setdefault(backend, {})[(policy, r["case_id"])] = (r["task"], r["strict"], r["loc"])
+    assert scores["slicer"] == scores["embedded"]
+    episodes = sorted((tmp_path / "slicer" / "episodes" / "baseline" / "A").iterdir())
+    assert len(episodes) == 3
+    for trace in episodes:
+        report = replay(trace)
+        assert report.ok, report.summary()

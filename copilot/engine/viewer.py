@@ -214,6 +214,13 @@ class EmbeddedVolumeViewer:
             raise ViewerError("invalid_layout", f"unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
         self._s.layout = name
 
+    def set_orientation(self, view: str, orientation: str) -> None:
+        """Put a view in a standard orientation preset and fit it."""
+        if orientation not in VIEW_ORIENTATION.values():
+            raise ViewerError("invalid_arguments", "orientation must be axial, sagittal or coronal")
+        self.view(view).orientation = orientation
+        self.fit(view)
+
     def _reference(self) -> Volume:
         vid = self.resolve_volume()
         return self._s.volumes[vid]
