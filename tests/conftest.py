@@ -60,26 +60,20 @@ BACKENDS = ("embedded", "slicer")
 
 
 def in_slicer_application() -> bool:
-    """Whether the tests run inside the 3D Slicer application (whose `slicer` module, unlike slicer-core's
-    namespace package, is already imported and has `app` and `mrmlScene`)."""
-    import sys
+    """Whether the tests run inside the 3D Slicer application (not merely next to the slicer-core wheel)."""
+    from copilot.slicer_backend.mrml import application
 
-    module = sys.modules.get("slicer")
-    return module is not None and hasattr(module, "app") and hasattr(module, "mrmlScene")
+    return application() is not None
 
 
 def backend_viewer(backend: str = "embedded") -> object | None:
-    """The viewer a session runs on: the embedded engine (None), or the `slicer` backend on slicer-core's
+    """The viewer a session runs on: the embedded engine (None), or the `slicer` backend — on slicer-core's
     standalone scene, or on Slicer's own scene when the tests run inside the Slicer application
     (tests/run_in_slicer.py)."""
     if backend == "embedded":
         return None
     from copilot.slicer_backend import available, new_slicer_viewer
 
-    if in_slicer_application():
-        import slicer
-
-        return new_slicer_viewer(slicer.mrmlScene, slicer.app.applicationLogic())
     if not available():
         pytest.skip("the slicer backend needs slicer-core (pip install '.[slicer]')")
     return new_slicer_viewer()

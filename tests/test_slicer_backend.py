@@ -172,3 +172,16 @@ def test_bench_scores_are_equal_on_both_backends_and_replay(tmp_path: Path) -> N
     for trace in episodes:
         report = replay(trace)
         assert report.ok, report.summary()
+
+
+def test_evidence_is_markups(slicer_session: Session) -> None:
+    scene = slicer_session.viewer.scene
+    ras = slicer_session.snapshot()["views"]["red"]["center_ras"]
+    assert slicer_session.call("record_point", {"ras": ras, "label": "lesion"}).ok
+    assert slicer_session.call("measure_distance", {"ras_a": ras, "ras_b": [ras[0] + 10, ras[1], ras[2]]}).ok
+    assert not slicer_session.call("record_point", {"ras": [1e5, 0, 0]}).ok  # refused: no new markup
+    points = scene.GetFirstNodeByName("MedCopilot evidence")
+    assert points.GetNumberOfControlPoints() == 1 and points.GetNthControlPointLabel(0) == "lesion"
+    assert list(points.GetNthControlPointPosition(0)) == pytest.approx(ras)
+    line = scene.GetFirstNodeByClass("vtkMRMLMarkupsLineNode")
+    assert line.GetLineLengthWorld() == pytest.approx(10.0)

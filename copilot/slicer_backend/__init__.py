@@ -15,7 +15,11 @@ BACKENDS = ("embedded", "slicer")
 
 
 def available() -> bool:
-    """Whether slicer-core (and its VTK) can be imported."""
+    """Whether Slicer's MRML libraries can be used: inside 3D Slicer, or with slicer-core installed."""
+    from copilot.slicer_backend.mrml import application
+
+    if application() is not None:
+        return True
     return importlib.util.find_spec("slicer_core") is not None and importlib.util.find_spec("vtkmodules") is not None
 
 
@@ -29,7 +33,12 @@ def slicer_viewer() -> Any:
 
 
 def new_slicer_viewer(scene: Any = None, app_logic: Any = None) -> Any:
-    """A `SlicerSceneViewer`: on a fresh standalone scene, or on a given scene and application logic."""
+    """A `SlicerSceneViewer` on a given scene and application logic; by default the application's own
+    scene inside 3D Slicer, a fresh standalone scene elsewhere."""
+    from copilot.slicer_backend.mrml import application
     from copilot.slicer_backend.viewer import SlicerSceneViewer
 
+    app = application()
+    if scene is None and app is not None:
+        scene, app_logic = app.mrmlScene, app.app.applicationLogic()
     return SlicerSceneViewer(scene, app_logic)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import slicer_core as sc
 from vtkmodules.vtkCommonCore import vtkCollection
+
+from copilot.slicer_backend.mrml import mrml
 
 LAYOUT_NAMES = {"red": "Red", "yellow": "Yellow", "green": "Green"}
 DEFAULT_ORIENTATION = {"red": "Axial", "yellow": "Sagittal", "green": "Coronal"}
@@ -27,6 +28,7 @@ class SlicerScene:
 
 def standalone_scene() -> SlicerScene:
     """A fresh scene with its own application logic and Red/Yellow/Green slice logics."""
+    sc = mrml()
     scene = sc.vtkMRMLScene()
     app = sc.vtkSlicerApplicationLogic()
     app.SetMRMLScene(scene)
@@ -46,6 +48,7 @@ def standalone_scene() -> SlicerScene:
 def attach(scene: Any, app_logic: Any) -> SlicerScene:
     """The slice logics of an existing scene (the application's layout logics when they exist, new ones
     otherwise, e.g. with `--no-main-window`) and its layout node."""
+    sc = mrml()
     logics: dict[str, Any] = {}
     for view, layout_name in LAYOUT_NAMES.items():
         logic = app_logic.GetSliceLogicByLayoutName(layout_name) if app_logic is not None else None

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import slicer_core as sc
 from PIL import Image
 from vtkmodules.util import numpy_support
 from vtkmodules.vtkCommonCore import reference
@@ -41,6 +40,7 @@ from copilot.engine.render import corner_text, draw_corners
 from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS, MAX_ZOOM_FOV_FACTOR, MIN_FOV_MM, _lookup
 from copilot.engine.volume import Volume
 from copilot.errors import ViewerError
+from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
 
 LAYOUT_IDS = {"three_up": 3, "one_up_red": 6, "one_up_yellow": 7, "one_up_green": 8}  # vtkMRMLLayoutNode
@@ -237,7 +237,7 @@ class SlicerSceneViewer:
         labelmap.SetIJKToRASMatrix(vtk_matrix(segment.mask.ijk_to_ras))
         node = self.scene.AddNewNodeByClass("vtkMRMLSegmentationNode", segment.name)
         node.CreateDefaultDisplayNodes()
-        sc.vtkSlicerSegmentationsModuleLogic.ImportLabelmapToSegmentationNode(labelmap, node)
+        mrml().vtkSlicerSegmentationsModuleLogic.ImportLabelmapToSegmentationNode(labelmap, node)
         self.scene.RemoveNode(labelmap)
         sid = node.GetID()
         self._segments[sid] = segment
