@@ -185,3 +185,11 @@ def test_evidence_is_markups(slicer_session: Session) -> None:
     assert list(points.GetNthControlPointPosition(0)) == pytest.approx(ras)
     line = scene.GetFirstNodeByClass("vtkMRMLMarkupsLineNode")
     assert line.GetLineLengthWorld() == pytest.approx(10.0)
+
+
+def test_volume_files_are_read_by_slicers_reader(slicer_session: Session) -> None:
+    scene = slicer_session.viewer.scene
+    for vid in slicer_session.viewer.volume_ids():
+        storage = scene.GetNodeByID(vid).GetStorageNode()
+        assert storage is not None and storage.IsA("vtkMRMLVolumeArchetypeStorageNode")
+        assert Path(storage.GetFileName()).name.startswith(slicer_session.viewer.volume(vid).name)

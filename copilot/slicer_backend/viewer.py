@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ from copilot.engine.display import (
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, canonical_range, native_offset
 from copilot.engine.render import corner_text, draw_corners
 from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS, MAX_ZOOM_FOV_FACTOR, MIN_FOV_MM, _lookup
-from copilot.engine.volume import Volume
+from copilot.engine.volume import VOLUME_SUFFIXES, Volume
 from copilot.errors import ViewerError
 from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
@@ -211,15 +212,42 @@ class SlicerSceneViewer:
 
     # ----- scene -----
     def add_volume(self, volume: Volume) -> str:
-        """A scalar volume node (voxels and IJK→RAS) with a display node; returns its node id."""
+        """A scalar volume node with a display node; returns its node id. A volume file is read by Slicer's
+        own reader (vtkMRMLVolumeArchetypeStorageNode); other volumes (DICOM series, derived volumes) are
+        handed over as voxels and IJK→RAS."""
         node = self.scene.AddNewNodeByClass("vtkMRMLScalarVolumeNode", volume.name)
-        node.SetAndObserveImageData(image_data(volume.data))
-        node.SetIJKToRASMatrix(vtk_matrix(volume.ijk_to_ras))
+        if not self._read_with_slicer(node, volume):
+            node.SetAndObserveImageData(image_data(volume.data))
+            node.SetIJKToRASMatrix(vtk_matrix(volume.ijk_to_ras))
         node.CreateDefaultDisplayNodes()
         vid = node.GetID()
         self._volumes[vid] = volume
         self._write_display(vid, default_display(volume))
         return vid
+
+    def _read_with_slicer(self, node: Any, volume: Volume) -> bool:
+        """Read the volume's source file with Slicer's archetype storage node; keep it only when Slicer's
+        voxels and geometry are the ones the handlers computed with (else remove the storage node)."""
+        source = Path(volume.source) if volume.source else None
+        if source is None or not source.is_file() or not source.name.lower().endswith(VOLUME_SUFFIXES):
+            return False
+        storage = self.scene.AddNewNodeByClass("vtkMRMLVolumeArchetypeStorageNode")
+        storage.SetFileName(str(source))
+        same = bool(storage.ReadData(node)) and node.GetImageData() is not None
+        if same:
+            m = vtkMatrix4x4()
+            node.GetIJKToRASMatrix(m)
+            scalars = numpy_support.vtk_to_numpy(node.GetImageData().GetPointData().GetScalars())
+            same = (
+                tuple(node.GetImageData().GetDimensions()) == volume.dimensions
+                and np.allclose(np_matrix(m), volume.ijk_to_ras, atol=1e-6)
+                and np.array_equal(scalars.reshape(volume.data.shape), volume.data)
+            )
+        if same:
+            node.SetAndObserveStorageNodeID(storage.GetID())
+        else:
+            self.scene.RemoveNode(storage)
+        return same
 
     def volume_name_taken(self, name: str) -> bool:
         return any(v.name == name for v in self._volumes.values())
