@@ -193,3 +193,15 @@ def test_volume_files_are_read_by_slicers_reader(slicer_session: Session) -> Non
         storage = scene.GetNodeByID(vid).GetStorageNode()
         assert storage is not None and storage.IsA("vtkMRMLVolumeArchetypeStorageNode")
         assert Path(storage.GetFileName()).name.startswith(slicer_session.viewer.volume(vid).name)
+
+
+def test_a_new_session_on_the_same_scene_removes_the_old_ones_nodes(brain_case: Path) -> None:
+    from copilot.slicer_backend import new_slicer_viewer
+
+    first = open_session(brain_case, viewer=backend_viewer("slicer"))
+    scene, app_logic = first.viewer.scene, first.viewer.mrml.app_logic
+    count = scene.GetNumberOfNodes()
+    second = open_session(brain_case, viewer=new_slicer_viewer(scene, app_logic))
+    assert scene.GetNumberOfNodes() == count
+    assert sorted(second.viewer.volume_ids()) != sorted(first.viewer.volume_ids())  # new nodes, new ids
+    assert all(scene.GetNodeByID(v) is None for v in first.viewer.volume_ids())

@@ -47,7 +47,16 @@ from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
 LAYOUT_IDS = {"three_up": 3, "one_up_red": 6, "one_up_yellow": 7, "one_up_green": 8}  # vtkMRMLLayoutNode
 COLOR_NODE_IDS = {"grey": "vtkMRMLColorTableNodeGrey", "pet_heat": "vtkMRMLPETProceduralColorNodePET-Heat"}
 COMPOSITING = {"blend": 0, "add": 2}  # vtkMRMLSliceCompositeNode::Alpha, ::Add
-AUTO_ATTR, PRESET_ATTR = "MedCopilot.AutoWindowLevel", "MedCopilot.Preset"
+AUTO_ATTR, PRESET_ATTR, OWNER_ATTR = "MedCopilot.AutoWindowLevel", "MedCopilot.Preset", "MedCopilot.Node"
+# Nodes a call may add (and a rollback removes); view, layout and singleton nodes are only ever modified.
+DATA_CLASSES = (
+    "vtkMRMLVolumeNode",
+    "vtkMRMLSegmentationNode",
+    "vtkMRMLTransformNode",
+    "vtkMRMLMarkupsNode",
+    "vtkMRMLDisplayNode",
+    "vtkMRMLStorageNode",
+)
 
 
 def vtk_matrix(m: np.ndarray) -> vtkMatrix4x4:
@@ -97,8 +106,29 @@ class SlicerSceneViewer:
         self._volumes: dict[str, Volume] = {}
         self._segments: dict[str, Segment] = {}
         self._transforms: dict[str, TransformNode] = {}
+        for node in self._nodes_where(OWNER_ATTR):  # left by an earlier session on the same scene
+            self._remove(node)
         for name in VIEW_NAMES:
             self._reset_view(name)
+
+    def _nodes_where(self, attribute: str) -> list[Any]:
+        scene = self.scene
+        nodes = [scene.GetNthNode(i) for i in range(scene.GetNumberOfNodes())]
+        return [n for n in nodes if n.GetAttribute(attribute) == "1"]
+
+    def _own(self, node: Any) -> Any:
+        """Tag a node as made by this project (a later session on the same scene removes it)."""
+        node.SetAttribute(OWNER_ATTR, "1")
+        return node
+
+    def _remove(self, node: Any) -> None:
+        """Remove a data node with its display and storage nodes."""
+        displays = [node.GetNthDisplayNode(i) for i in range(node.GetNumberOfDisplayNodes())]
+        storage = node.GetStorageNode() if hasattr(node, "GetStorageNode") else None
+        self.scene.RemoveNode(node)
+        for extra in [*displays, storage]:
+            if extra is not None and self.scene.GetNodeByID(extra.GetID()) is not None:
+                self.scene.RemoveNode(extra)
 
     # ----- nodes -----
     def slice_node(self, view: str) -> Any:
@@ -174,7 +204,7 @@ class SlicerSceneViewer:
         keep = {nid for nid, _ in state.nodes}
         current = [scene.GetNthNode(i) for i in range(scene.GetNumberOfNodes())]
         for node in current:
-            if node.GetID() not in keep:
+            if node.GetID() not in keep and any(node.IsA(cls) for cls in DATA_CLASSES):
                 scene.RemoveNode(node)
         for nid, node in state.nodes:
             if scene.GetNodeByID(nid) is None:
@@ -215,7 +245,7 @@ class SlicerSceneViewer:
         """A scalar volume node with a display node; returns its node id. A volume file is read by Slicer's
         own reader (vtkMRMLVolumeArchetypeStorageNode); other volumes (DICOM series, derived volumes) are
         handed over as voxels and IJK→RAS."""
-        node = self.scene.AddNewNodeByClass("vtkMRMLScalarVolumeNode", volume.name)
+        node = self._own(self.scene.AddNewNodeByClass("vtkMRMLScalarVolumeNode", volume.name))
         if not self._read_with_slicer(node, volume):
             node.SetAndObserveImageData(image_data(volume.data))
             node.SetIJKToRASMatrix(vtk_matrix(volume.ijk_to_ras))
@@ -249,6 +279,19 @@ class SlicerSceneViewer:
             self.scene.RemoveNode(storage)
         return same
 
+    def adopt_volume_node(self, node: Any, modality: str = "MR") -> str:
+        """Take in a scalar volume node already in the scene (e.g. loaded by the user in Slicer)."""
+        m = vtkMatrix4x4()
+        node.GetIJKToRASMatrix(m)
+        k_j_i = tuple(reversed(node.GetImageData().GetDimensions()))
+        data = numpy_support.vtk_to_numpy(node.GetImageData().GetPointData().GetScalars()).reshape(k_j_i)
+        volume = Volume(node.GetName(), data.astype(np.float32), np_matrix(m), modality, source=node.GetID())
+        if node.GetDisplayNode() is None:
+            node.CreateDefaultDisplayNodes()
+        self._volumes[node.GetID()] = volume
+        self._write_display(node.GetID(), default_display(volume))
+        return node.GetID()
+
     def volume_name_taken(self, name: str) -> bool:
         return any(v.name == name for v in self._volumes.values())
 
@@ -263,7 +306,7 @@ class SlicerSceneViewer:
         labelmap = self.scene.AddNewNodeByClass("vtkMRMLLabelMapVolumeNode", f"{segment.name} label map")
         labelmap.SetAndObserveImageData(image_data((segment.mask.data > 0).astype(np.uint8)))
         labelmap.SetIJKToRASMatrix(vtk_matrix(segment.mask.ijk_to_ras))
-        node = self.scene.AddNewNodeByClass("vtkMRMLSegmentationNode", segment.name)
+        node = self._own(self.scene.AddNewNodeByClass("vtkMRMLSegmentationNode", segment.name))
         node.CreateDefaultDisplayNodes()
         mrml().vtkSlicerSegmentationsModuleLogic.ImportLabelmapToSegmentationNode(labelmap, node)
         self.scene.RemoveNode(labelmap)
@@ -274,7 +317,7 @@ class SlicerSceneViewer:
     def add_transform(self, node: TransformNode) -> str:
         """A linear transform node (moving → fixed, the direction Slicer applies to the moving volume)."""
         self._check_free(self._transforms, node.name, "transform")
-        mrml = self.scene.AddNewNodeByClass("vtkMRMLLinearTransformNode", node.name)
+        mrml = self._own(self.scene.AddNewNodeByClass("vtkMRMLLinearTransformNode", node.name))
         mrml.SetMatrixTransformToParent(vtk_matrix(np.linalg.inv(node.matrix)))
         tid = mrml.GetID()
         self._transforms[tid] = node
@@ -290,14 +333,8 @@ class SlicerSceneViewer:
         """Remove every node this viewer added (with display and storage nodes) and reset views and fusion."""
         for nid in [*self._volumes, *self._segments, *self._transforms]:
             node = self.scene.GetNodeByID(nid)
-            if node is None:
-                continue
-            displays = [node.GetNthDisplayNode(i) for i in range(node.GetNumberOfDisplayNodes())]
-            storage = node.GetStorageNode() if hasattr(node, "GetStorageNode") else None
-            self.scene.RemoveNode(node)
-            for extra in [*displays, storage]:
-                if extra is not None and self.scene.GetNodeByID(extra.GetID()) is not None:
-                    self.scene.RemoveNode(extra)
+            if node is not None:
+                self._remove(node)
         self._volumes.clear()
         self._segments.clear()
         self._transforms.clear()
