@@ -1,5 +1,6 @@
 """The Slicer extension: its files compile, its Slicer-independent parts import and work here, every
-handler has a Slicer implementation, and each Slicer API it uses is documented in docs/slicer.md.
+handler's implementation on the slicer backend is listed, and each Slicer API the extension and the
+backend use is documented in docs/slicer.md.
 Tests marked `slicer` run only inside 3D Slicer (tests/run_in_slicer.py)."""
 
 from __future__ import annotations
@@ -44,7 +45,16 @@ def test_every_handler_has_a_slicer_implementation() -> None:
     from MedCopilotLib.mapping import HANDLER_IMPLEMENTATION
 
     assert set(HANDLER_IMPLEMENTATION) == set(RADIOLOGY.names())
-    assert all(HANDLER_IMPLEMENTATION.values())
+    assert all(who in ("Slicer", "partly", "project") and how for who, how in HANDLER_IMPLEMENTATION.values())
+
+
+def test_the_readme_lists_what_serves_each_handler() -> None:
+    """The README's handler list says, for every handler, whether Slicer's libraries serve it."""
+    from MedCopilotLib.mapping import HANDLER_IMPLEMENTATION
+
+    readme = (ROOT / "README.md").read_text()
+    for name, (who, how) in HANDLER_IMPLEMENTATION.items():
+        assert f"| `{name}` | {who} | {how} |" in readme, name
 
 
 def test_ui_names_match_the_widget() -> None:
@@ -58,7 +68,8 @@ def test_ui_names_match_the_widget() -> None:
 
 def test_slicer_apis_are_documented() -> None:
     doc = (ROOT / "docs" / "slicer.md").read_text()
-    code = "\n".join(p.read_text() for p in MODULE.rglob("*.py"))
+    backend = ROOT / "copilot" / "slicer_backend"
+    code = "\n".join(p.read_text() for p in [*MODULE.rglob("*.py"), *backend.rglob("*.py")])
     apis = set(re.findall(r"\.((?:Set|Get|Add|Update|Create|Remove|Jump)[A-Z]\w+)\(", code))
     apis |= set(re.findall(r"slicer\.util\.(\w+)", code))
     apis |= {"WebServerLogic", "BaseRequestHandler", "parameterNodeWrapper", "layoutManager"}
