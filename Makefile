@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/slide.py
 	$(BIN)/python benchmarks/gui.py
+	$(BIN)/python benchmarks/slicer_backend.py
 
 # Screenshots of the desktop app under Xvfb (docs/gui_*.png)
 screenshots: $(STAMP)

@@ -115,4 +115,6 @@ def _reslice_general(
     """Trilinear sampling by SimpleITK `Resample` onto a one-slice grid with the view's geometry."""
     ref = view_grid(image_to_ras, size)
     out = sitk.Resample(sitk_image(volume), ref, sitk.Transform(), sitk.sitkLinear, OUTSIDE, sitk.sitkFloat32)
-    return to_uint8(sitk.GetArrayViewFromImage(out)[0], window, level)
+    values = sitk.GetArrayViewFromImage(out)[0]
+    outside = values <= OUTSIDE / 2
+    return to_uint8(np.where(outside, np.float32(level - window / 2.0), values), window, level)
