@@ -10,12 +10,15 @@ ms per backend and the ratio slicer/embedded (> 1: the slicer backend is slower)
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import SimpleITK as sitk
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.render import rotated, timed
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.engine.viewer import EmbeddedVolumeViewer

@@ -11,7 +11,6 @@ import math
 import numpy as np
 import pytest
 
-from copilot.engine.display import DisplaySettings
 from copilot.engine.geometry import ORIENTATION_MATRICES, VIEW_ORIENTATION, canonical_range, native_offset
 from copilot.engine.render import Layer, compose
 from copilot.engine.viewer import EmbeddedVolumeViewer
@@ -19,7 +18,7 @@ from copilot.engine.volume import Volume
 from tests.conftest import make_volume, rotation
 
 pytest.importorskip("slicer_core")
-from tests.slicer_reference import SlicerReference  # noqa: E402
+from tests.slicer_reference import SlicerReference
 
 WINDOW, LEVEL = 1000.0, 450.0
 FRACTIONS = (0.1, 0.5, 0.83)  # offsets across each view's range
