@@ -100,7 +100,7 @@ def test_web_handler_routes_on_a_session(session) -> None:
 
 @pytest.mark.slicer
 @pytest.mark.skipif(not IN_SLICER, reason="runs inside 3D Slicer (tests/run_in_slicer.py)")
-def test_slicer_scene_mirrors_the_viewer(session) -> None:  # pragma: no cover - Slicer only
+def test_the_viewer_state_is_slicers_scene(session) -> None:  # pragma: no cover - Slicer only
     import slicer
 
     out = session.call("set_slice_offset", {"view": "red", "offset": 0, "size": 64})

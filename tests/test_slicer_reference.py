@@ -166,7 +166,8 @@ def test_sagittal_offsets_are_canonical_in_handlers_and_native_in_slicer() -> No
 
 def test_print_worst_figures(capsys: pytest.CaptureFixture[str]) -> None:
     """Prints the worst figures measured above (run after the comparisons)."""
-    assert set(WORST) == {"embedded", "slicer"}, "run with the comparison tests"
+    if set(WORST) != {"embedded", "slicer"}:
+        pytest.skip("prints the figures of the comparison tests run before it in the same session")
     with capsys.disabled():
         for backend, figures in WORST.items():
             text = ", ".join(f"{k} {v:.4f}" for k, v in sorted(figures.items()))
