@@ -205,3 +205,50 @@ def test_a_new_session_on_the_same_scene_removes_the_old_ones_nodes(brain_case: 
     assert scene.GetNumberOfNodes() == count
     assert sorted(second.viewer.volume_ids()) != sorted(first.viewer.volume_ids())  # new nodes, new ids
     assert all(scene.GetNodeByID(v) is None for v in first.viewer.volume_ids())
+
+
+def _close(a: Any, b: Any, path: str = "") -> None:
+    """Equal JSON values, floats within 1e-5."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, abs=1e-5), path
+    elif isinstance(a, dict):
+        assert set(a) == set(b), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for n, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{n}]")
+    else:
+        assert a == b, path
+
+
+def test_both_backends_give_the_same_results_and_states(brain_case: Path) -> None:
+    """The same calls on the embedded engine and the slicer backend: same results, same state snapshots."""
+    script: list[tuple[str, dict[str, Any]]] = [
+        ("set_slice_offset", {"view": "yellow", "offset": 7.0, "size": 64}),
+        ("zoom", {"view": "green", "factor": 1.8, "center_1000": [300, 620], "size": 64}),
+        ("image_coords_to_ras", {"view": "green", "point_1000": [999, 999]}),
+        ("scroll", {"view": "red", "direction": "down", "num_slices": 7, "output": "final", "size": 64}),
+        ("get_slice_offset_range", {"view": "yellow"}),
+        ("fit", {"view": "all", "size": 96}),
+        ("jump", {"ras": [10.0, -12.0, 8.0], "size": 64}),
+        ("wl", {"window": 300, "level": 120, "size": 64}),
+        ("window_preset", {"preset": "mr_t2_flair", "volume_name": "T2", "size": 64}),
+        ("fusion", {"background_volume_ref": "T1", "foreground_volume_ref": "FLAIR", "foreground_opacity": 0.3}),
+        ("set_layout", {"layout": "OneUpYellowSlice", "size": 64}),
+        ("select_volume", {"volume_name": "T1c", "size": 64}),
+        ("record_point", {"view": "red", "point_1000": [420, 510], "label": "p"}),
+        ("record_key_slice", {"view": "yellow"}),
+        ("open_case", {"spacing": 3.0, "size": 64}),
+        ("scroll", {"view": "yellow", "num_slices": 3, "output": "final", "size": 64}),
+        ("recover_standard_views", {"volume_name": "T2", "size": 64}),
+        ("get_viewer_state", {}),
+    ]
+    sessions = {b: open_session(brain_case, viewer=backend_viewer(b)) for b in ("embedded", "slicer")}
+    _close(sessions["embedded"].snapshot(), sessions["slicer"].snapshot(), "open")
+    for name, args in script:
+        out = {b: s.call(name, args) for b, s in sessions.items()}
+        assert out["embedded"].ok and out["slicer"].ok, (name, out["embedded"].error, out["slicer"].error)
+        _close(out["embedded"].result, out["slicer"].result, f"{name}.result")
+        _close(out["embedded"].state, out["slicer"].state, f"{name}.state")

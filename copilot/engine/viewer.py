@@ -146,8 +146,10 @@ class EmbeddedVolumeViewer:
         return any(v.name == name for v in self._s.volumes.values())
 
     def clear(self) -> None:
-        """Remove every volume and reset views and fusion."""
-        self._s = _SceneState(views={n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES})
+        """Remove every volume and reset views and fusion; node ids are never reused (as in an MRML scene), so
+        an id from before cannot silently name a different node."""
+        views = {n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES}
+        self._s = _SceneState(views=views, next_id=self._s.next_id)
 
     def volume(self, vid: str) -> Volume:
         return self._s.volumes[vid]

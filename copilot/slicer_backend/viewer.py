@@ -36,7 +36,14 @@ from copilot.engine.display import (
     default_display,
     preset_settings,
 )
-from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, canonical_range, native_offset
+from copilot.engine.geometry import (
+    ORIENTATION_MATRICES,
+    VIEW_NAMES,
+    VIEW_ORIENTATION,
+    SliceView,
+    canonical_range,
+    native_offset,
+)
 from copilot.engine.render import corner_text, draw_corners
 from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS, MAX_ZOOM_FOV_FACTOR, MIN_FOV_MM, _lookup
 from copilot.engine.volume import VOLUME_SUFFIXES, Volume
@@ -408,7 +415,10 @@ class SlicerSceneViewer:
         n = self.slice_node(name)
         m = np_matrix(n.GetSliceToRAS())
         fov, dims = n.GetFieldOfView(), n.GetDimensions()
-        return SliceView(name, n.GetOrientation().lower(), m[:3, 3].copy(), (fov[0], fov[1]), (dims[0], dims[1]))
+        orientation = n.GetOrientation().lower()
+        if orientation not in ORIENTATION_MATRICES:  # reformatted in Slicer: named after the closest preset
+            orientation = max(ORIENTATION_MATRICES, key=lambda o: abs(ORIENTATION_MATRICES[o][:, 2] @ m[:3, 2]))
+        return SliceView(name, orientation, m[:3, 3].copy(), (fov[0], fov[1]), (dims[0], dims[1]))
 
     def _write_view(self, v: SliceView) -> None:
         """Write a SliceView's centre and field of view into its slice node (orientation unchanged)."""
@@ -505,13 +515,14 @@ class SlicerSceneViewer:
         self._write_view(v)
 
     def fit(self, view: str) -> None:
-        """vtkMRMLSliceLogic::FitSliceToAll at the view's size; the slice offset is kept."""
+        """vtkMRMLSliceLogic's fit (FitSliceToAll's rule, on the background volume) at the view's size; the
+        slice offset is kept."""
         self._check_view(view)
-        self.resolve_volume()
+        background = self.volume_node(self.resolve_volume())
         node = self.slice_node(view)
         native = node.GetSliceOffset()
         w, h = node.GetDimensions()[:2]
-        self.slice_logic(view).FitSliceToAll(w, h)
+        self.slice_logic(view).FitSliceToVolume(background, w, h)  # FitSliceToAll, background layer only
         node.SetSliceOffset(native)
 
     def recover_standard_views(self, vid: str | None = None) -> None:
@@ -523,7 +534,7 @@ class SlicerSceneViewer:
             node = self.slice_node(name)
             node.SetOrientation(VIEW_ORIENTATION[name].capitalize())
             w, h = node.GetDimensions()[:2]
-            self.slice_logic(name).FitSliceToAll(w, h)
+            self.slice_logic(name).FitSliceToVolume(self.volume_node(vid), w, h)
             node.SetSliceOffset(float(np_matrix(node.GetSliceToRAS())[:3, 2] @ centre))
 
     def jump(self, ras: np.ndarray) -> None:
