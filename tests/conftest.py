@@ -87,12 +87,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def session(brain_case: Path, backend: str) -> Session:
-    return open_session(brain_case, viewer=backend_viewer(backend))
+    return open_session(brain_case, viewer=backend_viewer(backend), backend=backend)
 
 
 @pytest.fixture
 def traced_session(brain_case: Path, tmp_path: Path, backend: str) -> Session:
-    return open_session(brain_case, trace_dir=tmp_path / "trace", viewer=backend_viewer(backend))
+    return open_session(brain_case, trace_dir=tmp_path / "trace", viewer=backend_viewer(backend), backend=backend)
 
 
 class RunningServer:

@@ -24,7 +24,7 @@ pytest.importorskip("slicer_core")
 
 def fingerprint(session: Session) -> dict[str, Any]:
     """Everything of the MRML scene a handler may change."""
-    viewer = session.viewer
+    viewer = session._viewer
     scene = viewer.scene
     nodes = [scene.GetNthNode(i) for i in range(scene.GetNumberOfNodes())]
     out: dict[str, Any] = {"ids": [n.GetID() for n in nodes], "layout": viewer.mrml.layout_node.GetViewArrangement()}
@@ -59,7 +59,7 @@ def test_refused_calls_leave_the_scene_unchanged(slicer_session: Session) -> Non
     assert slicer_session.call("zoom", {"view": "green", "factor": 1.7, "size": 64}).ok
     assert slicer_session.call("window_preset", {"preset": "mr_t2_flair", "size": 64}).ok
     before = fingerprint(slicer_session)
-    first = slicer_session.viewer.volume_ids()[0]
+    first = slicer_session._viewer.volume_ids()[0]
     for name, args, code in BAD_CALLS:
         if isinstance(args, dict) and FIRST_ID in args.values():
             args = {k: first if v == FIRST_ID else v for k, v in args.items()}
@@ -99,7 +99,7 @@ def test_a_call_failing_half_way_restores_the_scene(brain_case: Path) -> None:
 
 
 def test_node_ids_are_handler_ids_and_nothing_leaks(slicer_session: Session) -> None:
-    viewer = slicer_session.viewer
+    viewer = slicer_session._viewer
     scene = viewer.scene
     ids = [v["id"] for v in slicer_session.call("get_viewer_state", {}).result["inventory"]]
     assert ids == [scene.GetNthNodeByClass(i, "vtkMRMLScalarVolumeNode").GetID() for i in range(len(ids))]
@@ -114,7 +114,7 @@ def test_node_ids_are_handler_ids_and_nothing_leaks(slicer_session: Session) -> 
 
 def test_segments_and_transforms_are_slicer_nodes(brain_case: Path) -> None:
     session = open_session(brain_case, track="B", viewer=backend_viewer("slicer"))
-    scene = session.viewer.scene
+    scene = session._viewer.scene
     out = session.call(
         "segment_threshold", {"volume": "FLAIR", "output_segment": "bright", "lower": 0.5, "upper": 1e6, "size": 64}
     )
@@ -124,15 +124,15 @@ def test_segments_and_transforms_are_slicer_nodes(brain_case: Path) -> None:
     assert node.IsA("vtkMRMLSegmentationNode") and node.GetName() == "bright"
     assert node.GetSegmentation().GetNumberOfSegments() == 1
     assert scene.GetFirstNodeByClass("vtkMRMLLabelMapVolumeNode") is None  # only used to import the label map
-    fixed, moving = session.viewer.volume_ids()[:2]
+    fixed, moving = session._viewer.volume_ids()[:2]
     matrix = np.eye(4)
     matrix[:3, 3] = (2.0, -1.0, 0.5)
-    tid = session.viewer.add_transform(TransformNode("shift", fixed, moving, matrix, "rigid", [], 0.0))
+    tid = session._viewer.add_transform(TransformNode("shift", fixed, moving, matrix, "rigid", [], 0.0))
     mrml = scene.GetNodeByID(tid)
     assert mrml.IsA("vtkMRMLLinearTransformNode") and mrml.GetName() == "shift"
     to_parent = mrml.GetMatrixTransformToParent()
     assert [to_parent.GetElement(r, 3) for r in range(3)] == pytest.approx([-2.0, 1.0, -0.5])
-    assert session.viewer.transform("shift")[0] == tid
+    assert session._viewer.transform("shift")[0] == tid
 
 
 def test_fusion_is_the_composite_node(slicer_session: Session) -> None:
@@ -141,10 +141,10 @@ def test_fusion_is_the_composite_node(slicer_session: Session) -> None:
         {"background_volume_ref": "T1", "foreground_volume_ref": "FLAIR", "foreground_opacity": 0.4, "mode": "add"},
     )
     assert out.ok
-    comp = slicer_session.viewer.composite_node("green")
+    comp = slicer_session._viewer.composite_node("green")
     assert comp.GetForegroundVolumeID() == out.result["foreground_volume"]
     assert comp.GetForegroundOpacity() == pytest.approx(0.4) and comp.GetCompositing() == 2
-    image = np.asarray(slicer_session.viewer.render("green", (96, 96)))
+    image = np.asarray(slicer_session._viewer.render("green", (96, 96)))
     assert image.ndim == 3 and image.max() > 0
 
 
@@ -152,9 +152,9 @@ def test_bench_scores_are_equal_on_both_backends_and_replay(tmp_path: Path) -> N
     """`bench run --backend slicer` scores the offline policies exactly as the embedded engine does (the
     baseline's pixel-derived RAS may differ by hundredths of a mm), and its traces replay (states, results
     and image hashes) on a fresh Slicer scene."""
-    from copilot.bench.batch import run_batch
-    from copilot.cases.make import make_cases
-    from copilot.trace.replay import replay
+    from copilot.batch import run_batch
+    from copilot.medflow import make_cases
+    from copilot.replay import replay
 
     cases = tmp_path / "cases"
     make_cases("brain_mri", 2, 3, cases, spacing=3.0)
@@ -175,7 +175,7 @@ def test_bench_scores_are_equal_on_both_backends_and_replay(tmp_path: Path) -> N
 
 
 def test_evidence_is_markups(slicer_session: Session) -> None:
-    scene = slicer_session.viewer.scene
+    scene = slicer_session._viewer.scene
     ras = slicer_session.snapshot()["views"]["red"]["center_ras"]
     assert slicer_session.call("record_point", {"ras": ras, "label": "lesion"}).ok
     assert slicer_session.call("measure_distance", {"ras_a": ras, "ras_b": [ras[0] + 10, ras[1], ras[2]]}).ok
@@ -188,23 +188,23 @@ def test_evidence_is_markups(slicer_session: Session) -> None:
 
 
 def test_volume_files_are_read_by_slicers_reader(slicer_session: Session) -> None:
-    scene = slicer_session.viewer.scene
-    for vid in slicer_session.viewer.volume_ids():
+    scene = slicer_session._viewer.scene
+    for vid in slicer_session._viewer.volume_ids():
         storage = scene.GetNodeByID(vid).GetStorageNode()
         assert storage is not None and storage.IsA("vtkMRMLVolumeArchetypeStorageNode")
-        assert Path(storage.GetFileName()).name.startswith(slicer_session.viewer.volume(vid).name)
+        assert Path(storage.GetFileName()).name.startswith(slicer_session._viewer.volume(vid).name)
 
 
 def test_a_new_session_on_the_same_scene_removes_the_old_ones_nodes(brain_case: Path) -> None:
     from copilot.slicer_backend import new_slicer_viewer
 
     first = open_session(brain_case, viewer=backend_viewer("slicer"))
-    scene, app_logic = first.viewer.scene, first.viewer.mrml.app_logic
+    scene, app_logic = first._viewer.scene, first._viewer.mrml.app_logic
     count = scene.GetNumberOfNodes()
     second = open_session(brain_case, viewer=new_slicer_viewer(scene, app_logic))
     assert scene.GetNumberOfNodes() == count
-    assert sorted(second.viewer.volume_ids()) != sorted(first.viewer.volume_ids())  # new nodes, new ids
-    assert all(scene.GetNodeByID(v) is None for v in first.viewer.volume_ids())
+    assert sorted(second._viewer.volume_ids()) != sorted(first._viewer.volume_ids())  # new nodes, new ids
+    assert all(scene.GetNodeByID(v) is None for v in first._viewer.volume_ids())
 
 
 def _close(a: Any, b: Any, path: str = "") -> None:

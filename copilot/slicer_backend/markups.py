@@ -1,6 +1,6 @@
 """Recorded evidence shown as Slicer markups: points as control points of one fiducial node, distances as
-line nodes, kept equal to the session's evidence list after every call (refused calls included, so a
-rolled-back call leaves the markups as they were)."""
+line nodes. The viewer brings them up to date whenever its state is read (after every call, under the
+session's lock), so they always equal the session's evidence list — a rolled-back call included."""
 
 from __future__ import annotations
 
@@ -21,50 +21,48 @@ def _markups(scene: Any, cls: str, name: str) -> Any:
     return node
 
 
-class EvidenceMarkups:
-    """Keeps markups nodes in the session viewer's scene equal to the session's evidence."""
+def wanted(evidence: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(kind, label, points) of the evidence items that have positions."""
+    out: list[tuple[Any, ...]] = []
+    for ev in evidence:
+        label = ev.get("label") or f"E{ev.get('evidence_id')}"
+        if ev.get("kind") == "point":
+            out.append(("point", label, (tuple(ev["ras"]),)))
+        elif ev.get("kind") == "distance":
+            out.append(("distance", label, (tuple(ev["a"]["ras"]), tuple(ev["b"]["ras"]))))
+    return out
 
-    def __init__(self, session: Any) -> None:
-        self.session = session
+
+class EvidenceMarkups:
+    """Markups nodes in a scene kept equal to an evidence list."""
+
+    def __init__(self, scene: Any, evidence: list[dict[str, Any]]) -> None:
+        self.scene = scene
+        self.evidence = evidence
         self.shown: list[tuple[Any, ...]] = []
         self.node_ids: list[str] = []
-        session.listeners.append(self.sync)
 
-    @staticmethod
-    def wanted(evidence: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        """(kind, label, points) of the evidence items that have positions."""
-        out: list[tuple[Any, ...]] = []
-        for ev in evidence:
-            label = ev.get("label") or f"E{ev.get('evidence_id')}"
-            if ev.get("kind") == "point":
-                out.append(("point", label, (tuple(ev["ras"]),)))
-            elif ev.get("kind") == "distance":
-                out.append(("distance", label, (tuple(ev["a"]["ras"]), tuple(ev["b"]["ras"]))))
-        return out
-
-    def sync(self, outcome: Any = None, args: Any = None, actor: str = "") -> None:
+    def sync(self) -> None:
         """Rebuild the markups when the evidence changed."""
-        with self.session.lock:
-            wanted = self.wanted(self.session.evidence)
-            if wanted == self.shown:
-                return
-            scene = self.session.viewer.scene
-            for nid in self.node_ids:
-                node = scene.GetNodeByID(nid)
-                if node is not None:
-                    for i in range(node.GetNumberOfDisplayNodes()):
-                        scene.RemoveNode(node.GetNthDisplayNode(i))
-                    scene.RemoveNode(node)
-            self.node_ids = []
-            points = [w for w in wanted if w[0] == "point"]
-            if points:
-                node = _markups(scene, "vtkMRMLMarkupsFiducialNode", POINTS_NODE_NAME)
-                for _, label, (ras,) in points:
-                    node.AddControlPoint(*ras, label)
-                self.node_ids.append(node.GetID())
-            for _, label, (a, b) in (w for w in wanted if w[0] == "distance"):
-                line = _markups(scene, "vtkMRMLMarkupsLineNode", label)
-                line.AddControlPoint(*a)
-                line.AddControlPoint(*b)
-                self.node_ids.append(line.GetID())
-            self.shown = wanted
+        items = wanted(self.evidence)
+        if items == self.shown and all(self.scene.GetNodeByID(n) is not None for n in self.node_ids):
+            return
+        for nid in self.node_ids:
+            node = self.scene.GetNodeByID(nid)
+            if node is not None:
+                for display in [node.GetNthDisplayNode(i) for i in range(node.GetNumberOfDisplayNodes())]:
+                    self.scene.RemoveNode(display)
+                self.scene.RemoveNode(node)
+        self.node_ids = []
+        points = [w for w in items if w[0] == "point"]
+        if points:
+            node = _markups(self.scene, "vtkMRMLMarkupsFiducialNode", POINTS_NODE_NAME)
+            for _, label, (ras,) in points:
+                node.AddControlPoint(*ras, label)
+            self.node_ids.append(node.GetID())
+        for _, label, (a, b) in (w for w in items if w[0] == "distance"):
+            line = _markups(self.scene, "vtkMRMLMarkupsLineNode", label)
+            line.AddControlPoint(*a)
+            line.AddControlPoint(*b)
+            self.node_ids.append(line.GetID())
+        self.shown = items

@@ -48,6 +48,7 @@ from copilot.engine.render import corner_text, draw_corners
 from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS, MAX_ZOOM_FOV_FACTOR, MIN_FOV_MM, _lookup
 from copilot.engine.volume import VOLUME_SUFFIXES, Volume
 from copilot.errors import ViewerError
+from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
 
@@ -113,6 +114,7 @@ class SlicerSceneViewer:
         self._volumes: dict[str, Volume] = {}
         self._segments: dict[str, Segment] = {}
         self._transforms: dict[str, TransformNode] = {}
+        self._markups: EvidenceMarkups | None = None
         for node in self._nodes_where(OWNER_ATTR):  # left by an earlier session on the same scene
             self._remove(node)
         for name in VIEW_NAMES:
@@ -671,8 +673,15 @@ class SlicerSceneViewer:
         xy_to_slice = np.array([[s, 0, 0, -s * w / 2], [0, s, 0, -s * h / 2], [0, 0, 1, 0], [0, 0, 0, 1.0]])
         return (np_matrix(node.GetSliceToRAS()) @ xy_to_slice @ np.array([x, y, 0.0, 1.0]))[:3]
 
+    def show_evidence(self, evidence: list[dict[str, Any]]) -> None:
+        """Show a session's evidence list as markups (brought up to date whenever the state is read)."""
+        self._markups = EvidenceMarkups(self.scene, evidence)
+
     def state(self) -> dict[str, Any]:
-        """JSON-ready snapshot read from the scene: layers, layout, views, display nodes, derived nodes."""
+        """JSON-ready snapshot read from the scene: layers, layout, views, display nodes, derived nodes. The
+        session reads it after every call, so the evidence markups are brought up to date here."""
+        if self._markups is not None:
+            self._markups.sync()
         bg = self.background
         c = self.composite_node("red")
         fg = c.GetForegroundVolumeID()
