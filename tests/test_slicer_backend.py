@@ -252,3 +252,18 @@ def test_both_backends_give_the_same_results_and_states(brain_case: Path) -> Non
         assert out["embedded"].ok and out["slicer"].ok, (name, out["embedded"].error, out["slicer"].error)
         _close(out["embedded"].result, out["slicer"].result, f"{name}.result")
         _close(out["embedded"].state, out["slicer"].state, f"{name}.state")
+
+
+def test_the_slicer_viewer_implements_the_radiology_protocol() -> None:
+    """Every method of RadiologyViewer, with the same parameters, so handlers run unchanged on it."""
+    import inspect
+
+    from copilot.slicer_backend.viewer import SlicerSceneViewer
+    from copilot.viewer.protocol import RadiologyViewer
+
+    for name, member in vars(RadiologyViewer).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        mine = getattr(SlicerSceneViewer, name)
+        assert list(inspect.signature(mine).parameters) == list(inspect.signature(member).parameters), name
+    assert isinstance(backend_viewer("slicer"), RadiologyViewer)

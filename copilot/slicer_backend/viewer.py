@@ -459,7 +459,7 @@ class SlicerSceneViewer:
         """vtkMRMLSliceLogic::GetSliceOffsetRangeResolution (native offsets)."""
         self.resolve_volume()
         rng = [0.0, 0.0]
-        res = reference(1.0)
+        res: Any = reference(1.0)
         self.slice_logic(view).GetSliceOffsetRangeResolution(rng, res)
         return rng[0], rng[1], float(res)
 
