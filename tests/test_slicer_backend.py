@@ -267,3 +267,19 @@ def test_the_slicer_viewer_implements_the_radiology_protocol() -> None:
         mine = getattr(SlicerSceneViewer, name)
         assert list(inspect.signature(mine).parameters) == list(inspect.signature(member).parameters), name
     assert isinstance(backend_viewer("slicer"), RadiologyViewer)
+
+
+def test_the_viewer_attaches_to_a_bare_scene_without_an_application_logic() -> None:
+    """As with `--no-main-window`: no layout, no slice logics; the viewer makes what it needs."""
+    import slicer_core
+
+    from copilot.slicer_backend import new_slicer_viewer
+    from tests.conftest import make_volume
+
+    scene = slicer_core.vtkMRMLScene()
+    viewer = new_slicer_viewer(scene, None)
+    vid = viewer.add_volume(make_volume(dims=(20, 20, 10), fill=5.0))
+    viewer.recover_standard_views(vid)
+    viewer.set_layout("one_up_green")
+    assert viewer.layout_views() == ("green",) and viewer.slice_node("green").GetOrientation() == "Coronal"
+    assert np.asarray(viewer.render("green", (64, 64))).shape == (64, 64)

@@ -49,6 +49,8 @@ def attach(scene: Any, app_logic: Any) -> SlicerScene:
     """The slice logics of an existing scene (the application's layout logics when they exist, new ones
     otherwise, e.g. with `--no-main-window`) and its layout node."""
     sc = mrml()
+    if scene.GetDefaultNodeByClass("vtkMRMLSliceNode") is None:  # a bare scene: Slicer 5's presets first
+        sc.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
     logics: dict[str, Any] = {}
     for view, layout_name in LAYOUT_NAMES.items():
         logic = app_logic.GetSliceLogicByLayoutName(layout_name) if app_logic is not None else None
@@ -56,6 +58,8 @@ def attach(scene: Any, app_logic: Any) -> SlicerScene:
             logic = sc.vtkMRMLSliceLogic()
             if app_logic is not None:
                 logic.SetMRMLApplicationLogic(app_logic)
+                if app_logic.GetSliceLogics() is None:
+                    app_logic.SetSliceLogics(vtkCollection())
                 app_logic.GetSliceLogics().AddItem(logic)
             logic.SetMRMLScene(scene)
             existing = scene.GetNodeByID(f"vtkMRMLSliceNode{layout_name}")  # the layout's slice node
@@ -65,4 +69,8 @@ def attach(scene: Any, app_logic: Any) -> SlicerScene:
                 logic.AddSliceNode(layout_name)
             logic.GetSliceNode().SetOrientation(DEFAULT_ORIENTATION[view])
         logics[view] = logic
-    return SlicerScene(scene, app_logic, logics, scene.GetFirstNodeByClass("vtkMRMLLayoutNode"))
+    layout_logic = None
+    if scene.GetFirstNodeByClass("vtkMRMLLayoutNode") is None:
+        layout_logic = sc.vtkMRMLLayoutLogic()
+        layout_logic.SetMRMLScene(scene)
+    return SlicerScene(scene, app_logic, logics, scene.GetFirstNodeByClass("vtkMRMLLayoutNode"), layout_logic)
