@@ -146,6 +146,23 @@ def test_tilted_thin_slice_step_is_slicers() -> None:
     assert viewer.slice_step("red") == pytest.approx(0.7 * math.sin(math.radians(25)), abs=1e-9)
 
 
+@pytest.mark.parametrize("size", [(300, 200), (180, 320)])
+def test_fit_on_a_non_square_view_is_slicers(size: tuple[int, int]) -> None:
+    """The field of view follows the view's aspect (never a square one written onto a wide view)."""
+    volume = VOLUMES["oblique"]()
+    engine, backend = engine_case(volume), slicer_case(volume)
+    ref = SlicerReference(volume, WINDOW, LEVEL)
+    for view in ("red", "yellow", "green"):
+        engine.view(view).last_size = size
+        engine.fit(view)
+        backend.slice_node(view).SetDimensions(size[0], size[1], 1)
+        backend.fit(view)
+        ref.show(VIEW_ORIENTATION[view], size, 0.0)
+        assert engine.view(view).fov == pytest.approx(ref.fov(), abs=1e-6)
+        assert backend.view(view).fov == pytest.approx(ref.fov(), abs=1e-6)
+        assert ref.fov()[0] / ref.fov()[1] == pytest.approx(size[0] / size[1])
+
+
 def test_last_pixel_is_addressable() -> None:
     volume = VOLUMES["axis-aligned"]()
     viewer = engine_case(volume)
