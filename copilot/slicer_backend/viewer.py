@@ -258,7 +258,9 @@ class SlicerSceneViewer:
         if not self._read_with_slicer(node, volume):
             node.SetAndObserveImageData(image_data(volume.data))
             node.SetIJKToRASMatrix(vtk_matrix(volume.ijk_to_ras))
-        node.CreateDefaultDisplayNodes()
+        display = self.scene.AddNewNodeByClass("vtkMRMLScalarVolumeDisplayNode")
+        display.SetAutoWindowLevel(0)  # the window is set below; Slicer's histogram would be computed for nothing
+        node.SetAndObserveDisplayNodeID(display.GetID())
         vid = node.GetID()
         self._volumes[vid] = volume
         self._write_display(vid, default_display(volume))
