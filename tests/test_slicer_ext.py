@@ -109,3 +109,18 @@ def test_the_viewer_state_is_slicers_scene(session) -> None:  # pragma: no cover
     assert abs(node.GetSliceOffset() - 0.0) < 1e-6
     comp = slicer.mrmlScene.GetNodeByID("vtkMRMLSliceCompositeNodeRed")
     assert comp.GetBackgroundVolumeID() == session._viewer.state()["background_volume"]
+
+
+def test_the_batch_script_runs_the_slicer_backend(brain_case: Path, tmp_path: Path) -> None:
+    """The in-Slicer batch script's logic, here on slicer-core's standalone scene: results and traces."""
+    pytest.importorskip("slicer_core")
+    from MedCopilotLib.batch import main
+
+    from copilot.batch import read_results
+
+    out = tmp_path / "run"
+    assert main(["--cases", str(brain_case.parent), "--policy", "prior", "--out", str(out), "--budget", "3"]) == 0
+    [row] = read_results(out / "results.sqlite")
+    assert row["backend"] == "slicer" and row["status"] != "error"
+    head = (out / row["trace_dir"]).glob("*.jsonl")
+    assert '"backend":"slicer"' in next(iter(head)).read_text().splitlines()[0]

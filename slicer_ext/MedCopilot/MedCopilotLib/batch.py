@@ -15,13 +15,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    import slicer
-
-    from copilot.batch import ResultsDB, run_episode
-    from copilot.bench.report import write_report
-    from copilot.cases.pack import find_cases
-    from copilot.medflow.policies import make_policy
-    from copilot.medflow.registry import report_columns
+    from copilot.batch import run_batch
 
     parser = argparse.ArgumentParser(prog="MedCopilot batch")
     parser.add_argument("--cases", required=True)
@@ -30,20 +24,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--track", default="A")
     parser.add_argument("--budget", type=int, default=20)
     ns = parser.parse_args(argv)
-    out = Path(ns.out).resolve()
-    db = ResultsDB(out / "results.sqlite")
-    done = db.done(ns.policy, ns.track)
-
-    for case in find_cases(ns.cases):
-        if case.case_id in done or case.kind != "radiology":
-            continue
-        slicer.mrmlScene.Clear(0)
-        policy = make_policy(ns.policy)
-        row = run_episode(str(case.root), ns.policy, str(out), ns.track, ns.budget, policy=policy, backend="slicer")
-        db.insert(row)
-        print(f"{case.case_id}: {row['status']} Task={row['task']:.2f} Strict={row['strict']:.2f}", flush=True)
-    write_report(db.rows(), out / "report.html", report_columns())
-    db.close()
+    # one episode at a time on slicer.mrmlScene (each session removes the previous one's nodes)
+    rows = run_batch(
+        ns.cases, ns.policy, Path(ns.out).resolve(), workers=1, track=ns.track, budget=ns.budget, backend="slicer"
+    )
+    for row in rows:
+        print(f"{row['case_id']}: {row['status']} Task={row['task']:.2f} Strict={row['strict']:.2f}", flush=True)
     return 0
 
 
