@@ -160,16 +160,20 @@ def test_bench_scores_are_equal_on_both_backends_and_replay(tmp_path: Path) -> N
     make_cases("brain_mri", 2, 3, cases, spacing=3.0)
     make_cases("lung_petct", 1, 1, cases, spacing=3.0)
     scores: dict[str, dict[tuple[str, str], tuple[float, float, float | None]]] = {}
+    traces: list[Path] = []
     for backend in ("embedded", "slicer"):
         for policy in ("prior", "baseline"):
             rows = run_batch(cases, policy, tmp_path / backend, workers=1, progress=None, backend=backend)
             for r in rows:
                 assert r["status"] != "error", r["error"]
+                assert r["backend"] == backend
                 scores.setdefault(backend, {})[(policy, r["case_id"])] = (r["task"], r["strict"], r["loc"])
+                if backend == "slicer" and policy == "baseline":
+                    traces.append(tmp_path / backend / r["trace_dir"])
+    assert len(scores["slicer"]) == 6
     assert scores["slicer"] == scores["embedded"]
-    episodes = sorted((tmp_path / "slicer" / "episodes" / "baseline" / "A").iterdir())
-    assert len(episodes) == 3
-    for trace in episodes:
+    assert len(traces) == 3
+    for trace in traces:
         report = replay(trace)
         assert report.ok, report.summary()
 
