@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0  # the CPU build (VISTA3D runs on CPU here; CUDA where present)
-	$(BIN)/pip install -q -e '.[dev,vista3d]'
+	$(BIN)/pip install -q -e '.[dev,vista3d,slicer]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/slide.py
 	$(BIN)/python benchmarks/gui.py
+	$(BIN)/python benchmarks/slicer_backend.py
 
 # Screenshots of the desktop app under Xvfb (docs/gui_*.png)
 screenshots: $(STAMP)

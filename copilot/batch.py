@@ -177,7 +177,7 @@ def run_episode(
     session = None
     try:
         policy = policy if policy is not None else make_policy(policy_spec)
-        session = open_session(case, track=track, trace_dir=trace_dir, ops=key["ops"] or None)
+        session = open_session(case, track=track, trace_dir=trace_dir, ops=key["ops"] or None, backend=key["backend"])
         prompt = task_prompt(case, budget)
         session.note("task_prompt", {"system": prompt.system, "user": prompt.user})  # what the task asked, for audit
         result = policy.run(session, case, budget)

@@ -77,6 +77,7 @@ def _bench_run(ns: argparse.Namespace) -> int:
         rows = run_batch(
             ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track,
             budget=ns.budget, repeats=ns.repeats, model=ns.model, seed=ns.seed, ops=ns.ops,
+            backend=ns.backend,
         )  # fmt: skip
     except SchemaError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -159,7 +160,7 @@ def _mcp(ns: argparse.Namespace) -> int:
     from copilot.server.mcp_server import serve_stdio
 
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir)
+    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, backend=ns.backend)
     try:
         anyio.run(serve_stdio, session)
     finally:
@@ -173,7 +174,14 @@ def _run(ns: argparse.Namespace) -> int:
 
     policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget)
     row = run_episode(
-        ns.case, ns.policy, str(Path(ns.out).parent), ns.track, ns.budget, trace_dir=ns.out, policy=policy
+        ns.case,
+        ns.policy,
+        str(Path(ns.out).parent),
+        ns.track,
+        ns.budget,
+        trace_dir=ns.out,
+        policy=policy,
+        key={"backend": ns.backend},
     )
     print(row["response"])
     loc = "—" if row["loc"] is None else f"{row['loc']:.2f}"
@@ -206,7 +214,7 @@ def _serve(ns: argparse.Namespace) -> int:
         from qupath_ext import QuPathViewer
 
         viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer)
+    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat)
     if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
         print(f"token: {token}", file=sys.stderr)
@@ -241,6 +249,17 @@ def _demo(ns: argparse.Namespace) -> int:
     return run_demo(Path(ns.out), spacing=ns.spacing)
 
 
+def _backend_option(parser: argparse.ArgumentParser) -> None:
+    from copilot.slicer_backend import BACKENDS
+
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="embedded",
+        help="radiology viewer: the embedded engine, or slicer (Slicer's MRML libraries from slicer-core, headless)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="medcopilot", description="Auditable agent runtime for medical image viewers")
     sub = p.add_subparsers(dest="command", required=True)
@@ -272,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--track", choices=["A", "B"], default="A")
     run.add_argument("--budget", type=int, default=20)
     run.add_argument("--out", required=True, help="trace directory")
+    _backend_option(run)
     run.set_defaults(func=_run)
 
     bench = sub.add_parser("bench", help="the MedFlow benchmark")
@@ -297,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     brun.add_argument("--seed", type=int, default=0, help="sampling seed recorded in the result key")
     brun.add_argument("--ops", default=None, choices=["all", "segmentation", "registration", "vista3d", "none"],
                       help="Track B operation set (default all; none: the unregistered control)")  # fmt: skip
+    _backend_option(brun)
     brun.set_defaults(func=_bench_run)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
@@ -317,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--track", choices=["A", "B"], default="A")
     serve.add_argument("--slicer-compat", action="store_true", help="open the read-only /slicer subset on loopback")
     serve.add_argument("--trace-dir", default=None)
+    _backend_option(serve)
     serve.add_argument(
         "--qupath",
         type=int,
@@ -332,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--case", required=True)
     mcp.add_argument("--track", choices=["A", "B"], default="A")
     mcp.add_argument("--trace-dir", default=None)
+    _backend_option(mcp)
     mcp.set_defaults(func=_mcp)
 
     gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")

@@ -13,6 +13,7 @@ from typing import Any
 
 from copilot.engine.slide_viewer import EmbeddedSlideViewer
 from copilot.engine.viewer import EmbeddedVolumeViewer
+from copilot.slicer_backend import slicer_viewer
 from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
 
 
@@ -48,6 +49,7 @@ RADIOLOGY_KIND = ViewerKind(
     ("red", "yellow", "green"),
     stepwise=False,
     slicer_api=True,
+    backends={"slicer": slicer_viewer},  # Slicer's MRML libraries (slicer-core, imported when chosen)
 )
 PATHOLOGY_KIND = ViewerKind(
     "pathology",

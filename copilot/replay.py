@@ -76,7 +76,8 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
     kind = viewer_kind(head["kind"])
     registry = registry_view(kind.registry, head.get("ops"))
-    session = Session(kind.viewer(), registry, root, head.get("case_inputs"), head.get("track", "A"))
+    viewer = kind.viewer(head.get("backend", "embedded"))  # the backend the trace was recorded on
+    session = Session(viewer, registry, root, head.get("case_inputs"), head.get("track", "A"))
     calls = 0
     for ev in events[1:]:
         if ev["type"] != "handler_call":

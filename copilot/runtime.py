@@ -14,9 +14,10 @@ from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
 
 
-def session_header(case: CasePack, track: str, ops: str | None = None) -> dict[str, Any]:
+def session_header(case: CasePack, track: str, ops: str | None = None, backend: str = "embedded") -> dict[str, Any]:
     """What a replay needs to rebuild the same session."""
     return {
+        "backend": backend,
         "case_id": case.case_id,
         "module": case.module,
         "kind": case.kind,
@@ -35,17 +36,23 @@ def open_session(
     preload: bool = True,
     viewer: Any = None,
     ops: str | None = None,
+    backend: str = "embedded",
 ) -> Session:
     """A session on a case; with `preload`, the system opens the case's inputs (recorded in the trace).
 
-    `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); `ops` limits Track B to
-    one operation set (`copilot.tools.operation_sets`).
+    `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); otherwise `backend` picks
+    the kind's viewer ("embedded", or "slicer" for radiology: Slicer's MRML libraries). `ops` limits Track B
+    to one operation set (`copilot.tools.operation_sets`).
     """
     case = case_dir if isinstance(case_dir, CasePack) else load_case(case_dir)
     kind = viewer_kind(case.kind)
-    trace = TraceRecorder(trace_dir, session_header(case, track, ops)) if trace_dir is not None else None
-    viewer = viewer if viewer is not None else kind.viewer()
+    backend = backend if backend in kind.backends else "embedded"  # e.g. slides stay on the embedded viewer
+    viewer = viewer if viewer is not None else kind.viewer(backend)
+    header = session_header(case, track, ops, backend)
+    trace = TraceRecorder(trace_dir, header) if trace_dir is not None else None
     session = Session(viewer, registry_view(kind.registry, ops), track=track, trace=trace, case=case)
+    if hasattr(viewer, "show_evidence"):  # a Slicer scene: evidence is shown as markups
+        viewer.show_evidence(session.evidence)
     if preload:
         outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:

@@ -161,10 +161,8 @@ class Session:
         if r.ras is not None:
             viewer.jump(np.asarray(r.ras, dtype=float))
         for name in views:
-            v = viewer.view(name)
-            if r.orientation is not None and r.orientation != v.orientation:
-                v.orientation = r.orientation
-                viewer.fit(name)
+            if r.orientation is not None and r.orientation != viewer.view(name).orientation:
+                viewer.set_orientation(name, r.orientation)
             offset = r.offset
             if r.scroll_to is not None:
                 if not 0.0 <= r.scroll_to <= 1.0:

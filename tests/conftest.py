@@ -56,27 +56,43 @@ def brain_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_cases("brain_mri", 1, 6, out, spacing=2.0)[0]  # seed 6 → option A (glioblastoma)
 
 
-def backend_viewer() -> object | None:
-    """The viewer the contract tests run against: the embedded engine, or 3D Slicer's scene when run inside
-    Slicer with MEDCOPILOT_BACKEND=slicer (tests/run_in_slicer.py)."""
-    if os.environ.get("MEDCOPILOT_BACKEND") != "slicer":
+BACKENDS = ("embedded", "slicer")
+
+
+def in_slicer_application() -> bool:
+    """Whether the tests run inside the 3D Slicer application (not merely next to the slicer-core wheel)."""
+    from copilot.slicer_backend.mrml import application
+
+    return application() is not None
+
+
+def backend_viewer(backend: str = "embedded") -> object | None:
+    """The viewer a session runs on: the embedded engine (None), or the `slicer` backend — on slicer-core's
+    standalone scene, or on Slicer's own scene when the tests run inside the Slicer application
+    (tests/run_in_slicer.py)."""
+    if backend == "embedded":
         return None
-    import sys
+    from copilot.slicer_backend import available, new_slicer_viewer
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "slicer_ext" / "MedCopilot"))
-    from MedCopilotLib.slicer_viewer import SlicerViewer
-
-    return SlicerViewer()
-
-
-@pytest.fixture
-def session(brain_case: Path) -> Session:
-    return open_session(brain_case, viewer=backend_viewer())
+    if not available():
+        pytest.skip("the slicer backend needs slicer-core (pip install '.[slicer]')")
+    return new_slicer_viewer()
 
 
 @pytest.fixture
-def traced_session(brain_case: Path, tmp_path: Path) -> Session:
-    return open_session(brain_case, trace_dir=tmp_path / "trace", viewer=backend_viewer())
+def backend(request: pytest.FixtureRequest) -> str:
+    """The radiology backend under test: a test parametrizes it over BACKENDS, else MEDCOPILOT_BACKEND."""
+    return getattr(request, "param", os.environ.get("MEDCOPILOT_BACKEND", "embedded"))
+
+
+@pytest.fixture
+def session(brain_case: Path, backend: str) -> Session:
+    return open_session(brain_case, viewer=backend_viewer(backend), backend=backend)
+
+
+@pytest.fixture
+def traced_session(brain_case: Path, tmp_path: Path, backend: str) -> Session:
+    return open_session(brain_case, trace_dir=tmp_path / "trace", viewer=backend_viewer(backend), backend=backend)
 
 
 class RunningServer:

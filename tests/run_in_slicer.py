@@ -3,7 +3,8 @@
     Slicer --no-main-window --python-script tests/run_in_slicer.py
 
 Installs the core and the test tools into Slicer's Python (slicer.util.pip_install), then runs
-pytest with MEDCOPILOT_BACKEND=slicer, so the `session` fixtures use MedCopilotLib's SlicerViewer.
+pytest with MEDCOPILOT_BACKEND=slicer: the contract tests' `slicer` backend (and every unparametrized
+`session` fixture) then runs on slicer.mrmlScene, the same code as on slicer-core.
 """
 
 import os
@@ -26,7 +27,7 @@ code = pytest.main(
         str(ROOT / "tests" / "test_slicer_ext.py"),
         "-q",
         "-k",
-        "local or slicer",
+        "not http",  # in-process calls only: Slicer's scene belongs to its main thread
         "-p",
         "no:cacheprovider",
     ]

@@ -1,5 +1,6 @@
-"""Handler contract, run in-process and over HTTP: good calls work, bad calls are refused with a clear
-error and leave the state snapshot byte-identical."""
+"""Handler contract, run on every radiology backend (the embedded engine and the `slicer` backend on
+Slicer's MRML libraries), in-process and over HTTP: good calls work, bad calls are refused with a clear
+error and leave the state snapshot byte-identical (and, on the slicer backend, the MRML scene itself)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import pytest
 from PIL import Image
 
 from copilot.tools import RADIOLOGY
-from tests.conftest import canonical_state
+from tests.conftest import BACKENDS, canonical_state
+
+ON_EVERY_BACKEND = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+UNKNOWN_ID = "vtkMRMLScalarVolumeNode999999"
+FIRST_ID = "<id of the first volume>"  # replaced by the backend's own node id
 
 LONG = "x" * 300
 # (handler, arguments, expected error code)
@@ -24,9 +29,9 @@ BAD_CALLS: list[tuple[str, object, str]] = [
     ("open_case", {"dicom_dir": "case.json"}, "load_failed"),
     ("open_case", {"size": 100000}, "invalid_arguments"),
     ("select_volume", {"volume_name": "NOPE"}, "unknown_volume"),
-    ("select_volume", {"volume_id": "vtkMRMLScalarVolumeNode99"}, "unknown_volume"),
+    ("select_volume", {"volume_id": UNKNOWN_ID}, "unknown_volume"),
     ("select_volume", {}, "invalid_arguments"),
-    ("select_volume", {"volume_id": "vtkMRMLScalarVolumeNode1", "volume_name": "FLAIR"}, "invalid_arguments"),
+    ("select_volume", {"volume_id": FIRST_ID, "volume_name": "FLAIR"}, "invalid_arguments"),
     ("observe", {"size": 10**6}, "invalid_arguments"),
     ("observe", {"view": "purple"}, "invalid_arguments"),
     ("scroll", {"view": "red", "num_slices": 0}, "invalid_arguments"),
@@ -79,12 +84,16 @@ def test_every_handler_has_bad_argument_cases() -> None:
     assert {s.name for s in RADIOLOGY.specs("A")} <= {name for name, _, _ in BAD_CALLS}
 
 
+@ON_EVERY_BACKEND
 @pytest.mark.parametrize(("name", "args", "code"), BAD_CALLS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(BAD_CALLS)])
 def test_bad_call_is_refused_and_changes_nothing(client, name: str, args: object, code: str) -> None:
     # move away from defaults first so that an accidental reset would show
     assert client.call("set_slice_offset", {"view": "red", "offset": 4.0, "size": 96}).ok
     assert client.call("zoom", {"view": "green", "factor": 1.7, "size": 96}).ok
     before = canonical_state(client)
+    if isinstance(args, dict) and FIRST_ID in args.values():
+        first = client.state()["volumes"][0]["id"]
+        args = {k: first if v == FIRST_ID else v for k, v in args.items()}
     reply = client.call(name, args)  # type: ignore[arg-type]
     assert not reply.ok
     assert reply.error_code == code, reply.body
@@ -93,6 +102,7 @@ def test_bad_call_is_refused_and_changes_nothing(client, name: str, args: object
     assert canonical_state(client) == before
 
 
+@ON_EVERY_BACKEND
 def test_good_calls_return_views_and_state(client) -> None:
     reply = client.call("observe", {"view": "all", "size": 128, "include_metadata": True})
     assert reply.ok
@@ -111,6 +121,7 @@ def test_good_calls_return_views_and_state(client) -> None:
     assert set(pt.result) >= {"ras", "ijk", "view", "volume"}
 
 
+@ON_EVERY_BACKEND
 def test_open_case_inside_root_works(client) -> None:
     reply = client.call("open_case", {"dicom_dir": "images/T2.nii.gz", "slice_planes": ["axial"], "size": 96})
     assert reply.ok, reply.body
@@ -121,6 +132,7 @@ def test_open_case_inside_root_works(client) -> None:
     assert len(again.result["inventory"]) == 4
 
 
+@ON_EVERY_BACKEND
 def test_scroll_keyframes_and_cine(client) -> None:
     start = client.call("get_slice_offset_range", {"view": "red"}).result
     reply = client.call("scroll", {"view": "red", "direction": "up", "num_slices": 12, "size": 96})

@@ -8,6 +8,7 @@ import io
 import json
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from copilot.server.client import RemoteViewer
@@ -116,6 +117,19 @@ def test_slicer_subset_without_token_on_loopback(server: RunningServer) -> None:
     assert c.request("GET", "/slicer/slice?view=red&size=99999", auth=False).status == 422
     assert c.request("POST", "/slicer/slice", {}, auth=False).status == 405
     assert c.request("GET", "/slicer/gui", auth=False).status == 404
+
+
+@pytest.mark.parametrize("backend", ["embedded", "slicer"], indirect=True)
+def test_slicer_subset_offsets_are_slicers_own(server: RunningServer) -> None:
+    """/slicer/slice reads Slicer's native offset: the sagittal one is −R, the handlers' canonical one +R."""
+    c = server.client
+    shown = c.call("set_slice_offset", {"view": "yellow", "offset": 6, "size": 96})
+    canonical = np.asarray(Image.open(io.BytesIO(shown.images()[0][1])))
+    native = _png(c.request("GET", "/slicer/slice?view=yellow&offset=-6&size=96", auth=False, raw=True))
+    assert np.array_equal(native, canonical)
+    axial = c.call("set_slice_offset", {"view": "red", "offset": 6, "size": 96})
+    same = _png(c.request("GET", "/slicer/slice?view=red&offset=6&size=96", auth=False, raw=True))
+    assert np.array_equal(same, np.asarray(Image.open(io.BytesIO(axial.images()[0][1]))))
 
 
 def test_slicer_exec_is_always_refused(server: RunningServer) -> None:

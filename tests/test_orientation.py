@@ -17,11 +17,13 @@ from tests.conftest import make_volume
 
 
 def test_orientation_matrices_are_slicers() -> None:
-    # vtkMRMLSliceNode::InitializeAxialMatrix / InitializeSagittalMatrix / InitializeCoronalMatrix
-    # (Slicer Libs/MRML/Core/vtkMRMLSliceNode.cxx): element (row, column).
+    # Slicer 5's vtkMRMLSliceNode::GetAxialSliceToRASMatrix / GetSagittalSliceToRASMatrix /
+    # GetCoronalSliceToRASMatrix (radiological, patientRightIsScreenLeft=true): element (row, column).
+    # Slicer >= 5.0's sagittal normal is L (Slicer 4.x used R). tests/test_slicer_reference.py checks the
+    # same matrices against slicer-core itself.
     expected = {
         "axial": {(0, 0): -1, (1, 1): 1, (2, 2): 1},
-        "sagittal": {(1, 0): -1, (2, 1): 1, (0, 2): 1},
+        "sagittal": {(1, 0): -1, (2, 1): 1, (0, 2): -1},
         "coronal": {(0, 0): -1, (2, 1): 1, (1, 2): 1},
     }
     for name, entries in expected.items():

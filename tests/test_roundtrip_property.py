@@ -103,7 +103,7 @@ def test_point_conversion_round_trip_is_exact(ax, ay, az, spacing, view, w, h, z
     viewer.zoom(view, zoom, vol.center_ras() + 1.5)
     v = viewer.view(view)
     ras = v.norm1000_to_ras((px, py), (w, h))
-    assert abs(float(v.normal @ ras) - v.offset) < 1e-9  # the point lies on the displayed plane
+    assert abs(float(v.axis @ ras) - v.offset) < 1e-9  # the point lies on the displayed plane
     assert np.allclose(v.ras_to_norm1000(ras, (w, h)), [px, py], atol=1e-9)
     again = v.norm1000_to_ras(tuple(v.ras_to_norm1000(ras, (w, h))), (w, h))
     assert np.linalg.norm(again - ras) <= 1e-6

@@ -1,5 +1,6 @@
 """The Slicer extension: its files compile, its Slicer-independent parts import and work here, every
-handler has a Slicer implementation, and each Slicer API it uses is documented in docs/slicer.md.
+handler's implementation on the slicer backend is listed, and each Slicer API the extension and the
+backend use is documented in docs/slicer.md.
 Tests marked `slicer` run only inside 3D Slicer (tests/run_in_slicer.py)."""
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from copilot.tools import RADIOLOGY
+from tests.conftest import in_slicer_application
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "slicer_ext" / "MedCopilot"
 sys.path.insert(0, str(MODULE))
-IN_SLICER = hasattr(sys.modules.get("slicer"), "app")  # the Slicer application (not the slicer-core libraries)
+IN_SLICER = in_slicer_application()
 
 
 def test_module_files_compile_and_are_listed_in_cmake() -> None:
@@ -43,7 +45,16 @@ def test_every_handler_has_a_slicer_implementation() -> None:
     from MedCopilotLib.mapping import HANDLER_IMPLEMENTATION
 
     assert set(HANDLER_IMPLEMENTATION) == set(RADIOLOGY.names())
-    assert all(HANDLER_IMPLEMENTATION.values())
+    assert all(who in ("Slicer", "partly", "project") and how for who, how in HANDLER_IMPLEMENTATION.values())
+
+
+def test_the_readme_lists_what_serves_each_handler() -> None:
+    """The README's handler list says, for every handler, whether Slicer's libraries serve it."""
+    from MedCopilotLib.mapping import HANDLER_IMPLEMENTATION
+
+    readme = (ROOT / "README.md").read_text()
+    for name, (who, how) in HANDLER_IMPLEMENTATION.items():
+        assert f"| `{name}` | {who} | {how} |" in readme, name
 
 
 def test_ui_names_match_the_widget() -> None:
@@ -57,7 +68,8 @@ def test_ui_names_match_the_widget() -> None:
 
 def test_slicer_apis_are_documented() -> None:
     doc = (ROOT / "docs" / "slicer.md").read_text()
-    code = "\n".join(p.read_text() for p in MODULE.rglob("*.py"))
+    backend = ROOT / "copilot" / "slicer_backend"
+    code = "\n".join(p.read_text() for p in [*MODULE.rglob("*.py"), *backend.rglob("*.py")])
     apis = set(re.findall(r"\.((?:Set|Get|Add|Update|Create|Remove|Jump)[A-Z]\w+)\(", code))
     apis |= set(re.findall(r"slicer\.util\.(\w+)", code))
     apis |= {"WebServerLogic", "BaseRequestHandler", "parameterNodeWrapper", "layoutManager"}
@@ -88,7 +100,7 @@ def test_web_handler_routes_on_a_session(session) -> None:
 
 @pytest.mark.slicer
 @pytest.mark.skipif(not IN_SLICER, reason="runs inside 3D Slicer (tests/run_in_slicer.py)")
-def test_slicer_scene_mirrors_the_viewer(session) -> None:  # pragma: no cover - Slicer only
+def test_the_viewer_state_is_slicers_scene(session) -> None:  # pragma: no cover - Slicer only
     import slicer
 
     out = session.call("set_slice_offset", {"view": "red", "offset": 0, "size": 64})
@@ -97,3 +109,18 @@ def test_slicer_scene_mirrors_the_viewer(session) -> None:  # pragma: no cover -
     assert abs(node.GetSliceOffset() - 0.0) < 1e-6
     comp = slicer.mrmlScene.GetNodeByID("vtkMRMLSliceCompositeNodeRed")
     assert comp.GetBackgroundVolumeID() == session._viewer.state()["background_volume"]
+
+
+def test_the_batch_script_runs_the_slicer_backend(brain_case: Path, tmp_path: Path) -> None:
+    """The in-Slicer batch script's logic, here on slicer-core's standalone scene: results and traces."""
+    pytest.importorskip("slicer_core")
+    from MedCopilotLib.batch import main
+
+    from copilot.batch import read_results
+
+    out = tmp_path / "run"
+    assert main(["--cases", str(brain_case.parent), "--policy", "prior", "--out", str(out), "--budget", "3"]) == 0
+    [row] = read_results(out / "results.sqlite")
+    assert row["backend"] == "slicer" and row["status"] != "error"
+    head = (out / row["trace_dir"]).glob("*.jsonl")
+    assert '"backend":"slicer"' in next(iter(head)).read_text().splitlines()[0]

@@ -104,13 +104,26 @@ def to_uint8(values: np.ndarray, window: float, level: float) -> np.ndarray:
     return out.astype(np.uint8)
 
 
+# 3D Slicer's PET-Heat colour node (vtkMRMLPETProceduralColorNode, type Heat): its transfer function's
+# control points (index 0–255, R, G, B), as slicer-core 5.13 reports them.
+PET_HEAT_POINTS = np.array(
+    [
+        [0, 0.0, 0.0, 0.0],
+        [35, 0.36, 0.0, 0.0],
+        [38, 0.5, 0.0, 0.0],
+        [50, 0.7, 0.1, 0.0],
+        [70, 0.7, 0.5, 0.0],
+        [87, 1.0, 1.0, 0.0],
+        [255, 1.0, 1.0, 1.0],
+    ]
+)
+
+
 def _heat_lut() -> np.ndarray:
-    """Black → red → yellow → white ramp, in the spirit of Slicer's PET-Heat table."""
-    x = np.linspace(0.0, 1.0, 256)
-    r = np.clip(x * 3.0, 0, 1)
-    g = np.clip(x * 3.0 - 1.0, 0, 1)
-    b = np.clip(x * 3.0 - 2.0, 0, 1)
-    return (np.stack([r, g, b], axis=1) * 255.0 + 0.5).astype(np.uint8)
+    """Slicer's PET-Heat table: black → dark red → orange → yellow → white."""
+    x = np.arange(256.0)
+    rgb = np.stack([np.interp(x, PET_HEAT_POINTS[:, 0], PET_HEAT_POINTS[:, c]) for c in (1, 2, 3)], axis=1)
+    return (rgb * 255.0 + 0.5).astype(np.uint8)
 
 
 LUTS: dict[str, np.ndarray] = {

@@ -1,14 +1,18 @@
 """Slice-view geometry with 3D Slicer's conventions.
 
-Orientation matrices are vtkMRMLSliceNode's InitializeAxial/Sagittal/CoronalMatrix
-(Slicer `Libs/MRML/Core/vtkMRMLSliceNode.cxx`): columns are the screen-right direction, the
-screen-up direction and the view normal, all in RAS. The slice offset is the RAS coordinate
-along the normal (axial = S, sagittal = R, coronal = A).
+Orientation matrices are Slicer 5's vtkMRMLSliceNode::Get{Axial,Sagittal,Coronal}SliceToRASMatrix
+(radiological convention): columns are the screen-right direction, the screen-up direction and the
+view normal, all in RAS. Slicer 5's sagittal normal is L, so Slicer's own (native) sagittal offset
+is −R. Handlers and evidence speak the canonical offset: the RAS coordinate along the view's
+anatomical axis (axial = S, sagittal = R, coronal = A). `native_offset`/`canonical_offset` are
+the one place where the two conventions meet.
 
 A rendered image of W×H pixels shows the field of view fitted inside it at a uniform mm/pixel
 (`pixel_mm`), centred on the slice centre. Image coordinates are continuous, origin at the
-top-left corner, pixel (c, r) centred on (c + 0.5, r + 0.5); model coordinates `*_1000` are
-image coordinates scaled to 0–1000 of the width/height.
+top-left corner, pixel (c, r) covering [c, c+1)×[r, r+1). Pixel (c, r) shows the RAS point of
+Slicer's XYToRAS at XY = (c, H−1−r) (Slicer's XY origin is the bottom-left pixel, sampled at the
+field of view's edge). Model coordinates `*_1000` run from 0 (centre of the first pixel) to 999
+(centre of the last pixel) along each axis, so every pixel is addressable at any image size.
 """
 
 from __future__ import annotations
@@ -24,9 +28,68 @@ AXIS_LABEL = {"axial": "S", "sagittal": "R", "coronal": "A"}
 ORIENTATION_MATRICES: dict[str, np.ndarray] = {
     # columns: screen right, screen up, normal
     "axial": np.array([[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
-    "sagittal": np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+    "sagittal": np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
     "coronal": np.array([[-1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]),
 }
+AXIS_VECTORS: dict[str, np.ndarray] = {
+    "axial": np.array([0.0, 0.0, 1.0]),
+    "sagittal": np.array([1.0, 0.0, 0.0]),
+    "coronal": np.array([0.0, 1.0, 0.0]),
+}
+
+
+def offset_sign(orientation: str) -> float:
+    """+1 where Slicer's slice normal points along the canonical axis, −1 where it points against it."""
+    return float(np.sign(AXIS_VECTORS[orientation] @ ORIENTATION_MATRICES[orientation][:, 2]))
+
+
+def native_offset(orientation: str, offset: float) -> float:
+    """Slicer's slice offset (along its slice normal) for a canonical RAS offset."""
+    return offset_sign(orientation) * offset
+
+
+def canonical_offset(orientation: str, native: float) -> float:
+    """The canonical RAS offset (axial S, sagittal R, coronal A) for Slicer's slice offset."""
+    return offset_sign(orientation) * native
+
+
+def canonical_range(orientation: str, native_lo: float, native_hi: float) -> tuple[float, float]:
+    """A native offset interval as a canonical (min, max)."""
+    a, b = canonical_offset(orientation, native_lo), canonical_offset(orientation, native_hi)
+    return (min(a, b), max(a, b))
+
+
+def voxel_box_corners(ijk_to_ras: np.ndarray, dimensions: tuple[int, int, int]) -> np.ndarray:
+    """RAS corners (8, 3) of the full-voxel box (voxel centres ± half a voxel), Slicer's volume bounds."""
+    i, j, k = (d - 0.5 for d in dimensions)
+    ijk = np.array([[a, b, c, 1.0] for a in (-0.5, i) for b in (-0.5, j) for c in (-0.5, k)])
+    return (ijk_to_ras @ ijk.T).T[:, :3]
+
+
+def slice_spacing(ijk_to_ras: np.ndarray, normal: np.ndarray) -> float:
+    """Slicer's slider step (vtkMRMLSliceLogic::GetVolumeSliceSpacing along the normal): the IJK axis that
+    is closest to the normal in index space, projected onto the normal."""
+    lin = ijk_to_ras[:3, :3]
+    in_ijk = np.abs(np.linalg.solve(lin, normal))
+    a = int(np.argmax(in_ijk))
+    return float(abs(lin[:, a] @ normal))
+
+
+def fitted_fov(box_corners_ras: np.ndarray, matrix: np.ndarray, size: tuple[int, int]) -> tuple[float, float]:
+    """vtkMRMLSliceLogic::FitSliceToVolumes's field of view for a view of `size` pixels."""
+    w, h = size
+    display_x = float(np.ptp(box_corners_ras @ matrix[:, 0]))
+    display_y = float(np.ptp(box_corners_ras @ matrix[:, 1]))
+    fit_x, fit_y = display_x, display_y
+    if h > w:
+        fit_y = fit_x / w * h
+    else:
+        fit_x = fit_y / h * w
+    if display_x > fit_x:
+        fit_y, fit_x = fit_y / (fit_x / display_x), display_x
+    if display_y > fit_y:
+        fit_x, fit_y = fit_x / (fit_y / display_y), display_y
+    return (fit_x, fit_y)
 
 
 @dataclass
@@ -49,8 +112,18 @@ class SliceView:
         return self.matrix[:, 2]
 
     @property
+    def axis(self) -> np.ndarray:
+        """Unit RAS vector of the canonical offset axis (S, R or A); ±normal."""
+        return AXIS_VECTORS[self.orientation]
+
+    @property
     def offset(self) -> float:
-        """Slice offset in mm: the RAS coordinate of the slice plane along the normal."""
+        """Canonical slice offset in mm: the RAS coordinate of the slice plane along S, R or A."""
+        return float(self.axis @ self.center)
+
+    @property
+    def native_offset(self) -> float:
+        """Slicer's slice offset: the coordinate of the plane along Slicer's slice normal."""
         return float(self.normal @ self.center)
 
     @property
@@ -65,8 +138,8 @@ class SliceView:
         return m
 
     def set_offset(self, offset: float) -> None:
-        """Move the plane along its normal so that its offset is `offset`."""
-        self.center = self.center + (offset - self.offset) * self.normal
+        """Move the plane along its normal so that its canonical offset is `offset`."""
+        self.center = self.center + (offset - self.offset) * self.axis
 
     def pixel_mm(self, size: tuple[int, int]) -> float:
         """Millimetres per pixel when rendering at `size` (fit the FOV inside the image)."""
@@ -74,7 +147,8 @@ class SliceView:
         return max(self.fov[0] / w, self.fov[1] / h)
 
     def image_to_ras_matrix(self, size: tuple[int, int]) -> np.ndarray:
-        """4×4 matrix taking homogeneous image coordinates (x, y, 0, 1) to RAS."""
+        """4×4 matrix taking homogeneous image coordinates (x, y, 0, 1) to RAS: the centre of pixel (c, r)
+        lands on Slicer's XYToRAS(c, H−1−r)."""
         w, h = size
         s = self.pixel_mm(size)
         right, up = self.matrix[:, 0], self.matrix[:, 1]
@@ -82,7 +156,7 @@ class SliceView:
         m[:3, 0] = right * s
         m[:3, 1] = -up * s
         m[:3, 2] = self.normal
-        m[:3, 3] = self.center - right * (w / 2 * s) + up * (h / 2 * s)
+        m[:3, 3] = self.center - right * ((w + 1) / 2 * s) + up * ((h - 1) / 2 * s)
         return m
 
     def image_to_ras(self, xy: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -101,17 +175,14 @@ class SliceView:
     def norm1000_to_ras(self, point: tuple[float, float], size: tuple[int, int] | None = None) -> np.ndarray:
         """RAS of a 0–999 normalised point on the image rendered at `size` (default: the last one)."""
         w, h = size or self.last_size
-        s = self.pixel_mm((w, h))
-        m = self.matrix
-        dx = (point[0] / 1000.0 - 0.5) * w * s  # mm right of the centre
-        dy = (0.5 - point[1] / 1000.0) * h * s  # mm above the centre
-        return self.center + m[:, 0] * dx + m[:, 1] * dy
+        xy = np.array([0.5 + point[0] * (w - 1) / 999.0, 0.5 + point[1] * (h - 1) / 999.0])
+        return self.image_to_ras(xy, (w, h))
 
     def ras_to_norm1000(self, ras: np.ndarray, size: tuple[int, int] | None = None) -> np.ndarray:
-        """The 0–1000 normalised image position of a RAS point's projection."""
+        """The 0–999 normalised image position of a RAS point's projection."""
         w, h = size or self.last_size
         xy = self.ras_to_image(ras, (w, h))
-        return np.array([xy[0] / w * 1000.0, xy[1] / h * 1000.0])
+        return np.array([(xy[0] - 0.5) * 999.0 / max(w - 1, 1), (xy[1] - 0.5) * 999.0 / max(h - 1, 1)])
 
     def zoom(self, factor: float, anchor_ras: np.ndarray | None = None) -> None:
         """Divide the FOV by `factor`, keeping `anchor_ras` (default: the centre) fixed on screen."""
@@ -122,19 +193,18 @@ class SliceView:
         self.fov = (self.fov[0] / factor, self.fov[1] / factor)
 
     def offset_range(self, corners_ras: np.ndarray) -> tuple[float, float]:
-        """Offsets of the first and last voxel-centre planes of a volume along this view's normal."""
-        proj = corners_ras @ self.normal
+        """Canonical offsets of the first and last voxel-centre planes (corners of voxel centres)."""
+        proj = corners_ras @ self.axis
         return (float(proj.min()), float(proj.max()))
 
-    def fit(self, corners_ras: np.ndarray, spacing_margin: float = 0.0) -> None:
-        """Fit the FOV to the volume's in-plane extent and centre it in-plane (offset unchanged)."""
+    def fit(self, box_corners_ras: np.ndarray, size: tuple[int, int] | None = None) -> None:
+        """Slicer's FitSliceToAll field of view for the full-voxel box at `size` (default: the last render
+        size), centred in-plane on the box; the offset is kept."""
         right, up, n = self.matrix[:, 0], self.matrix[:, 1], self.normal
-        pr, pu = corners_ras @ right, corners_ras @ up
-        fov = (float(pr.max() - pr.min()) + spacing_margin, float(pu.max() - pu.min()) + spacing_margin)
-        side = max(fov)  # square FOV: same mm/pixel on both axes, no distortion
+        pr, pu = box_corners_ras @ right, box_corners_ras @ up
         centre_in_plane = right * (pr.max() + pr.min()) / 2 + up * (pu.max() + pu.min()) / 2
-        self.center = centre_in_plane + n * self.offset
-        self.fov = (side, side)
+        self.center = centre_in_plane + n * float(n @ self.center)
+        self.fov = fitted_fov(box_corners_ras, self.matrix, size or self.last_size)
 
     def snapshot(self, decimals: int = 6) -> dict[str, object]:
         """JSON-ready state of the view."""

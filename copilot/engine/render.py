@@ -72,6 +72,22 @@ def overlay_font(px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=px)
 
 
+def corner_text(
+    view: SliceView, background: tuple[str, DisplaySettings] | None, foreground: str | None, opacity: float
+) -> dict[str, list[str]]:
+    """Corner annotations of a view: name, orientation and canonical offset; W/L; background/foreground names."""
+    corners: dict[str, list[str]] = {
+        "tl": [f"{view.name.capitalize()}  {view.orientation}", f"{view.axis_label}: {view.offset:.1f}mm"]
+    }
+    if background is not None:
+        name, d = background
+        corners["tr"] = [f"W: {d.window:.0f}  L: {d.level:.0f}"]
+        corners["bl"] = [f"B: {name}"]
+        if foreground:
+            corners["bl"].append(f"F: {foreground} ({opacity:.0%})")
+    return corners
+
+
 def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
     """Draw white text lines with a dark shadow in the image corners ('tl', 'tr', 'bl', 'br'), like Slicer's
     corner annotations."""

@@ -4,7 +4,8 @@ The image→IJK map is affine. When the view plane is a voxel plane of the volum
 axis-aligned case, whatever the in-plane flips, swaps and spacing), one 2D slab is taken,
 interpolated along the normal, windowed to 8 bits and resampled in 2D by Pillow's affine
 transform. Any other (oblique) geometry is sampled trilinearly by SimpleITK (multi-threaded ITK).
-Outside the volume (beyond half a voxel from the outer voxel centres) the image is 0.
+Outside the volume (beyond half a voxel from the outer voxel centres) the image is black (0), whatever
+the window.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from copilot.engine.display import to_uint8
 from copilot.engine.volume import LPS_TO_RAS, Volume, volume_to_sitk
 
 _EPS = 1e-9
+OUTSIDE = float(-np.finfo(np.float32).max)  # below any window: outside the volume is black, as in Slicer
 
 
 def image_to_ijk(volume: Volume, image_to_ras: np.ndarray) -> np.ndarray:
@@ -112,5 +114,7 @@ def _reslice_general(
 ) -> np.ndarray:
     """Trilinear sampling by SimpleITK `Resample` onto a one-slice grid with the view's geometry."""
     ref = view_grid(image_to_ras, size)
-    out = sitk.Resample(sitk_image(volume), ref, sitk.Transform(), sitk.sitkLinear, 0.0, sitk.sitkFloat32)
-    return to_uint8(sitk.GetArrayViewFromImage(out)[0], window, level)
+    out = sitk.Resample(sitk_image(volume), ref, sitk.Transform(), sitk.sitkLinear, OUTSIDE, sitk.sitkFloat32)
+    values = sitk.GetArrayViewFromImage(out)[0]
+    outside = values <= OUTSIDE / 2
+    return to_uint8(np.where(outside, np.float32(level - window / 2.0), values), window, level)

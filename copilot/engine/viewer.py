@@ -24,8 +24,8 @@ from copilot.engine.display import (
     default_display,
     preset_settings,
 )
-from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView
-from copilot.engine.render import Layer, compose, draw_corners
+from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
+from copilot.engine.render import Layer, compose, corner_text, draw_corners
 from copilot.engine.volume import Volume
 from copilot.errors import ViewerError
 
@@ -146,8 +146,10 @@ class EmbeddedVolumeViewer:
         return any(v.name == name for v in self._s.volumes.values())
 
     def clear(self) -> None:
-        """Remove every volume and reset views and fusion."""
-        self._s = _SceneState(views={n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES})
+        """Remove every volume and reset views and fusion; node ids are never reused (as in an MRML scene), so
+        an id from before cannot silently name a different node."""
+        views = {n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES}
+        self._s = _SceneState(views=views, next_id=self._s.next_id)
 
     def volume(self, vid: str) -> Volume:
         return self._s.volumes[vid]
@@ -214,22 +216,34 @@ class EmbeddedVolumeViewer:
             raise ViewerError("invalid_layout", f"unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
         self._s.layout = name
 
+    def set_orientation(self, view: str, orientation: str) -> None:
+        """Put a view in a standard orientation preset and fit it."""
+        if orientation not in VIEW_ORIENTATION.values():
+            raise ViewerError("invalid_arguments", "orientation must be axial, sagittal or coronal")
+        self.view(view).orientation = orientation
+        self.fit(view)
+
     def _reference(self) -> Volume:
         vid = self.resolve_volume()
         return self._s.volumes[vid]
 
     def slice_offset_range(self, view: str) -> tuple[float, float]:
-        """Offsets of the first and last slice of the background volume in this view."""
-        return self.view(view).offset_range(self._reference().corners_ras())
+        """Canonical offsets of the first and last slice of the background volume in this view (Slicer's
+        slider range: voxel centres; a single slice gets one blank step on either side)."""
+        v = self.view(view)
+        vol = self._reference()
+        lo, hi = v.offset_range(vol.corners_ras())
+        step = slice_spacing(vol.ijk_to_ras, v.normal)
+        if hi - lo < step:
+            mid = (lo + hi) / 2.0
+            return (mid - step, mid + step)
+        return (lo, hi)
 
     def slice_step(self, view: str) -> float:
-        """Distance between adjacent slices along the view normal (the open_case spacing if given)."""
+        """Slicer's slider step along the view normal (the open_case spacing if given)."""
         if self._s.slice_step is not None:
             return self._s.slice_step
-        vol = self._reference()
-        cos = np.abs(vol.direction.T @ self.view(view).normal)
-        a = int(np.argmax(cos))
-        return float(vol.spacing[a] * cos[a])
+        return slice_spacing(self._reference().ijk_to_ras, self.view(view).normal)
 
     def set_slice_step(self, step: float | None) -> None:
         if step is not None and not (math.isfinite(step) and step > 0):
@@ -264,7 +278,9 @@ class EmbeddedVolumeViewer:
         v.zoom(factor, anchor_ras)
 
     def fit(self, view: str) -> None:
-        self.view(view).fit(self._reference().corners_ras(), spacing_margin=max(self._reference().spacing))
+        """Slicer's FitSliceToAll field of view for the background volume; the offset is kept."""
+        vol = self._reference()
+        self.view(view).fit(voxel_box_corners(vol.ijk_to_ras, vol.dimensions))
 
     def recover_standard_views(self, vid: str | None = None) -> None:
         """Standard orientations, fitted, each offset at the volume centre; `vid` becomes the background."""
@@ -276,7 +292,7 @@ class EmbeddedVolumeViewer:
             v = self._s.views[name]
             v.orientation = VIEW_ORIENTATION[name]
             v.center = centre.copy()
-            v.fit(vol.corners_ras(), spacing_margin=max(vol.spacing))
+            v.fit(voxel_box_corners(vol.ijk_to_ras, vol.dimensions))
 
     def jump(self, ras: np.ndarray) -> None:
         """Centre every view on a RAS point (Slicer's JumpAllSlices in centred mode)."""
@@ -357,16 +373,9 @@ class EmbeddedVolumeViewer:
 
     def _overlay_text(self, v: SliceView) -> dict[str, list[str]]:
         s = self._s
-        corners: dict[str, list[str]] = {
-            "tl": [f"{v.name.capitalize()}  {v.orientation}", f"{v.axis_label}: {v.offset:.1f}mm"]
-        }
-        if s.background:
-            d = s.display[s.background]
-            corners["tr"] = [f"W: {d.window:.0f}  L: {d.level:.0f}"]
-            corners["bl"] = [f"B: {s.volumes[s.background].name}"]
-            if s.foreground:
-                corners["bl"].append(f"F: {s.volumes[s.foreground].name} ({s.opacity:.0%})")
-        return corners
+        bg = (s.volumes[s.background].name, s.display[s.background]) if s.background else None
+        fg = s.volumes[s.foreground].name if s.foreground else None
+        return corner_text(v, bg, fg, s.opacity)
 
     def point_to_ras(self, view: str, point_1000: tuple[float, float]) -> np.ndarray:
         """RAS of a 0–999 point on the view's last rendered image."""

@@ -2,7 +2,9 @@
 
 `/slicer/slice` renders a view at the requested orientation/offset/size without moving the
 viewer (the agent's state stays what the audited handlers made it); unlike Slicer's own module
-it honours `offset=0` and `size`. Requests are logged in the trace as reads.
+it honours `offset=0` and `size`. Its `offset` is Slicer's native slice offset (along Slicer's slice
+normal, so a sagittal offset is −R), as Slicer's WebServer reads it; the handlers' canonical offsets
+are converted in `copilot.engine.geometry`. Requests are logged in the trace as reads.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 from PIL import Image
 
 import copilot
-from copilot.engine.geometry import VIEW_NAMES
+from copilot.engine.geometry import VIEW_NAMES, canonical_offset
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
 from copilot.session import Peek, Session
@@ -82,6 +84,8 @@ class SlicerCompat:
         side = int(size) if size is not None else 512
         if not 16 <= side <= MAX_SIZE:
             raise HandlerError("invalid_arguments", f"size must lie in [16, {MAX_SIZE}]")
+        if offset is not None:  # Slicer's own offset, along Slicer's slice normal (sagittal: L): made canonical
+            offset = canonical_offset(orientation or self.session.view_geometry(view).orientation, offset)
         peek = Peek((view,), (side, side), orientation=orientation, offset=offset, scroll_to=scroll_to)
         images = self.session.peek(peek) or {}
         if view not in images:

@@ -84,7 +84,7 @@ def record_key_slice(
     ctx.viewer.check_offset(name, off)
     vid = ctx.viewer.resolve_volume()
     vol = ctx.viewer.volume(vid)
-    point = v.center + (off - v.offset) * v.normal
+    point = v.center + (off - v.offset) * v.axis
     index = vol.ras_to_ijk_point(point)
     rec = _add(
         ctx,

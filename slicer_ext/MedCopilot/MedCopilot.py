@@ -67,12 +67,12 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
 
     def open_case(self, case_dir: str, track: str = "A", trace_dir: str | None = None) -> Any:
         self.ensure_dependencies()
-        from MedCopilotLib.slicer_viewer import SlicerViewer, evidence_as_markups
+        from MedCopilotLib.slicer_viewer import application_viewer
 
         from copilot.runtime import open_session
 
-        self.session = open_session(case_dir, track=track, trace_dir=trace_dir, viewer=SlicerViewer())
-        evidence_as_markups(self.session)
+        # the slicer backend on slicer.mrmlScene; evidence is shown as markups by open_session
+        self.session = open_session(case_dir, track=track, trace_dir=trace_dir, viewer=application_viewer())
         return self.session
 
     def start_web_server(self, port: int = 2016) -> int:
@@ -176,7 +176,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
 
 
 class MedCopilotTest(ScriptedLoadableModuleTest):
-    """Runs the shared contract tests against SlicerViewer inside Slicer (tests/run_in_slicer.py does the same)."""
+    """Runs the shared contract tests on Slicer's own scene inside Slicer (tests/run_in_slicer.py does the same)."""
 
     def runTest(self) -> None:
         import subprocess

@@ -1,10 +1,10 @@
 """Headless batch evaluation inside Slicer: `Slicer --no-main-window --python-script batch.py -- ARGS`.
 
-Runs `bench run` episodes with a `SlicerViewer` on Slicer's own scene (one episode at a time: one scene),
-writing the same results database, traces and report as the embedded runner. With `--no-main-window`
-Slicer has no layout manager and no slice views to capture; the backend renders from the volume nodes'
-voxels with the engine's renderer, so nothing needs a screen. (Running the main window under Xvfb also
-works and additionally shows Slicer's views updating.)
+Runs `bench run` episodes with the `slicer` backend on Slicer's own scene (one episode at a time: one
+scene), writing the same results database, traces and report as `medcopilot bench run --backend slicer`
+does on slicer-core without the application. With `--no-main-window` Slicer has no slice views; the
+backend draws with its own vtkMRMLSliceLogic pipelines, so nothing needs a screen. (Running the main
+window under Xvfb also works and additionally shows Slicer's views updating.)
 """
 
 from __future__ import annotations
@@ -15,14 +15,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    import slicer
-
-    from copilot.batch import ResultsDB, run_episode
-    from copilot.bench.report import write_report
-    from copilot.cases.pack import find_cases
-    from copilot.medflow.policies import make_policy
-    from copilot.medflow.registry import report_columns
-    from MedCopilotLib.slicer_viewer import SlicerViewer
+    from copilot.batch import run_batch
 
     parser = argparse.ArgumentParser(prog="MedCopilot batch")
     parser.add_argument("--cases", required=True)
@@ -31,22 +24,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--track", default="A")
     parser.add_argument("--budget", type=int, default=20)
     ns = parser.parse_args(argv)
-    out = Path(ns.out).resolve()
-    db = ResultsDB(out / "results.sqlite")
-    done = db.done(ns.policy, ns.track)
-
-    import copilot.runtime as runtime
-
-    runtime.new_viewer = lambda kind: SlicerViewer() if kind == "radiology" else runtime.EmbeddedSlideViewer()
-    for case in find_cases(ns.cases):
-        if case.case_id in done or case.kind != "radiology":
-            continue
-        slicer.mrmlScene.Clear(0)
-        row = run_episode(str(case.root), ns.policy, str(out), ns.track, ns.budget, policy=make_policy(ns.policy))
-        db.insert(row)
-        print(f"{case.case_id}: {row['status']} Task={row['task']:.2f} Strict={row['strict']:.2f}", flush=True)
-    write_report(db.rows(), out / "report.html", report_columns())
-    db.close()
+    # one episode at a time on slicer.mrmlScene (each session removes the previous one's nodes)
+    rows = run_batch(
+        ns.cases, ns.policy, Path(ns.out).resolve(), workers=1, track=ns.track, budget=ns.budget, backend="slicer"
+    )
+    for row in rows:
+        print(f"{row['case_id']}: {row['status']} Task={row['task']:.2f} Strict={row['strict']:.2f}", flush=True)
     return 0
 
 

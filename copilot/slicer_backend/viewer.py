@@ -1,0 +1,715 @@
+"""`SlicerSceneViewer`: the radiology viewer protocol implemented on a Slicer MRML scene.
+
+Every piece of viewer state lives in Slicer's nodes: volumes are scalar volume nodes, window/level and
+colour are their display nodes, slice geometry is the Red/Yellow/Green slice nodes (SliceToRAS, field of
+view, dimensions, orientation presets), the fit, the offset range and the slider step are
+vtkMRMLSliceLogic's, fusion is the slice composite nodes, the layout is the layout node, segments are
+segmentation nodes and registrations are linear transform nodes. Images are the output of each slice
+logic's reslice/blend pipeline, with the project's corner annotations (and segment outlines) drawn on top.
+Node ids are the ids handlers report. `export_state`/`restore_state` snapshot the scene itself (its
+nodes and their settings), so a refused call's rollback restores Slicer's scene.
+
+Handlers speak canonical offsets (axial S, sagittal R, coronal A); Slicer's slice nodes hold native
+offsets (Slicer 5's sagittal normal is L); `copilot.engine.geometry` converts between the two.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from vtkmodules.util import numpy_support
+from vtkmodules.vtkCommonCore import reference
+from vtkmodules.vtkCommonDataModel import vtkImageData
+from vtkmodules.vtkCommonMath import vtkMatrix4x4
+
+from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
+from copilot.engine.display import (
+    AUTO_PRESETS,
+    FIXED_PRESETS,
+    DisplaySettings,
+    auto_window_level,
+    default_display,
+    preset_settings,
+)
+from copilot.engine.geometry import (
+    ORIENTATION_MATRICES,
+    VIEW_NAMES,
+    VIEW_ORIENTATION,
+    SliceView,
+    canonical_range,
+    native_offset,
+)
+from copilot.engine.render import corner_text, draw_corners
+from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS, MAX_ZOOM_FOV_FACTOR, MIN_FOV_MM, _lookup
+from copilot.engine.volume import VOLUME_SUFFIXES, Volume
+from copilot.errors import ViewerError
+from copilot.slicer_backend.markups import EvidenceMarkups
+from copilot.slicer_backend.mrml import mrml
+from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
+
+LAYOUT_IDS = {"three_up": 3, "one_up_red": 6, "one_up_yellow": 7, "one_up_green": 8}  # vtkMRMLLayoutNode
+COLOR_NODE_IDS = {"grey": "vtkMRMLColorTableNodeGrey", "pet_heat": "vtkMRMLPETProceduralColorNodePET-Heat"}
+COMPOSITING = {"blend": 0, "add": 2}  # vtkMRMLSliceCompositeNode::Alpha, ::Add
+AUTO_ATTR, PRESET_ATTR, OWNER_ATTR = "MedCopilot.AutoWindowLevel", "MedCopilot.Preset", "MedCopilot.Node"
+# Nodes a call may add (and a rollback removes); view, layout and singleton nodes are only ever modified.
+DATA_CLASSES = (
+    "vtkMRMLVolumeNode",
+    "vtkMRMLSegmentationNode",
+    "vtkMRMLTransformNode",
+    "vtkMRMLMarkupsNode",
+    "vtkMRMLDisplayNode",
+    "vtkMRMLStorageNode",
+)
+
+
+def vtk_matrix(m: np.ndarray) -> vtkMatrix4x4:
+    out = vtkMatrix4x4()
+    for r in range(4):
+        for c in range(4):
+            out.SetElement(r, c, float(m[r, c]))
+    return out
+
+
+def np_matrix(m: vtkMatrix4x4) -> np.ndarray:
+    return np.array([[m.GetElement(r, c) for c in range(4)] for r in range(4)])
+
+
+def image_data(array: np.ndarray) -> vtkImageData:
+    """A vtkImageData holding a copy of a [k, j, i] array (VTK's x is i, fastest)."""
+    k, j, i = array.shape
+    img = vtkImageData()
+    img.SetDimensions(i, j, k)
+    img.GetPointData().SetScalars(numpy_support.numpy_to_vtk(np.ascontiguousarray(array).ravel(), deep=True))
+    return img
+
+
+@dataclass
+class SceneSnapshot:
+    """What a call may change: the scene's nodes (by id) and every setting the viewer writes."""
+
+    nodes: list[tuple[str, Any]]
+    volumes: dict[str, Volume]
+    segments: dict[str, Segment]
+    transforms: dict[str, TransformNode]
+    slices: dict[str, tuple[Any, ...]]
+    composites: dict[str, tuple[Any, ...]]
+    displays: dict[str, tuple[Any, ...]]
+    layout: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SlicerSceneViewer:
+    """Volumes, display and three slice views held in a Slicer MRML scene; renders with Slicer's slice logics."""
+
+    kind = "radiology"
+
+    def __init__(self, scene: Any = None, app_logic: Any = None) -> None:
+        self.mrml: SlicerScene = standalone_scene() if scene is None else attach(scene, app_logic)
+        self.scene = self.mrml.scene
+        self._volumes: dict[str, Volume] = {}
+        self._segments: dict[str, Segment] = {}
+        self._transforms: dict[str, TransformNode] = {}
+        self._markups: EvidenceMarkups | None = None
+        for node in self._nodes_where(OWNER_ATTR):  # left by an earlier session on the same scene
+            self._remove(node)
+        for name in VIEW_NAMES:
+            self._reset_view(name)
+
+    def _nodes_where(self, attribute: str) -> list[Any]:
+        scene = self.scene
+        nodes = [scene.GetNthNode(i) for i in range(scene.GetNumberOfNodes())]
+        return [n for n in nodes if n.GetAttribute(attribute) == "1"]
+
+    def _own(self, node: Any) -> Any:
+        """Tag a node as made by this project (a later session on the same scene removes it)."""
+        node.SetAttribute(OWNER_ATTR, "1")
+        return node
+
+    def _remove(self, node: Any) -> None:
+        """Remove a data node with its display and storage nodes."""
+        displays = [node.GetNthDisplayNode(i) for i in range(node.GetNumberOfDisplayNodes())]
+        storage = node.GetStorageNode() if hasattr(node, "GetStorageNode") else None
+        self.scene.RemoveNode(node)
+        for extra in [*displays, storage]:
+            if extra is not None and self.scene.GetNodeByID(extra.GetID()) is not None:
+                self.scene.RemoveNode(extra)
+
+    # ----- nodes -----
+    def slice_node(self, view: str) -> Any:
+        return self.mrml.slice_logics[view].GetSliceNode()
+
+    def slice_logic(self, view: str) -> Any:
+        return self.mrml.slice_logics[view]
+
+    def composite_node(self, view: str) -> Any:
+        return self.mrml.slice_logics[view].GetSliceCompositeNode()
+
+    def volume_node(self, vid: str) -> Any:
+        return self.scene.GetNodeByID(vid)
+
+    def _display_node(self, vid: str) -> Any:
+        return self.volume_node(vid).GetDisplayNode()
+
+    def _reset_view(self, name: str) -> None:
+        node = self.slice_node(name)
+        node.SetOrientation(VIEW_ORIENTATION[name].capitalize())
+        node.SetSliceSpacingModeToAutomatic()
+        node.SetFieldOfView(250.0, 250.0, node.GetFieldOfView()[2])
+        node.SetDimensions(512, 512, 1)
+        node.UpdateMatrices()
+
+    # ----- transactional state -----
+    def export_state(self) -> SceneSnapshot:
+        """A snapshot of the scene: its node list and the settings of slice, composite, display and layout nodes."""
+        scene = self.scene
+        nodes = [(scene.GetNthNode(i).GetID(), scene.GetNthNode(i)) for i in range(scene.GetNumberOfNodes())]
+        slices, composites = {}, {}
+        for name in VIEW_NAMES:
+            n = self.slice_node(name)
+            slices[name] = (
+                np_matrix(n.GetSliceToRAS()),
+                tuple(n.GetFieldOfView()),
+                tuple(n.GetDimensions()),
+                n.GetOrientation(),
+                n.GetSliceSpacingMode(),
+                tuple(n.GetPrescribedSliceSpacing()),
+            )
+            c = self.composite_node(name)
+            composites[name] = (
+                c.GetBackgroundVolumeID(),
+                c.GetForegroundVolumeID(),
+                c.GetForegroundOpacity(),
+                c.GetCompositing(),
+            )
+        displays = {}
+        for vid in self._volumes:
+            d = self._display_node(vid)
+            displays[vid] = (
+                d.GetWindow(),
+                d.GetLevel(),
+                d.GetColorNodeID(),
+                d.GetAttribute(AUTO_ATTR),
+                d.GetAttribute(PRESET_ATTR),
+            )
+        return SceneSnapshot(
+            nodes,
+            dict(self._volumes),
+            dict(self._segments),
+            dict(self._transforms),
+            slices,
+            composites,
+            displays,
+            self.mrml.layout_node.GetViewArrangement(),
+        )
+
+    def restore_state(self, state: SceneSnapshot) -> None:
+        """Put the scene back as `export_state` saw it: same nodes (same ids), same settings."""
+        scene = self.scene
+        keep = {nid for nid, _ in state.nodes}
+        current = [scene.GetNthNode(i) for i in range(scene.GetNumberOfNodes())]
+        for node in current:
+            if node.GetID() not in keep and any(node.IsA(cls) for cls in DATA_CLASSES):
+                scene.RemoveNode(node)
+        for nid, node in state.nodes:
+            if scene.GetNodeByID(nid) is None:
+                scene.AddNode(node)
+        self._volumes, self._segments, self._transforms = (
+            dict(state.volumes),
+            dict(state.segments),
+            dict(state.transforms),
+        )
+        for name in VIEW_NAMES:
+            m, fov, dims, orientation, mode, prescribed = state.slices[name]
+            n = self.slice_node(name)
+            modify = n.StartModify()
+            n.SetOrientation(orientation)
+            n.GetSliceToRAS().DeepCopy(vtk_matrix(m))
+            n.SetFieldOfView(*fov)
+            n.SetDimensions(*dims)
+            n.SetSliceSpacingMode(mode)
+            n.SetPrescribedSliceSpacing(*prescribed)
+            n.UpdateMatrices()
+            n.EndModify(modify)
+            c = self.composite_node(name)
+            bg, fg, opacity, compositing = state.composites[name]
+            c.SetBackgroundVolumeID(bg)
+            c.SetForegroundVolumeID(fg)
+            c.SetForegroundOpacity(opacity)
+            c.SetCompositing(compositing)
+        for vid, (window, level, colour, auto, preset) in state.displays.items():
+            d = self._display_node(vid)
+            d.SetWindowLevel(window, level)
+            d.SetAndObserveColorNodeID(colour)
+            d.SetAttribute(AUTO_ATTR, auto)
+            d.SetAttribute(PRESET_ATTR, preset)
+        self.mrml.layout_node.SetViewArrangement(state.layout)
+
+    # ----- scene -----
+    def add_volume(self, volume: Volume) -> str:
+        """A scalar volume node with a display node; returns its node id. A volume file is read by Slicer's
+        own reader (vtkMRMLVolumeArchetypeStorageNode); other volumes (DICOM series, derived volumes) are
+        handed over as voxels and IJK→RAS."""
+        node = self._own(self.scene.AddNewNodeByClass("vtkMRMLScalarVolumeNode", volume.name))
+        if not self._read_with_slicer(node, volume):
+            node.SetAndObserveImageData(image_data(volume.data))
+            node.SetIJKToRASMatrix(vtk_matrix(volume.ijk_to_ras))
+        display = self.scene.AddNewNodeByClass("vtkMRMLScalarVolumeDisplayNode")
+        display.SetAutoWindowLevel(0)  # the window is set below; Slicer's histogram would be computed for nothing
+        node.SetAndObserveDisplayNodeID(display.GetID())
+        vid = node.GetID()
+        self._volumes[vid] = volume
+        self._write_display(vid, default_display(volume))
+        return vid
+
+    def _read_with_slicer(self, node: Any, volume: Volume) -> bool:
+        """Read the volume's source file with Slicer's archetype storage node; keep it only when Slicer's
+        voxels and geometry are the ones the handlers computed with (else remove the storage node)."""
+        source = Path(volume.source) if volume.source else None
+        if source is None or not source.is_file() or not source.name.lower().endswith(VOLUME_SUFFIXES):
+            return False
+        storage = self.scene.AddNewNodeByClass("vtkMRMLVolumeArchetypeStorageNode")
+        storage.SetFileName(str(source))
+        same = bool(storage.ReadData(node)) and node.GetImageData() is not None
+        if same:
+            m = vtkMatrix4x4()
+            node.GetIJKToRASMatrix(m)
+            scalars = numpy_support.vtk_to_numpy(node.GetImageData().GetPointData().GetScalars())
+            same = (
+                tuple(node.GetImageData().GetDimensions()) == volume.dimensions
+                and np.allclose(np_matrix(m), volume.ijk_to_ras, atol=1e-6)
+                and np.array_equal(scalars.reshape(volume.data.shape), volume.data)
+            )
+        if same:
+            node.SetAndObserveStorageNodeID(storage.GetID())
+        else:
+            self.scene.RemoveNode(storage)
+        return same
+
+    def adopt_volume_node(self, node: Any, modality: str = "MR") -> str:
+        """Take in a scalar volume node already in the scene (e.g. loaded by the user in Slicer)."""
+        m = vtkMatrix4x4()
+        node.GetIJKToRASMatrix(m)
+        k_j_i = tuple(reversed(node.GetImageData().GetDimensions()))
+        data = numpy_support.vtk_to_numpy(node.GetImageData().GetPointData().GetScalars()).reshape(k_j_i)
+        volume = Volume(node.GetName(), data.astype(np.float32), np_matrix(m), modality, source=node.GetID())
+        if node.GetDisplayNode() is None:
+            node.CreateDefaultDisplayNodes()
+        self._volumes[node.GetID()] = volume
+        self._write_display(node.GetID(), default_display(volume))
+        return node.GetID()
+
+    def volume_name_taken(self, name: str) -> bool:
+        return any(v.name == name for v in self._volumes.values())
+
+    def _check_free(self, table: dict[str, Any], name: str, kind: str) -> None:
+        if any(n.name == name for n in table.values()):
+            raise ViewerError("name_taken", f"a {kind} named {name!r} exists already")
+
+    def add_segment(self, segment: Segment) -> str:
+        """A segmentation node holding the segment's label map (imported by Slicer's segmentations logic)."""
+        self._check_free(self._segments, segment.name, "segment")
+        segment.colour = SEGMENT_COLOURS[len(self._segments) % len(SEGMENT_COLOURS)]
+        labelmap = self.scene.AddNewNodeByClass("vtkMRMLLabelMapVolumeNode", f"{segment.name} label map")
+        labelmap.SetAndObserveImageData(image_data((segment.mask.data > 0).astype(np.uint8)))
+        labelmap.SetIJKToRASMatrix(vtk_matrix(segment.mask.ijk_to_ras))
+        node = self._own(self.scene.AddNewNodeByClass("vtkMRMLSegmentationNode", segment.name))
+        node.CreateDefaultDisplayNodes()
+        mrml().vtkSlicerSegmentationsModuleLogic.ImportLabelmapToSegmentationNode(labelmap, node)
+        self.scene.RemoveNode(labelmap)
+        sid = node.GetID()
+        self._segments[sid] = segment
+        return sid
+
+    def add_transform(self, node: TransformNode) -> str:
+        """A linear transform node (moving → fixed, the direction Slicer applies to the moving volume)."""
+        self._check_free(self._transforms, node.name, "transform")
+        mrml = self._own(self.scene.AddNewNodeByClass("vtkMRMLLinearTransformNode", node.name))
+        mrml.SetMatrixTransformToParent(vtk_matrix(np.linalg.inv(node.matrix)))
+        tid = mrml.GetID()
+        self._transforms[tid] = node
+        return tid
+
+    def segment(self, ref: str) -> tuple[str, Segment]:
+        return _lookup(self._segments, ref, "segment")
+
+    def transform(self, ref: str) -> tuple[str, TransformNode]:
+        return _lookup(self._transforms, ref, "transform")
+
+    def clear(self) -> None:
+        """Remove every node this viewer added (with display and storage nodes) and reset views and fusion."""
+        for nid in [*self._volumes, *self._segments, *self._transforms]:
+            node = self.scene.GetNodeByID(nid)
+            if node is not None:
+                self._remove(node)
+        self._volumes.clear()
+        self._segments.clear()
+        self._transforms.clear()
+        for name in VIEW_NAMES:
+            self._reset_view(name)
+            c = self.composite_node(name)
+            c.SetBackgroundVolumeID(None)
+            c.SetForegroundVolumeID(None)
+            c.SetForegroundOpacity(0.0)
+            c.SetCompositing(COMPOSITING["blend"])
+        self.mrml.layout_node.SetViewArrangement(LAYOUT_IDS["three_up"])
+
+    def volume(self, vid: str) -> Volume:
+        return self._volumes[vid]
+
+    def volume_ids(self) -> list[str]:
+        return list(self._volumes)
+
+    def resolve_volume(self, volume_id: str | None = None, volume_name: str | None = None) -> str:
+        """Node id for an id or a name (exact, then case-insensitive); the background volume when neither."""
+        vols = self._volumes
+        if volume_id is not None:
+            if volume_id in vols:
+                return volume_id
+            raise ViewerError("unknown_volume", f"no volume with id {volume_id!r}; loaded: {self._names()}")
+        if volume_name is not None:
+            for vid, v in vols.items():
+                if v.name == volume_name:
+                    return vid
+            matches = [vid for vid, v in vols.items() if v.name.lower() == volume_name.lower()]
+            if len(matches) == 1:
+                return matches[0]
+            raise ViewerError("unknown_volume", f"no volume named {volume_name!r}; loaded: {self._names()}")
+        bg = self.background
+        if bg is None:
+            raise ViewerError("no_volume", "no volume is loaded")
+        return bg
+
+    def _names(self) -> list[str]:
+        return [v.name for v in self._volumes.values()]
+
+    def inventory(self) -> list[dict[str, Any]]:
+        """One entry per volume node, with the geometry Slicer holds for it."""
+        out = []
+        for vid, v in self._volumes.items():
+            m = vtkMatrix4x4()
+            self.volume_node(vid).GetIJKToRASMatrix(m)
+            ijk_to_ras = np_matrix(m)
+            out.append(
+                {
+                    "id": vid,
+                    "name": v.name,
+                    "modality": v.modality,
+                    "dimensions": list(self.volume_node(vid).GetImageData().GetDimensions()),
+                    "spacing_mm": [round(s, 6) for s in self.volume_node(vid).GetSpacing()],
+                    "origin_ras": [round(float(x), 6) for x in ijk_to_ras[:3, 3]],
+                    "ijk_to_ras": [[round(float(x), 6) for x in row] for row in ijk_to_ras],
+                    "value_range": [round(x, 6) for x in v.value_range],
+                }
+            )
+        return out
+
+    # ----- views -----
+    def _check_view(self, name: str) -> None:
+        if name not in VIEW_NAMES:
+            raise ViewerError("unknown_view", f"unknown view {name!r}; views are red, yellow, green")
+
+    def view(self, name: str) -> SliceView:
+        """A read-only SliceView of the slice node (orientation, centre, field of view, dimensions)."""
+        self._check_view(name)
+        n = self.slice_node(name)
+        m = np_matrix(n.GetSliceToRAS())
+        fov, dims = n.GetFieldOfView(), n.GetDimensions()
+        orientation = n.GetOrientation().lower()
+        if orientation not in ORIENTATION_MATRICES:  # reformatted in Slicer: named after the closest preset
+            orientation = max(ORIENTATION_MATRICES, key=lambda o: abs(ORIENTATION_MATRICES[o][:, 2] @ m[:3, 2]))
+        return SliceView(name, orientation, m[:3, 3].copy(), (fov[0], fov[1]), (dims[0], dims[1]))
+
+    def _write_view(self, v: SliceView) -> None:
+        """Write a SliceView's centre and field of view into its slice node (orientation unchanged)."""
+        n = self.slice_node(v.name)
+        modify = n.StartModify()
+        n.GetSliceToRAS().SetElement(0, 3, float(v.center[0]))
+        n.GetSliceToRAS().SetElement(1, 3, float(v.center[1]))
+        n.GetSliceToRAS().SetElement(2, 3, float(v.center[2]))
+        n.SetFieldOfView(float(v.fov[0]), float(v.fov[1]), n.GetFieldOfView()[2])
+        n.UpdateMatrices()
+        n.EndModify(modify)
+
+    @property
+    def layout(self) -> str:
+        arrangement = self.mrml.layout_node.GetViewArrangement()
+        return next((k for k, v in LAYOUT_IDS.items() if v == arrangement), "three_up")
+
+    def layout_views(self) -> tuple[str, ...]:
+        return LAYOUTS[self.layout]
+
+    def set_layout(self, layout: str) -> None:
+        name = LAYOUT_ALIASES.get(layout, layout)
+        if name not in LAYOUTS:
+            raise ViewerError("invalid_layout", f"unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
+        self.mrml.layout_node.SetViewArrangement(LAYOUT_IDS[name])
+
+    def set_orientation(self, view: str, orientation: str) -> None:
+        """Put a view in a standard orientation preset and fit it."""
+        self._check_view(view)
+        if orientation not in ("axial", "sagittal", "coronal"):
+            raise ViewerError("invalid_arguments", "orientation must be axial, sagittal or coronal")
+        self.slice_node(view).SetOrientation(orientation.capitalize())
+        self.fit(view)
+
+    def _range_resolution(self, view: str) -> tuple[float, float, float]:
+        """vtkMRMLSliceLogic::GetSliceOffsetRangeResolution (native offsets)."""
+        self.resolve_volume()
+        rng = [0.0, 0.0]
+        res: Any = reference(1.0)
+        self.slice_logic(view).GetSliceOffsetRangeResolution(rng, res)
+        return rng[0], rng[1], float(res)
+
+    def slice_offset_range(self, view: str) -> tuple[float, float]:
+        """Slicer's slider range for the view, as canonical offsets."""
+        self._check_view(view)
+        lo, hi, _ = self._range_resolution(view)
+        return canonical_range(self.view(view).orientation, lo, hi)
+
+    def slice_step(self, view: str) -> float:
+        """Slicer's slider step (the prescribed spacing once open_case set one)."""
+        self._check_view(view)
+        return self._range_resolution(view)[2]
+
+    def set_slice_step(self, step: float | None) -> None:
+        if step is not None and not (math.isfinite(step) and step > 0):
+            raise ViewerError("invalid_arguments", "spacing must be a positive number of mm")
+        for name in VIEW_NAMES:
+            n = self.slice_node(name)
+            if step is None:
+                n.SetSliceSpacingModeToAutomatic()
+            else:
+                n.SetPrescribedSliceSpacing(step, step, step)
+                n.SetSliceSpacingModeToPrescribed()
+
+    def check_offset(self, view: str, offset: float) -> None:
+        lo, hi = self.slice_offset_range(view)
+        if not math.isfinite(offset) or offset < lo - 1e-6 or offset > hi + 1e-6:
+            raise ViewerError(
+                "offset_out_of_range", f"offset {offset} mm is outside the {view} range [{lo:.3f}, {hi:.3f}] mm"
+            )
+
+    def set_slice_offset(self, view: str, offset: float) -> None:
+        """Set a canonical offset: Slicer's SetSliceOffset with the native sign."""
+        self.check_offset(view, offset)
+        self.slice_node(view).SetSliceOffset(native_offset(self.view(view).orientation, offset))
+
+    def _reference(self) -> Volume:
+        return self._volumes[self.resolve_volume()]
+
+    def zoom(self, view: str, factor: float, anchor_ras: np.ndarray | None = None) -> None:
+        """Zoom by `factor` about a RAS point fixed on screen (the slice node's field of view and centre)."""
+        v = self.view(view)
+        if not (math.isfinite(factor) and factor > 0):
+            raise ViewerError("invalid_arguments", "factor must be a positive number")
+        extent = float(np.ptp(self._reference().corners_ras(), axis=0).max()) + 1.0
+        new_fov = max(v.fov) / factor
+        if new_fov < MIN_FOV_MM or new_fov > MAX_ZOOM_FOV_FACTOR * extent:
+            raise ViewerError(
+                "invalid_arguments",
+                f"zoom factor {factor} gives a field of view of {new_fov:.2f} mm, outside "
+                f"[{MIN_FOV_MM}, {MAX_ZOOM_FOV_FACTOR * extent:.0f}] mm",
+            )
+        v.zoom(factor, anchor_ras)
+        self._write_view(v)
+
+    def fit(self, view: str) -> None:
+        """vtkMRMLSliceLogic's fit (FitSliceToAll's rule, on the background volume) at the view's size; the
+        slice offset is kept."""
+        self._check_view(view)
+        background = self.volume_node(self.resolve_volume())
+        node = self.slice_node(view)
+        native = node.GetSliceOffset()
+        w, h = node.GetDimensions()[:2]
+        self.slice_logic(view).FitSliceToVolume(background, w, h)  # FitSliceToAll, background layer only
+        node.SetSliceOffset(native)
+
+    def recover_standard_views(self, vid: str | None = None) -> None:
+        """Orientation presets, FitSliceToAll, each offset at the volume centre; `vid` becomes the background."""
+        vid = vid or self.resolve_volume()
+        self.select_volume(vid)
+        centre = self._volumes[vid].center_ras()
+        for name in VIEW_NAMES:
+            node = self.slice_node(name)
+            node.SetOrientation(VIEW_ORIENTATION[name].capitalize())
+            w, h = node.GetDimensions()[:2]
+            self.slice_logic(name).FitSliceToVolume(self.volume_node(vid), w, h)
+            node.SetSliceOffset(float(np_matrix(node.GetSliceToRAS())[:3, 2] @ centre))
+
+    def jump(self, ras: np.ndarray) -> None:
+        """Centre every view on a RAS point (vtkMRMLSliceNode::JumpSliceByCentering)."""
+        ras = np.asarray(ras, dtype=float)
+        if ras.shape != (3,) or not np.all(np.isfinite(ras)):
+            raise ViewerError("invalid_arguments", "ras must be three finite numbers")
+        corners = self._reference().corners_ras()
+        if np.any(ras < corners.min(axis=0) - 1e-6) or np.any(ras > corners.max(axis=0) + 1e-6):
+            raise ViewerError("out_of_volume", f"RAS {ras.tolist()} lies outside the volume's bounds")
+        for name in VIEW_NAMES:
+            self.slice_node(name).JumpSliceByCentering(float(ras[0]), float(ras[1]), float(ras[2]))
+
+    # ----- display -----
+    def display(self, vid: str) -> DisplaySettings:
+        """The display node's window/level and colour node, with the project's auto/preset flags."""
+        d = self._display_node(vid)
+        colour = next((k for k, v in COLOR_NODE_IDS.items() if v == d.GetColorNodeID()), "grey")
+        preset = d.GetAttribute(PRESET_ATTR) or None
+        return DisplaySettings(d.GetWindow(), d.GetLevel(), d.GetAttribute(AUTO_ATTR) == "1", colour, preset)
+
+    def _write_display(self, vid: str, s: DisplaySettings) -> None:
+        d = self._display_node(vid)
+        d.SetAutoWindowLevel(0)
+        d.SetWindowLevel(float(s.window), float(s.level))
+        d.SetAndObserveColorNodeID(COLOR_NODE_IDS[s.colormap])
+        d.SetAttribute(AUTO_ATTR, "1" if s.auto else "0")
+        d.SetAttribute(PRESET_ATTR, s.preset or "")
+
+    def set_window_level(self, vid: str, window: float, level: float) -> None:
+        if not (math.isfinite(window) and window > 0 and math.isfinite(level)):
+            raise ViewerError("invalid_arguments", "window must be > 0 and level finite")
+        self._write_display(vid, DisplaySettings(float(window), float(level), False, self.display(vid).colormap))
+
+    def set_auto_window_level(self, vid: str) -> None:
+        """The project's robust-percentile auto window (the same numbers on every backend)."""
+        w, lv = auto_window_level(self._volumes[vid])
+        self._write_display(vid, DisplaySettings(w, lv, True, self.display(vid).colormap))
+
+    def apply_preset(self, vid: str, preset: str) -> None:
+        if preset not in FIXED_PRESETS and preset not in AUTO_PRESETS:
+            raise ViewerError("invalid_arguments", f"unknown preset {preset!r}")
+        self._write_display(vid, preset_settings(self._volumes[vid], preset))
+
+    # ----- layers -----
+    @property
+    def background(self) -> str | None:
+        return self.composite_node("red").GetBackgroundVolumeID()
+
+    def select_volume(self, vid: str) -> None:
+        """The background of every composite node (the active volume)."""
+        self.resolve_volume(volume_id=vid)
+        for name in VIEW_NAMES:
+            c = self.composite_node(name)
+            c.SetBackgroundVolumeID(vid)
+            if c.GetForegroundVolumeID() == vid:
+                c.SetForegroundVolumeID(None)
+                c.SetForegroundOpacity(0.0)
+
+    def set_fusion(self, bg: str, fg: str | None, opacity: float, mode: str = "blend") -> None:
+        if mode not in FUSION_MODES:
+            raise ViewerError("invalid_arguments", f"mode must be one of {FUSION_MODES}")
+        if not (math.isfinite(opacity) and 0.0 <= opacity <= 1.0):
+            raise ViewerError("invalid_arguments", "foreground_opacity must lie in [0, 1]")
+        if fg is not None and fg == bg:
+            raise ViewerError("invalid_arguments", "foreground and background must be different volumes")
+        for name in VIEW_NAMES:
+            c = self.composite_node(name)
+            c.SetBackgroundVolumeID(bg)
+            c.SetForegroundVolumeID(fg)
+            c.SetForegroundOpacity(float(opacity) if fg is not None else 0.0)
+            c.SetCompositing(COMPOSITING[mode])
+
+    # ----- rendering and conversions -----
+    def _pipeline_image(self, view: str, size: tuple[int, int]) -> np.ndarray:
+        """RGB (H, W, 3) of the slice logic's RGBA output over black at `size`, the field of view fitted inside it."""
+        node = self.slice_node(view)
+        w, h = size
+        fov, dims = node.GetFieldOfView(), node.GetDimensions()
+        s = max(fov[0] / w, fov[1] / h)
+        modify = node.StartModify()
+        node.SetDimensions(w, h, 1)
+        node.SetFieldOfView(s * w, s * h, fov[2])
+        node.UpdateMatrices()
+        node.EndModify(modify)
+        try:
+            producer = self.slice_logic(view).GetImageDataConnection().GetProducer()
+            producer.Update()
+            out = producer.GetOutputDataObject(0)
+            rgba = numpy_support.vtk_to_numpy(out.GetPointData().GetScalars()).reshape(h, w, -1)[::-1]  # top first
+            rgb = rgba[..., :3].astype(np.uint16) * rgba[..., 3:4] // 255  # over black, as Slicer's view draws it
+            return rgb.astype(np.uint8)
+        finally:
+            modify = node.StartModify()
+            node.SetFieldOfView(*fov)
+            node.SetDimensions(*dims)
+            node.UpdateMatrices()
+            node.EndModify(modify)
+
+    def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image:
+        """The slice logic's image with corner annotations and segment outlines; remembers the size in the
+        slice node's dimensions."""
+        v = self.view(view)
+        size = (int(size[0]), int(size[1]))
+        rgba = self._pipeline_image(view, size)
+        bg = self.background
+        fg = self.composite_node(view).GetForegroundVolumeID()
+        grey = (fg is None or self.composite_node(view).GetForegroundOpacity() == 0.0) and (
+            bg is None or self.display(bg).colormap == "grey"
+        )
+        image = Image.fromarray(rgba[..., 0]) if grey else Image.fromarray(rgba[..., :3])
+        if self._segments:
+            rgb = np.array(image.convert("RGB"))
+            m = v.image_to_ras_matrix(size)
+            for seg in self._segments.values():
+                rgb[outline(seg, m, size)] = seg.colour
+            image = Image.fromarray(rgb)
+        background = (self._volumes[bg].name, self.display(bg)) if bg else None
+        fg_name = self._volumes[fg].name if fg else None
+        draw_corners(image, corner_text(v, background, fg_name, self.composite_node(view).GetForegroundOpacity()))
+        if remember:
+            node = self.slice_node(view)
+            node.SetDimensions(size[0], size[1], 1)
+        return image
+
+    def point_to_ras(self, view: str, point_1000: tuple[float, float]) -> np.ndarray:
+        """RAS of a 0–999 point on the last image: the slice node's XYToRAS at that pixel position."""
+        node = self.slice_node(view)
+        w, h = node.GetDimensions()[:2]
+        fov = node.GetFieldOfView()
+        s = max(fov[0] / w, fov[1] / h)
+        x = point_1000[0] * (w - 1) / 999.0  # Slicer XY: pixel index, origin bottom-left
+        y = (h - 1) - point_1000[1] * (h - 1) / 999.0
+        xy_to_slice = np.array([[s, 0, 0, -s * w / 2], [0, s, 0, -s * h / 2], [0, 0, 1, 0], [0, 0, 0, 1.0]])
+        return (np_matrix(node.GetSliceToRAS()) @ xy_to_slice @ np.array([x, y, 0.0, 1.0]))[:3]
+
+    def show_evidence(self, evidence: list[dict[str, Any]]) -> None:
+        """Show a session's evidence list as markups (brought up to date whenever the state is read)."""
+        self._markups = EvidenceMarkups(self.scene, evidence)
+
+    def state(self) -> dict[str, Any]:
+        """JSON-ready snapshot read from the scene: layers, layout, views, display nodes, derived nodes. The
+        session reads it after every call, so the evidence markups are brought up to date here."""
+        if self._markups is not None:
+            self._markups.sync()
+        bg = self.background
+        c = self.composite_node("red")
+        fg = c.GetForegroundVolumeID()
+
+        def name(vid: str | None) -> str | None:
+            return self._volumes[vid].name if vid else None
+
+        prescribed = self.slice_node("red").GetSliceSpacingMode() == 1
+        compositing = c.GetCompositing()
+        return {
+            "active_volume": bg,
+            "active_volume_name": name(bg),
+            "background_volume": bg,
+            "foreground_volume": fg,
+            "foreground_volume_name": name(fg),
+            "foreground_opacity": round(c.GetForegroundOpacity() if fg else 0.0, 6),
+            "fusion_mode": next((k for k, v in COMPOSITING.items() if v == compositing), "blend"),
+            "layout": self.layout,
+            "slice_step_mm": self.slice_node("red").GetPrescribedSliceSpacing()[2] if prescribed else None,
+            "views": {n: self.view(n).snapshot() for n in VIEW_NAMES},
+            "display": {vid: self.display(vid).snapshot() for vid in self._volumes},
+            "volumes": [{"id": vid, "name": v.name} for vid, v in self._volumes.items()],
+            "segments": [
+                {"id": sid, "name": sg.name, "source": sg.source, "voxels": sg.voxels()}
+                for sid, sg in self._segments.items()
+            ],
+            "transforms": [{"id": tid, **t.snapshot()} for tid, t in self._transforms.items()],
+        }
+
