@@ -1,1 +1,2 @@
-"""The MedFlow benchmark: case packs, prompts, answer parsers, scoring, batch runs and reports."""
+"""MedFlow scoring and reporting: answer parsers, per-module scoring rules, process and coverage metrics, tables,
+episode pages and reports (the module list itself lives in `copilot/medflow/`)."""
