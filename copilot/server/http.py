@@ -97,7 +97,7 @@ class HandlerApp:
         except ValueError:
             return False
 
-    async def _read_body(self, receive: Any, has_body: bool) -> bytes:
+    async def _read_body(self, receive: Any) -> bytes:
         limits = self.server.limits
         chunks: list[bytes] = []
         size = 0
@@ -146,7 +146,7 @@ class HandlerApp:
         except HandlerError as exc:
             raise _Refusal(exc, close=has_body) from None
         # 4. the body, within the size and time limits
-        body = await self._read_body(receive, has_body)
+        body = await self._read_body(receive)
         if slicer:
             return await self._slicer(method, path, scope.get("query_string", b"").decode("latin-1"))
         return await self._route(method, path, body)
