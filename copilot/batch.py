@@ -142,8 +142,9 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
 
 
 def episode_dir(run_dir: str | Path, policy: str, track: str, ops: str, budget: int, repeat: int, case_id: str) -> Path:
+    """The episode's trace folder, confined to the run folder (a case id is never a path)."""
     track_part = f"{track}-{ops}" if ops else track
-    return Path(run_dir) / "episodes" / policy_slug(policy) / track_part / f"b{budget}" / f"r{repeat}" / case_id
+    return confined(Path(run_dir), "episodes", policy_slug(policy), track_part, f"b{budget}", f"r{repeat}", case_id)
 
 
 def run_episode(
@@ -169,11 +170,11 @@ def run_episode(
     key = {**DEFAULTS, "model": model_name(policy_spec), **(key or {}), "policy": policy_spec, "track": track,
            "budget": budget}  # fmt: skip
     t0 = time.time()
-    case = load_case(case_dir)
+    case = load_case(case_dir)  # the case id is checked there: a plain name, never a path
     if trace_dir is None:
         trace_dir = episode_dir(run_dir, policy_spec, track, key["ops"], budget, key["repeat"], case.case_id)
     trace_dir = Path(trace_dir).resolve()
-    shutil.rmtree(trace_dir, ignore_errors=True)  # an episode interrupted by a kill starts again
+    clear_trace_dir(trace_dir)  # an episode interrupted by a kill starts again
     session = None
     try:
         policy = policy if policy is not None else make_policy(policy_spec)
@@ -227,6 +228,36 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
+TRACE_ENTRIES = {"trace.jsonl", "artifacts", "derived", "answer.txt"}
+
+
+def confined(root: Path, *parts: str) -> Path:
+    """`root/parts...`, refused (ValueError) unless each part is one plain name and the result, links
+    followed, stays inside `root`: nothing outside a run folder is ever written or deleted."""
+    for part in parts:
+        if not part or part in (".", "..") or "/" in part or "\\" in part or "\x00" in part:
+            raise ValueError(f"{part!r} is not a plain folder name")
+    base = root.resolve()
+    path = base.joinpath(*parts)
+    if base != path.resolve() and base not in path.resolve().parents:
+        raise ValueError(f"{path} leads outside {base}")
+    return path
+
+
+def clear_trace_dir(path: Path) -> None:
+    """Remove an earlier (interrupted) trace folder; refuse a link or a folder that holds anything else."""
+    if path.is_symlink():
+        raise ValueError(f"{path} is a symbolic link; not removing it")
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise ValueError(f"{path} exists and is not a trace folder")
+    others = sorted(p.name for p in path.iterdir() if p.name not in TRACE_ENTRIES)
+    if others:
+        raise ValueError(f"{path} holds files that are not a trace ({', '.join(others[:3])}); not removing it")
+    shutil.rmtree(path)
+
+
 def policy_slug(spec: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
 
@@ -263,7 +294,10 @@ def run_batch(
     base = {"model": model or model_name(policy), "policy": policy, "track": track, "budget": budget,
             "backend": backend, "seed": seed, "ops": ops}  # fmt: skip
     try:
-        cases = find_cases(cases_root)
+        problems: list[str] = []
+        cases = find_cases(cases_root, problems)
+        for problem in problems:  # a bad case pack is reported and skipped; the others run
+            print(f"skipped: {problem}", file=sys.stderr)
         args = []
         for repeat in range(repeats):
             key = {**base, "repeat": repeat}

@@ -16,6 +16,25 @@ from copilot.medflow.policies import POLICY_HELP
 from copilot.medflow.registry import modules
 
 
+class InputError(ValueError):
+    """Bad input found by the command line itself."""
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean bad input (a file, a field, a setting): one line and exit code 2, never a traceback."""
+    from copilot.cases.pack import CaseError
+    from copilot.engine.slide import SlideError
+    from copilot.engine.volume import VolumeLoadError
+    from copilot.errors import HandlerError
+
+    return (InputError, CaseError, VolumeLoadError, SlideError, HandlerError, ValueError, OSError, LookupError)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())
+
+
 def _cases_make(ns: argparse.Namespace) -> int:
     from copilot.medflow import make_cases
 
@@ -34,9 +53,12 @@ def _bench_score(ns: argparse.Namespace) -> int:
     from copilot.cases.pack import find_cases
     from copilot.medflow.score_cli import format_table, read_answers, report_json, score_answers
 
-    cases = find_cases(ns.cases)
+    problems: list[str] = []
+    cases = find_cases(ns.cases, problems)
+    for problem in problems:  # a bad case pack is reported; the others are scored
+        print(f"skipped: {problem}", file=sys.stderr)
     if not cases:
-        print(f"error: no case packs under {ns.cases}", file=sys.stderr)
+        print(f"error: no valid case packs under {ns.cases}", file=sys.stderr)
         return 2
     answers = read_answers(ns.answers)
     scores = score_answers(cases, answers)
@@ -172,6 +194,8 @@ def _run(ns: argparse.Namespace) -> int:
     from copilot.batch import run_episode
     from copilot.medflow.policies import make_policy
 
+    if ns.policy == "openai" or ns.policy.startswith("openai:"):
+        _check_model_service(ns.base_url)
     policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget)
     row = run_episode(
         ns.case,
@@ -192,6 +216,16 @@ def _run(ns: argparse.Namespace) -> int:
     return 0 if row["status"] != "error" else 1
 
 
+def _check_model_service(base_url: str | None) -> None:
+    """Refuse at once (instead of retrying a default URL) when no model service is configured."""
+    if base_url is None and not os.environ.get("OPENAI_BASE_URL") and not os.environ.get("OPENAI_API_KEY"):
+        raise InputError(
+            "--policy openai: no model service configured: set OPENAI_BASE_URL (or --base-url) to an "
+            "OpenAI-compatible server, or OPENAI_API_KEY for https://api.openai.com/v1 "
+            "(model: MEDCOPILOT_MODEL or --model)"
+        )
+
+
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
@@ -204,8 +238,11 @@ def _default_trace_dir(case_dir: str) -> Path:
 
 
 def _serve(ns: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from copilot.runtime import open_session
     from copilot.server.http import make_server
+    from copilot.server.limits import DEFAULT_LIMITS
 
     token = ns.token or os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(24)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
@@ -215,7 +252,8 @@ def _serve(ns: argparse.Namespace) -> int:
 
         viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
     session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
-    server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat)
+    limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
+    server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
     if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
         print(f"token: {token}", file=sys.stderr)
     print(f"trace: {trace_dir}", file=sys.stderr)
@@ -337,6 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", default=None, help="bearer token (default: $MEDCOPILOT_TOKEN or a random one)")
     serve.add_argument("--track", choices=["A", "B"], default="A")
     serve.add_argument("--slicer-compat", action="store_true", help="open the read-only /slicer subset on loopback")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header names NAME (default: loopback names and --host)",
+    )
     serve.add_argument("--trace-dir", default=None)
     _backend_option(serve)
     serve.add_argument(
@@ -376,8 +421,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; bad input ends with one `error:` line and exit code 2 (MEDCOPILOT_DEBUG=1: traceback)."""
     ns = build_parser().parse_args(argv)
-    return int(ns.func(ns))
+    try:
+        return int(ns.func(ns))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if os.environ.get("MEDCOPILOT_DEBUG"):
+            raise
+        if isinstance(exc, _input_errors()):
+            code = getattr(exc, "code", None)
+            code = f" [{code}]" if isinstance(code, str) else ""
+            print(f"error{code}: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        print(
+            f"error: unexpected {type(exc).__name__}: {_one_line(exc)} (MEDCOPILOT_DEBUG=1 shows where)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 A job runs `Session.call` in a worker thread (so it is validated, serialised with other calls, rolled
 back on failure and traced like any call); operators report progress through their context and check
 for cancellation at their steps. A cancelled job ends with the `cancelled` error and changes nothing.
+At most `max_active` jobs are queued or running (more are refused with `too_many_jobs`), and only the
+last `kept` finished jobs are kept for polling, so neither threads nor the job list grow without bound.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from copilot.errors import HandlerError
 from copilot.session import Session
 from copilot.trace.outcome import CallOutcome
 
@@ -52,14 +55,27 @@ class Job:
 class JobManager:
     """Jobs of one session."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, max_active: int = 4, kept: int = 64) -> None:
         self.session = session
         self.jobs: dict[str, Job] = {}
+        self.max_active, self.kept = max_active, kept
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
+    def active(self) -> int:
+        """Jobs queued or running."""
+        return sum(1 for j in list(self.jobs.values()) if j.status not in FINAL)
+
     def submit(self, handler: str, args: dict[str, Any], actor: str = "job") -> Job:
+        """Start a job, or refuse (`too_many_jobs`, 429) while `max_active` are unfinished."""
         with self._lock:
+            if self.active() >= self.max_active:
+                raise HandlerError(
+                    "too_many_jobs", f"{self.max_active} jobs are already queued or running; retry later", status=429
+                )
+            finished = [j for j in self.jobs.values() if j.status in FINAL]
+            for old in finished[: max(0, len(finished) - self.kept + 1)]:
+                del self.jobs[old.id]
             job = Job(f"job-{next(self._ids)}", handler, dict(args))
             self.jobs[job.id] = job
         threading.Thread(target=self._run, args=(job, actor), daemon=True, name=job.id).start()

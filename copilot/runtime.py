@@ -56,5 +56,5 @@ def open_session(
     if preload:
         outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:
-            raise HandlerError(outcome.error["code"], f"cannot open case: {outcome.error['message']}")  # type: ignore[index]
+            raise HandlerError(outcome.error["code"], f"cannot open case {case.root}: {outcome.error['message']}")  # type: ignore[index]
     return session

@@ -110,7 +110,10 @@ class ChatAgent:
                     },
                 )
                 if attempt == s.max_retries or time.monotonic() + wait > deadline:
-                    raise TransportFailure(f"model service failed {attempt + 1} times: {type(exc).__name__}") from exc
+                    raise TransportFailure(
+                        f"model service at {self.client.base_url} failed {attempt + 1} times: "
+                        f"{type(exc).__name__}: {exc} (settings: OPENAI_BASE_URL, OPENAI_API_KEY, MEDCOPILOT_MODEL)"
+                    ) from exc
                 self._sleep(wait)
                 continue
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying cannot help

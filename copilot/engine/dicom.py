@@ -2,6 +2,10 @@
 
 The pydicom path builds the geometry straight from ImagePositionPatient, ImageOrientationPatient
 and PixelSpacing, sorting slices along the slice normal, and applies the rescale slope/intercept.
+Every handler speaks RAS millimetres, so a file without those tags is refused (`missing_geometry`)
+unless the caller explicitly accepts an assumed geometry (then `metadata["geometry"] == "assumed"`);
+a folder holding several series (`mixed_series`), slices of different sizes or orientations
+(`inconsistent_series`) and pixel data that cannot be decoded (`undecodable_pixels`) are refused too.
 """
 
 from __future__ import annotations
@@ -10,11 +14,100 @@ from pathlib import Path
 
 import numpy as np
 import pydicom
+import pydicom.misc
 import SimpleITK as sitk
 
 from copilot.engine.volume import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
 
+LPS_TO_RAS_4 = np.diag([-1.0, -1.0, 1.0, 1.0])  # the assumed grid: 1 mm voxels, LPS axes, origin 0
+
 MODALITY_NAMES = {"PT": "PT", "CT": "CT", "MR": "MR"}
+GEOMETRY_TAGS = ("ImagePositionPatient", "ImageOrientationPatient", "PixelSpacing")
+_GROUP_TAGS = {
+    "PlanePositionSequence": "ImagePositionPatient",
+    "PlaneOrientationSequence": "ImageOrientationPatient",
+    "PixelMeasuresSequence": "PixelSpacing",
+}
+
+
+def missing_geometry(ds: pydicom.Dataset) -> list[str]:
+    """The patient-geometry tags a dataset lacks (enhanced multi-frame: looked up in its functional groups)."""
+    missing = [t for t in GEOMETRY_TAGS if not ds.get(t)]
+    for seq in ("SharedFunctionalGroupsSequence", "PerFrameFunctionalGroupsSequence"):
+        for group in list(ds.get(seq) or [])[:1]:
+            missing = [t for t in missing if not any(g in group and tag == t for g, tag in _GROUP_TAGS.items())]
+    return missing
+
+
+def _dicm(path: Path) -> bool:
+    """True when a file has the DICOM preamble (pydicom's own check)."""
+    try:
+        return bool(pydicom.misc.is_dicom(path))
+    except OSError:
+        return False
+
+
+def _read_header(path: str | Path) -> pydicom.Dataset:
+    """Every element but large values (pixel data is skipped, its length kept) and checked for its size."""
+    try:
+        ds = pydicom.dcmread(str(path), defer_size=4096)
+    except (pydicom.errors.InvalidDicomError, OSError, ValueError, EOFError) as exc:
+        raise VolumeLoadError(f"{Path(path).name}: not a readable DICOM file ({exc})", "load_failed") from exc
+    _check_pixel_length(ds, Path(path).name)
+    return ds
+
+
+def _check_pixel_length(ds: pydicom.Dataset, name: str) -> None:
+    """Refuse native pixel data shorter than Rows x Columns x samples x frames (GDCM would pad with zeros)."""
+    if "PixelData" not in ds:
+        if "FloatPixelData" in ds or "DoubleFloatPixelData" in ds:
+            return
+        raise VolumeLoadError(f"{name}: a DICOM file has no pixel data", "undecodable_pixels")
+    syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    item = ds.get_item("PixelData")
+    length = getattr(item, "length", None)  # a deferred (raw) element knows its length
+    if length is None and isinstance(getattr(item, "value", None), bytes | bytearray):
+        length = len(item.value)
+    if syntax is None or syntax.is_compressed or length in (None, 0xFFFFFFFF):
+        return
+    try:
+        frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+        bits = int(ds.BitsAllocated)
+        per_frame = int(ds.Rows) * int(ds.Columns) * int(getattr(ds, "SamplesPerPixel", 1) or 1)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise VolumeLoadError(f"{name}: image size tags are missing or invalid ({exc})", "undecodable_pixels") from exc
+    expected = (per_frame * frames * bits + 7) // 8
+    if length < expected:
+        raise VolumeLoadError(
+            f"{name}: pixel data holds {length} bytes, its header needs {expected} "
+            f"({ds.Rows}x{ds.Columns}, {frames} frame(s), {bits} bits)",
+            "undecodable_pixels",
+        )
+
+
+def _check_geometry(ds: pydicom.Dataset, name: str, accept_missing_geometry: bool) -> bool:
+    """True when the geometry is assumed (accepted explicitly); refuses a file without geometry otherwise."""
+    missing = missing_geometry(ds)
+    if missing and not accept_missing_geometry:
+        raise VolumeLoadError(
+            f"{name}: DICOM without {', '.join(missing)}: its position in RAS millimetres is unknown "
+            "(a case may set inputs.accept_missing_geometry to load it with an assumed 1 mm grid at the origin)",
+            "missing_geometry",
+        )
+    return bool(missing)
+
+
+def _pixels(ds: pydicom.Dataset, name: str) -> np.ndarray:
+    """Decoded, rescaled pixels of one dataset, or `undecodable_pixels`."""
+    if "PixelData" not in ds and "FloatPixelData" not in ds and "DoubleFloatPixelData" not in ds:
+        raise VolumeLoadError(f"{name}: a DICOM file has no pixel data", "undecodable_pixels")
+    try:
+        arr = ds.pixel_array.astype(np.float32)
+    except Exception as exc:  # pydicom/handlers raise many types for damaged or unsupported pixel data
+        raise VolumeLoadError(
+            f"{name}: pixel data cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})", "undecodable_pixels"
+        ) from exc
+    return arr * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
 
 
 def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
@@ -35,47 +128,115 @@ def _metadata(ds: pydicom.Dataset) -> dict[str, str]:
     return {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None}
 
 
-def load_dicom_file(path: Path, name: str | None = None) -> Volume:
+def _dataset(path: str | Path) -> pydicom.Dataset:
+    try:
+        return pydicom.dcmread(str(path))
+    except (pydicom.errors.InvalidDicomError, OSError, ValueError, EOFError) as exc:
+        raise VolumeLoadError(f"{Path(path).name}: not a readable DICOM file ({exc})", "load_failed") from exc
+
+
+def load_dicom_file(path: Path, name: str | None = None, accept_missing_geometry: bool = False) -> Volume:
     """One DICOM file (single- or multi-frame) as a volume."""
-    ds = pydicom.dcmread(str(path), stop_before_pixels=True)
+    ds = _read_header(path)
     vname = name or _series_name(ds, path.stem)
+    assumed = _check_geometry(ds, vname, accept_missing_geometry)
     try:
         image = sitk.ReadImage(str(path), sitk.sitkFloat32)
         vol = volume_from_sitk(image, vname, modality=_modality(ds), source=str(path))
     except RuntimeError:
-        vol = volume_from_datasets([pydicom.dcmread(str(path))], vname, source=str(path))
+        full = _dataset(path)
+        if assumed:
+            pixels = _pixels(full, vname)
+            vol = Volume(vname, pixels if pixels.ndim == 3 else pixels[None], LPS_TO_RAS_4, _modality(full), str(path))
+        else:
+            vol = volume_from_datasets([full], vname, source=str(path))
     vol.metadata.update(_metadata(ds))
+    if assumed:
+        vol.metadata["geometry"] = "assumed"
     return vol
 
 
-def load_dicom_series(folder: Path, name: str | None = None, series_uid: str | None = None) -> Volume:
-    """The first (or the given) series found in a folder, read with SimpleITK, pydicom as fallback."""
+def load_dicom_series(
+    folder: Path, name: str | None = None, series_uid: str | None = None, accept_missing_geometry: bool = False
+) -> Volume:
+    """The one (or the given) series in a folder, read with SimpleITK, pydicom as fallback.
+
+    A folder holding several series is refused (`mixed_series`) unless `series_uid` picks one.
+    """
     reader = sitk.ImageSeriesReader()
     uids = list(reader.GetGDCMSeriesIDs(str(folder)) or [])
     if series_uid is not None:
         if series_uid not in uids:
-            raise VolumeLoadError(f"series {series_uid} not found in {folder.name}")
+            raise VolumeLoadError(f"series {series_uid} not found in {folder.name}", "not_found")
         uids = [series_uid]
+    if len(uids) > 1:
+        raise VolumeLoadError(
+            f"{folder.name} holds {len(uids)} DICOM series ({', '.join(u[-12:] for u in uids[:4])}…): "
+            "put each series in its own folder",
+            "mixed_series",
+        )
     files: list[str] = []
     if uids:
         files = list(reader.GetGDCMSeriesFileNames(str(folder), uids[0]))
     if not files:
         files = sorted(str(p) for p in folder.iterdir() if p.is_file())
     if not files:
-        raise VolumeLoadError(f"no DICOM files in {folder.name}")
-    try:
-        first = pydicom.dcmread(files[0], stop_before_pixels=True)
-    except pydicom.errors.InvalidDicomError as exc:
-        raise VolumeLoadError(f"{folder.name}: not DICOM ({exc})") from exc
+        raise VolumeLoadError(f"no DICOM files in {folder.name}", "not_found")
+    dicom_files = {str(p) for p in folder.iterdir() if p.is_file() and (p.suffix.lower() == ".dcm" or _dicm(p))}
+    left_out = sorted(dicom_files - set(files))
+    if uids and left_out:  # GDCM leaves out slices it cannot use (no pixel data, broken header)
+        raise VolumeLoadError(
+            f"{folder.name}: {len(left_out)} DICOM file(s) are not usable slices of the series "
+            f"(first: {Path(left_out[0]).name}; missing or damaged pixel data or header)",
+            "undecodable_pixels",
+        )
+    first = _read_header(files[0])
     vname = name or _series_name(first, folder.name)
+    headers = [first, *(_read_header(f) for f in files[1:])]
+    series = {str(h.get("SeriesInstanceUID", "")) for h in headers}
+    if len(series) > 1:
+        raise VolumeLoadError(
+            f"{folder.name} holds {len(series)} DICOM series: put each in its own folder", "mixed_series"
+        )
+    assumed = any(_check_geometry(h, vname, accept_missing_geometry) for h in headers)
+    _check_consistent(headers, vname)
     try:
+        if assumed and len(files) > 1:
+            raise RuntimeError("slice order needs positions")
         reader.SetFileNames(files)
         reader.SetOutputPixelType(sitk.sitkFloat32)
         vol = volume_from_sitk(reader.Execute(), vname, modality=_modality(first), source=str(folder))
     except RuntimeError:
-        vol = volume_from_datasets([pydicom.dcmread(f) for f in files], vname, source=str(folder))
+        datasets = [_dataset(f) for f in files]
+        if assumed:
+            datasets.sort(key=lambda d: int(getattr(d, "InstanceNumber", 0) or 0))
+            data = np.stack([_pixels(d, vname) for d in datasets])
+            vol = Volume(vname, data, LPS_TO_RAS_4, _modality(first), str(folder))
+        else:
+            vol = volume_from_datasets(datasets, vname, source=str(folder))
     vol.metadata.update(_metadata(first))
+    if assumed:
+        vol.metadata["geometry"] = "assumed"
     return vol
+
+
+def _check_consistent(headers: list[pydicom.Dataset], name: str) -> None:
+    """Refuse slices of different sizes or orientations in one series."""
+    sizes = {(int(getattr(h, "Rows", 0) or 0), int(getattr(h, "Columns", 0) or 0)) for h in headers}
+    if len(sizes) > 1:
+        raise VolumeLoadError(f"{name}: slices of different sizes {sorted(sizes)} in one series", "inconsistent_series")
+    try:
+        orients = {
+            tuple(round(float(v), 4) for v in h.ImageOrientationPatient)
+            for h in headers
+            if h.get("ImageOrientationPatient")
+        }
+    except (TypeError, ValueError) as exc:
+        raise VolumeLoadError(f"{name}: ImageOrientationPatient is not numeric ({exc})", "missing_geometry") from exc
+    if len(orients) > 1:
+        raise VolumeLoadError(
+            f"{name}: slices with {len(orients)} different orientations in one series", "inconsistent_series"
+        )
 
 
 def volume_from_datasets(datasets: list[pydicom.Dataset], name: str, source: str = "") -> Volume:
@@ -83,25 +244,25 @@ def volume_from_datasets(datasets: list[pydicom.Dataset], name: str, source: str
     if not datasets:
         raise VolumeLoadError(f"{name}: no slices")
     first = datasets[0]
+    for d in datasets:
+        _check_geometry(d, name, False)
+    _check_consistent(datasets, name)
     try:
         iop = np.array([float(v) for v in first.ImageOrientationPatient])
         spacing_rc = [float(v) for v in first.PixelSpacing]
-    except AttributeError as exc:
-        raise VolumeLoadError(f"{name}: missing patient geometry ({exc})") from exc
-    row_dir, col_dir = iop[:3], iop[3:]
-    normal = np.cross(row_dir, col_dir)
-    datasets = sorted(datasets, key=lambda d: float(np.dot(normal, [float(v) for v in d.ImagePositionPatient])))
-    positions = np.array([[float(v) for v in d.ImagePositionPatient] for d in datasets])
+        row_dir, col_dir = iop[:3], iop[3:]
+        normal = np.cross(row_dir, col_dir)
+        datasets = sorted(datasets, key=lambda d: float(np.dot(normal, [float(v) for v in d.ImagePositionPatient])))
+        positions = np.array([[float(v) for v in d.ImagePositionPatient] for d in datasets])
+    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+        raise VolumeLoadError(f"{name}: unusable patient geometry ({exc})", "missing_geometry") from exc
     if len(datasets) > 1:
         slice_step = float(np.median(np.diff(positions @ normal)))
+        if not np.isfinite(slice_step) or abs(slice_step) < 1e-6:
+            raise VolumeLoadError(f"{name}: slices share one position (no slice spacing)", "inconsistent_series")
     else:
         slice_step = float(getattr(first, "SpacingBetweenSlices", 0) or getattr(first, "SliceThickness", 1) or 1)
-    frames = []
-    for d in datasets:
-        arr = d.pixel_array.astype(np.float32)
-        arr = arr * float(getattr(d, "RescaleSlope", 1) or 1) + float(getattr(d, "RescaleIntercept", 0) or 0)
-        frames.append(arr)
-    data = np.stack(frames)  # [k, row(j), column(i)]
+    data = np.stack([_pixels(d, name) for d in datasets])  # [k, row(j), column(i)]
     # Column index i advances along the row direction by the column spacing (PixelSpacing[1]).
     lps = np.eye(4)
     lps[:3, 0] = row_dir * spacing_rc[1]

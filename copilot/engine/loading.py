@@ -15,35 +15,45 @@ from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
     VolumeLoadError,
+    check_nifti_complete,
     guess_modality,
+    sitk_reason,
     volume_from_sitk,
     volume_name_for,
 )
 from copilot.errors import HandlerError
 
-_CACHE: OrderedDict[tuple[str, int, int], Volume] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int, bool], Volume] = OrderedDict()
 _CACHE_SIZE = 24
 _LOCK = threading.Lock()
 
 
-def _key(path: Path) -> tuple[str, int, int]:
+def _key(path: Path, assumed: bool) -> tuple[str, int, int, bool]:
     st = path.stat()
-    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed)
 
 
-def load_volume(path: str | os.PathLike[str], name: str | None = None) -> Volume:
-    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder."""
+def load_volume(path: str | os.PathLike[str], name: str | None = None, accept_missing_geometry: bool = False) -> Volume:
+    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder.
+
+    A NIfTI file shorter than its header says is refused (`truncated_image`) instead of zero-filled;
+    `accept_missing_geometry` loads DICOM without patient geometry on an assumed grid (flagged in metadata).
+    """
     p = Path(path)
     if p.is_dir():
-        return load_dicom_series(p, name=name)
+        return load_dicom_series(p, name=name, accept_missing_geometry=accept_missing_geometry)
     if not p.is_file():
-        raise VolumeLoadError(f"no such file: {p.name}")
+        raise VolumeLoadError(f"no such file: {p.name}", "not_found")
     if p.suffix.lower() == ".dcm" or is_dicom(p):
-        return load_dicom_file(p, name=name)
+        return load_dicom_file(p, name=name, accept_missing_geometry=accept_missing_geometry)
+    if p.name.lower().endswith((".nii", ".nii.gz")):
+        check_nifti_complete(p)
     try:
         image = sitk.ReadImage(str(p), sitk.sitkFloat32)
     except RuntimeError as exc:
-        raise VolumeLoadError(f"cannot read {p.name}: {str(exc).strip().splitlines()[-1]}") from exc
+        reason = sitk_reason(exc)
+        code = "truncated_image" if ("fread" in reason or "not read completely" in reason) else "load_failed"
+        raise VolumeLoadError(f"cannot read {p.name}: {reason}", code) from exc
     vname = name or volume_name_for(p)
     return volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
 
@@ -58,18 +68,18 @@ def is_dicom(path: Path) -> bool:
         return False
 
 
-def load_cached(path: Path) -> Volume:
+def load_cached(path: Path, accept_missing_geometry: bool = False) -> Volume:
     """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file.
 
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
-    key = _key(path)
+    key = _key(path, accept_missing_geometry)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    vol = load_volume(path, name=path.name if path.is_dir() else None)
+    vol = load_volume(path, name=path.name if path.is_dir() else None, accept_missing_geometry=accept_missing_geometry)
     with _LOCK:
         _CACHE[key] = vol
         while len(_CACHE) > _CACHE_SIZE:
@@ -93,12 +103,12 @@ def expand_case_path(path: Path) -> list[Path]:
     return found
 
 
-def load_case_volumes(paths: list[Path]) -> list[Volume]:
-    """Every volume under the given paths, in order; a clear error when nothing loads."""
+def load_case_volumes(paths: list[Path], accept_missing_geometry: bool = False) -> list[Volume]:
+    """Every volume under the given paths, in order; a refusal named by the loader's code when one fails."""
     sources = [s for p in paths for s in expand_case_path(p)]
     if not sources:
         raise HandlerError("not_found", "no image volumes found at the given path")
     try:
-        return [load_cached(s) for s in sources]
+        return [load_cached(s, accept_missing_geometry) for s in sources]
     except VolumeLoadError as exc:
-        raise HandlerError("load_failed", str(exc)) from exc
+        raise HandlerError(exc.code, str(exc)) from exc

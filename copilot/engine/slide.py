@@ -23,6 +23,7 @@ from PIL import Image
 
 from copilot.engine.geometry import pyramid_level
 from copilot.engine.slide_jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
+from copilot.errors import HandlerError
 
 DEFAULT_TILE = 512  # read unit when the file does not say its tile size
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
@@ -40,8 +41,12 @@ def _lower_priority() -> None:
 _IDLE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch", initializer=_lower_priority)
 
 
-class SlideError(ValueError):
-    """A file could not be opened as a whole-slide image."""
+class SlideError(HandlerError, ValueError):
+    """A file could not be opened or decoded as a whole-slide image (`load_failed`, `truncated_image`,
+    `undecodable_pixels`): a refusal that names its reason, never a server error."""
+
+    def __init__(self, message: str, code: str = "load_failed") -> None:
+        HandlerError.__init__(self, code, message)
 
 
 @dataclass(frozen=True)
@@ -65,11 +70,24 @@ class SlideSource:
         p = Path(path)
         if not p.is_file():
             raise SlideError(f"no such slide file: {p.name}")
+        if p.suffix.lower() in (".tif", ".tiff", ".svs"):
+            check_tiff_complete(p)
         self._slide, backend = _open(p)
-        props = self._slide.properties
         self.cache = cache if cache is not None else TileCache()
         self._lock = threading.Lock()
         self._generation = 0  # bumped by each prefetch request; older requests stop
+        try:
+            self._describe(p, backend, tile)
+        except SlideError:
+            self._slide.close()
+            raise
+        except Exception as exc:  # the backends raise many types for damaged files
+            self._slide.close()
+            raise SlideError(f"cannot decode {p.name}: {type(exc).__name__}: {exc}", "undecodable_pixels") from exc
+
+    def _describe(self, p: Path, backend: str, tile: int | None) -> None:
+        """Levels, tile size, raw JPEG access and thumbnail (each may fail on a damaged file)."""
+        props = self._slide.properties
         dims = tuple((int(w), int(h)) for w, h in self._slide.level_dimensions)
         vendor = "tiffslide" if backend == "tiffslide" else props.get("openslide.vendor")
         self._jpeg: JpegTiles | None = open_jpeg_tiles(p, dims, "generic-tiff" if vendor == "tiffslide" else vendor)
@@ -86,6 +104,8 @@ class SlideSource:
             objective_power=_float(props.get("openslide.objective-power")),
             backend=backend,
         )
+        if min(self.info.dimensions) < 1:
+            raise ValueError(f"empty image {self.info.dimensions}")
         self._verify_raw_levels()
         self.thumbnail = self.make_thumbnail(256)
 
@@ -148,12 +168,18 @@ class SlideSource:
         w, h = min(self.tile, lw - tx * self.tile), min(self.tile, lh - ty * self.tile)
         ds = self.info.level_downsamples[level]
         loc = (round(tx * self.tile * ds), round(ty * self.tile * ds))
-        if self.info.backend == "openslide":  # OpenSlide handles are thread-safe
-            region = self._slide.read_region(loc, level, (w, h))
-        else:
-            with self._lock:
+        try:
+            if self.info.backend == "openslide":  # OpenSlide handles are thread-safe
                 region = self._slide.read_region(loc, level, (w, h))
-        return _to_rgb(region)
+            else:
+                with self._lock:
+                    region = self._slide.read_region(loc, level, (w, h))
+            return _to_rgb(region)
+        except Exception as exc:  # a damaged tile: refused by name, the view is left as it was
+            raise SlideError(
+                f"cannot decode a tile of {Path(self.info.path).name} (level {level}): {type(exc).__name__}: {exc}",
+                "undecodable_pixels",
+            ) from exc
 
     def _read_raw(self, level: int, tx: int, ty: int, scale: int) -> np.ndarray | None:
         """A raw JPEG tile decoded at 1/scale and clipped at the level's edge; None when undecodable."""
@@ -233,6 +259,31 @@ class SlideSource:
         scale = side / max(w, h)
         thumb = self._slide.get_thumbnail((max(1, round(w * scale)), max(1, round(h * scale))))
         return Image.fromarray(_to_rgb(thumb))
+
+
+def check_tiff_complete(path: Path) -> None:
+    """Refuse a TIFF whose image data lies (partly) beyond the end of the file, or that holds no image."""
+    import tifffile
+
+    size = path.stat().st_size
+    try:
+        with tifffile.TiffFile(str(path)) as tif:
+            pages = list(tif.pages)
+            if not pages:
+                raise SlideError(f"{path.name} holds no image", "truncated_image")
+            for page in pages:
+                offsets = np.asarray(page.dataoffsets, dtype=np.int64)
+                counts = np.asarray(page.databytecounts, dtype=np.int64)
+                end = int((offsets + counts).max()) if offsets.size and offsets.size == counts.size else -1
+                if not 0 < end <= size:
+                    raise SlideError(
+                        f"{path.name} is truncated: image data ends at byte {end} of a {size}-byte file",
+                        "truncated_image",
+                    )
+    except SlideError:
+        raise
+    except Exception as exc:  # tifffile raises several types for damaged files
+        raise SlideError(f"cannot read {path.name} as TIFF: {type(exc).__name__}: {exc}", "load_failed") from exc
 
 
 def _open(path: Path) -> tuple[Any, str]:

@@ -79,7 +79,7 @@ class EmbeddedSlideViewer:
         try:
             self.slide = SlideSource(path, cache=self.cache)
         except SlideError as exc:
-            raise ViewerError("load_failed", str(exc)) from exc
+            raise ViewerError(exc.code, str(exc)) from exc
         self.image_type = image_type
         self.fit()
 

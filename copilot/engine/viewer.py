@@ -193,6 +193,7 @@ class EmbeddedVolumeViewer:
                     "origin_ras": [round(float(x), 6) for x in v.ijk_to_ras[:3, 3]],
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in v.ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
+                    **({"geometry": "assumed"} if v.metadata.get("geometry") == "assumed" else {}),
                 }
             )
         return out

@@ -6,8 +6,12 @@ RAS = diag(-1, -1, 1)·LPS. The voxel array is never resampled: only the affine 
 
 from __future__ import annotations
 
+import gzip
+import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import SimpleITK as sitk
@@ -15,11 +19,20 @@ import SimpleITK as sitk
 from copilot.engine.geometry import LPS_TO_RAS, ijk_to_ras_from_lps
 from copilot.engine.geometry import nearest_voxel as _nearest_voxel
 
+_ADDRESS = re.compile(r"\(0x[0-9a-fA-F]+\)")
 VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
 
 
 class VolumeLoadError(ValueError):
-    """A file or folder could not be read as an image volume."""
+    """A file or folder could not be read as an image volume; `code` names the reason for callers.
+
+    Codes: `load_failed` (unreadable), `truncated_image`, `missing_geometry`, `invalid_geometry`, `mixed_series`,
+    `inconsistent_series`, `undecodable_pixels`, `not_found`.
+    """
+
+    def __init__(self, message: str, code: str = "load_failed") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(eq=False)
@@ -38,6 +51,13 @@ class Volume:
         self.data = np.ascontiguousarray(self.data, dtype=np.float32)
         self.ijk_to_ras = np.array(self.ijk_to_ras, dtype=float)
         self.ijk_to_ras[np.abs(self.ijk_to_ras) < 1e-12] = 0.0  # denormal cosines break ITK's matrix inverse
+        if self.data.ndim != 3 or 0 in self.data.shape:
+            raise VolumeLoadError(f"{self.name}: expected a non-empty 3D image, got shape {self.data.shape}")
+        det = np.linalg.det(self.ijk_to_ras[:3, :3]) if np.isfinite(self.ijk_to_ras).all() else 0.0
+        if abs(det) < 1e-12:
+            raise VolumeLoadError(
+                f"{self.name}: voxel geometry is degenerate (zero spacing or axes)", "invalid_geometry"
+            )
         self.ras_to_ijk = np.linalg.inv(self.ijk_to_ras)
         finite = self.data[np.isfinite(self.data)]
         self.value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
@@ -130,3 +150,44 @@ def guess_modality(name: str) -> str:
     if lower.startswith("ct") or "_ct" in lower or lower == "ct":
         return "CT"
     return "MR"
+
+
+def sitk_reason(exc: Exception) -> str:
+    """The informative line of a SimpleITK/ITK error (ITK's last line is often a generic errno text)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    keys = ("not read completely", "fread", "Unable to determine", "ERROR", "error")
+    for key in keys:
+        for line in lines:
+            if key in line:
+                return _ADDRESS.sub("", line.replace("sitk::ERROR: ", ""))[:300]
+    return _ADDRESS.sub("", lines[-1] if lines else type(exc).__name__)[:300]
+
+
+def check_nifti_complete(path: Path) -> None:
+    """Refuse a NIfTI file whose voxel data is shorter than its header says (ITK would fill with zeros)."""
+    import nibabel as nib
+
+    size = path.stat().st_size
+    if path.name.lower().endswith(".gz"):
+        size = 0
+        try:
+            with gzip.open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    size += len(chunk)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise VolumeLoadError(
+                f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
+            ) from exc
+    try:
+        header: Any = nib.load(str(path)).header
+        shape = header.get_data_shape()
+        itemsize = header.get_data_dtype().itemsize
+        expected = int(header.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * itemsize
+    except Exception as exc:  # nibabel raises several types for a damaged header
+        raise VolumeLoadError(f"cannot read {path.name}: not a valid NIfTI header ({exc})", "load_failed") from exc
+    if size < expected:
+        raise VolumeLoadError(
+            f"{path.name} is truncated: its header promises {expected} bytes of image {list(shape)}, "
+            f"the file holds {size}",
+            "truncated_image",
+        )

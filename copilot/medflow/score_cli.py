@@ -24,7 +24,13 @@ class AnswerFile:
 def read_answers(path: str | Path) -> AnswerFile:
     """JSON lines {"case_id", "response"}; a later line for the same case replaces an earlier one (reported)."""
     out = AnswerFile()
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such answers file") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    for n, line in enumerate(text.split("\n"), 1):  # JSON strings may hold U+2028: split at \n only
         if not line.strip():
             continue
         try:
@@ -32,7 +38,7 @@ def read_answers(path: str | Path) -> AnswerFile:
             cid, response = str(row["case_id"]), row["response"]
             if not isinstance(response, str):
                 raise TypeError("response is not a string")
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError, IndexError, ValueError, RecursionError) as exc:
             out.problems.append({"line": n, "problem": f'expected {{"case_id", "response"}} ({exc})'})
             continue
         if cid in out.answers:

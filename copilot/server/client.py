@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -46,29 +47,64 @@ class Reply:
 
 
 class RemoteViewer:
-    """HTTP client of `/medcopilot/v1` (embedded server or the Slicer module)."""
+    """HTTP client of `/medcopilot/v1` (embedded server or the Slicer module).
 
-    def __init__(self, base_url: str, token: str, timeout: float = 120.0) -> None:
+    With `keep_alive` each thread reuses one connection (reopened once if the server closed it while idle).
+    """
+
+    def __init__(self, base_url: str, token: str, timeout: float = 120.0, keep_alive: bool = True) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url}")
         self.scheme, self.host, self.port = parts.scheme, parts.hostname, parts.port
-        self.token, self.timeout = token, timeout
+        self.token, self.timeout, self.keep_alive = token, timeout, keep_alive
+        self._local = threading.local()
 
-    def request(self, method: str, path: str, body: Any = None, auth: bool = True, raw: bool = False) -> Reply:
-        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-        conn = cls(self.host, self.port, timeout=self.timeout)
-        headers = {"Content-Type": "application/json"}
-        if auth:
-            headers["Authorization"] = f"Bearer {self.token}"
-        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            resp = conn.getresponse()
-            payload = resp.read()
-            ctype = resp.getheader("Content-Type", "")
-        finally:
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None) if self.keep_alive else None
+        if conn is None:
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            conn = cls(self.host, self.port, timeout=self.timeout)
+            if self.keep_alive:
+                self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's kept-alive connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
             conn.close()
+            self._local.conn = None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        auth: bool = True,
+        raw: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        if auth:
+            sent["Authorization"] = f"Bearer {self.token}"
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        for attempt in (0, 1):
+            conn = self._connection()
+            reused = conn.sock is not None
+            try:
+                conn.request(method, path, body=data, headers=sent)
+                resp = conn.getresponse()
+                payload = resp.read()
+                ctype = resp.getheader("Content-Type", "")
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                if not (reused and attempt == 0):  # only a stale kept-alive connection is retried
+                    raise
+            finally:
+                if not self.keep_alive:
+                    conn.close()
         if raw or not ctype.startswith("application/json"):
             return Reply(resp.status, payload)
         return Reply(resp.status, json.loads(payload))

@@ -1,198 +1,305 @@
 """The handler HTTP server (`medcopilot serve`): `/medcopilot/v1` plus a read-only `/slicer` subset.
 
-Standard-library `ThreadingHTTPServer`: one thread per connection; every handler call goes
-through `Session.call`, which serialises calls under the session lock. Bound to 127.0.0.1
-unless told otherwise; every request needs `Authorization: Bearer TOKEN`, except the `/slicer`
-subset when `slicer_compat` is on and the client is on loopback (Slicer WebServer clients
-send no token). `/slicer/exec` is always refused.
+An ASGI application (Starlette responses) served by uvicorn (h11): HTTP parsing, keep-alive, idle
+timeouts and the connection limit are the server's; every handler call runs in a worker thread
+through `Session.call`, which serialises calls under the session lock. Each request is checked in a
+fixed order before any byte of its body is read: declared size (413), `Host`/`Origin` allow-list
+(403, which refuses DNS rebinding even on the open `/slicer` subset), bearer token (401); then the
+body is read within the size and time limits and parsed by the shared JSON limits (400 `invalid_json`).
+Bound to 127.0.0.1 unless told otherwise; the `/slicer` subset needs no token only when
+`slicer_compat` is on and the client is on loopback. `/slicer/exec` is always refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import socket
+import threading
+import time
+from dataclasses import replace
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs
+
+import uvicorn
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import Response
 
 from copilot.errors import HandlerError
 from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
+from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length, parse_json_body
+from copilot.server.openapi import openapi_document
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
 
 API = "/medcopilot/v1"
-MAX_BODY = 1 << 20
+MAX_BODY = DEFAULT_LIMITS.max_body
+Scope = dict[str, Any]
 
 
-class HandlerServer(ThreadingHTTPServer):
-    """HTTP server bound to one session."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], session: Session, token: str, slicer_compat: bool = False) -> None:
-        super().__init__(address, _RequestHandler)
-        self.session = session
-        self.token = token
-        self.slicer_compat = slicer_compat
-        self.compat = SlicerCompat(session)
-        self.jobs = JobManager(session)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}"
+def _body(obj: Any) -> bytes:
+    return json.dumps(obj, allow_nan=False).encode("utf-8")
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    server: HandlerServer
-    protocol_version = "HTTP/1.1"
-    server_version = "MedCopilot"
+def _error_body(code: str, message: str) -> bytes:
+    return _body({"ok": False, "error": {"code": code, "message": message}})
 
-    def log_message(self, format: str, *args: Any) -> None:  # quiet by default
-        return
 
-    # ----- plumbing -----
-    def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
+class _Refusal(Exception):
+    """A request refused before routing (status, code, message; close: the body was left unread)."""
 
-    def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj, allow_nan=False).encode("utf-8"))
+    def __init__(self, error: HandlerError, close: bool = False) -> None:
+        super().__init__(error.message)
+        self.error, self.close = error, close
 
-    def _error(self, status: int, code: str, message: str) -> None:
-        self._json(status, {"ok": False, "error": {"code": code, "message": message}})
 
-    def _authorised(self) -> bool:
-        header = self.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.server.token.encode())
+class HandlerApp:
+    """The ASGI application of one server: checks, then routes to the session."""
 
-    def _loopback_client(self) -> bool:
+    def __init__(self, server: HandlerServer) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":  # lifespan is off; websockets are not served
+            return
+        headers = Headers(scope=scope)
         try:
-            return ipaddress.ip_address(self.client_address[0]).is_loopback
+            response = await self._handle(scope, headers, receive)
+        except _Refusal as r:
+            extra = {"Connection": "close"} if r.close else {}
+            response = self._response(r.error.status, _error_body(r.error.code, r.error.message), extra=extra)
+        except HandlerError as exc:
+            response = self._response(exc.status, _error_body(exc.code, exc.message))
+        except Exception as exc:  # never a dropped connection: a JSON 500 naming the failure
+            response = self._response(500, _error_body("internal_error", f"{type(exc).__name__}: {exc}"))
+        await response(scope, receive, send)
+
+    @staticmethod
+    def _response(status: int, body: bytes, ctype: str = "application/json", extra: dict[str, str] | None = None):
+        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", **(extra or {})}
+        return Response(body, status_code=status, media_type=ctype, headers=headers)
+
+    def _authorised(self, headers: Headers) -> bool:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            token.strip().encode("utf-8", "replace"), self.server.token.encode()
+        )
+
+    @staticmethod
+    def _loopback(scope: Scope) -> bool:
+        client = scope.get("client")
+        try:
+            return client is not None and ipaddress.ip_address(client[0]).is_loopback
         except ValueError:
             return False
 
-    def _read_body(self) -> bytes | None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._error(413, "too_large", f"request body over {MAX_BODY} bytes")
-            return None
-        return self.rfile.read(length) if length else b""
+    async def _read_body(self, receive: Any) -> bytes:
+        limits = self.server.limits
+        chunks: list[bytes] = []
+        size = 0
 
-    # ----- routing -----
-    def do_GET(self) -> None:
-        self._route("GET")
+        async def read() -> None:
+            nonlocal size
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _Refusal(HandlerError("invalid_request", "the client went away", status=400), close=True)
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limits.max_body:
+                    raise _Refusal(HandlerError("too_large", f"request body over {limits.max_body} bytes", 413), True)
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return
 
-    def do_POST(self) -> None:
-        self._route("POST")
-
-    def do_PUT(self) -> None:
-        self._route("PUT")
-
-    def do_DELETE(self) -> None:
-        self._route("DELETE")
-
-    def _route(self, method: str) -> None:
-        parts = urlsplit(self.path)
-        path = unquote(parts.path)
-        body = self._read_body()
-        if body is None:
-            return
-        if path.startswith("/slicer/") or path == "/slicer":
-            self._slicer(method, path, parts.query)
-            return
-        if not self._authorised():
-            self._error(401, "unauthorized", "missing or wrong bearer token")
-            return
-        if path == f"{API}/handlers" and method == "GET":
-            self._json(200, {"handlers": self.server.session.handlers(), "track": self.server.session.track})
-        elif path.startswith(f"{API}/handlers/") and method == "POST":
-            self._call(path[len(f"{API}/handlers/") :], body)
-        elif path == f"{API}/state" and method == "GET":
-            self._json(200, {"ok": True, "state": self.server.session.snapshot()})
-        elif path == f"{API}/trace" and method == "GET":
-            self._trace()
-        elif path.startswith(f"{API}/jobs/"):
-            self._job(method, path[len(f"{API}/jobs/") :], body)
-        elif path.startswith(API):
-            self._error(405 if _known(path) else 404, "not_found", f"no route {method} {path}")
-        else:
-            self._error(404, "not_found", f"no route {method} {path}")
-
-    def _call(self, name: str, body: bytes) -> None:
         try:
-            args = json.loads(body or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            self._error(400, "invalid_json", f"request body is not JSON: {exc}")
-            return
-        outcome = self.server.session.call(name, args, actor="http")
-        self._json(outcome.status, outcome.envelope())
+            await asyncio.wait_for(read(), limits.body_timeout_s)
+        except TimeoutError:
+            raise _Refusal(
+                HandlerError("request_timeout", f"body not received within {limits.body_timeout_s:g} s", 408), True
+            ) from None
+        return b"".join(chunks)
 
-    def _job(self, method: str, name: str, body: bytes) -> None:
+    async def _handle(self, scope: Scope, headers: Headers, receive: Any) -> Response:
+        limits = self.server.limits
+        method, path = scope["method"], scope["path"]
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        try:  # 1. declared size, before anything is read
+            declared = content_length(headers.get("content-length"), limits)
+        except HandlerError as exc:
+            raise _Refusal(exc, close=True) from None
+        has_body = chunked or bool(declared)
+        try:  # 2. who is asking: Host and Origin allow-list (DNS rebinding)
+            check_host(headers.get("host"), limits)
+            check_origin(headers.get("origin"), limits)
+            if path.rstrip("/") == "/slicer/exec":
+                raise HandlerError("forbidden", "code execution is disabled: use the named handlers")
+            # 3. the token (the /slicer subset is open on loopback with slicer_compat)
+            slicer = path == "/slicer" or path.startswith("/slicer/")
+            open_compat = slicer and self.server.slicer_compat and self._loopback(scope)
+            if not open_compat and not self._authorised(headers):
+                raise HandlerError("unauthorized", "missing or wrong bearer token")
+        except HandlerError as exc:
+            raise _Refusal(exc, close=has_body) from None
+        # 4. the body, within the size and time limits
+        body = await self._read_body(receive)
+        if slicer:
+            return await self._slicer(method, path, scope.get("query_string", b"").decode("latin-1"))
+        return await self._route(method, path, body)
+
+    async def _route(self, method: str, path: str, body: bytes) -> Response:
+        session = self.server.session
+        if path == f"{API}/handlers" and method == "GET":
+            return self._response(200, _body({"handlers": session.handlers(), "track": session.track}))
+        if path.startswith(f"{API}/handlers/") and method == "POST":
+            return await self._call(path[len(f"{API}/handlers/") :], parse_json_body(body, self.server.limits))
+        if path == f"{API}/state" and method == "GET":
+            state = await run_in_threadpool(session.snapshot)
+            return self._response(200, _body({"ok": True, "state": state}))
+        if path == f"{API}/trace" and method == "GET":
+            events = await run_in_threadpool(session.trace_events)
+            return self._response(200, _body({"ok": True, "events": events}))
+        if path == f"{API}/openapi.json" and method == "GET":
+            return self._response(200, _body(openapi_document(session.handlers(), API)))
+        if path.startswith(f"{API}/jobs/"):
+            return await self._job(method, path[len(f"{API}/jobs/") :], body)
+        if path.startswith(API) and _known(path):
+            return self._response(405, _error_body("not_found", f"no route {method} {path}"))
+        return self._response(404, _error_body("not_found", f"no route {method} {path}"))
+
+    async def _call(self, name: str, args: Any) -> Response:
+        """A synchronous call; an operator still running after `call_timeout_s` is cancelled at its next
+        step (rolled back: nothing changes) and the client is told to run it as a job."""
+        limit = self.server.limits.call_timeout_s
+        deadline = time.monotonic() + limit
+        outcome = await run_in_threadpool(
+            self.server.session.call, name, args, "http", None, lambda: time.monotonic() > deadline
+        )
+        if not outcome.ok and (outcome.error or {}).get("code") == "cancelled" and time.monotonic() > deadline:
+            message = (
+                f"{name} ran longer than {limit:g} s, the limit of a synchronous call; nothing changed. "
+                f"Run it as a job: POST {API}/jobs/{name}"
+            )
+            return self._response(422, _error_body("call_timeout", message))
+        return self._response(outcome.status, _body(outcome.envelope()))
+
+    async def _job(self, method: str, name: str, body: bytes) -> Response:
         """POST /jobs/HANDLER starts a call off the request thread (202); GET /jobs/ID polls it; DELETE cancels."""
         jobs = self.server.jobs
         if method == "POST":
             if name not in self.server.session.registry:
-                self._error(404, "unknown_handler", f"no handler named {name!r}")
-                return
-            try:
-                args = json.loads(body or b"{}")
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                self._error(400, "invalid_json", f"request body is not JSON: {exc}")
-                return
-            self._json(202, jobs.submit(name, args if isinstance(args, dict) else {"_": args}, actor="http").to_json())
-            return
+                raise HandlerError("unknown_handler", f"no handler named {name!r}")
+            args = parse_json_body(body, self.server.limits)
+            started = jobs.submit(name, args if isinstance(args, dict) else {"_": args}, actor="http")
+            return self._response(202, _body(started.to_json()))
         job = jobs.get(name)
         if job is None:
-            self._error(404, "not_found", f"no job {name!r}")
-        elif method == "GET":
-            self._json(200, job.to_json())
-        elif method == "DELETE":
-            self._json(202, jobs.cancel(name).to_json())  # type: ignore[union-attr]
-        else:
-            self._error(405, "not_found", f"{method} is not allowed on a job")
+            return self._response(404, _error_body("not_found", f"no job {name!r}"))
+        if method == "GET":
+            return self._response(200, _body(job.to_json()))
+        if method == "DELETE":
+            return self._response(202, _body(jobs.cancel(name).to_json()))  # type: ignore[union-attr]
+        return self._response(405, _error_body("not_found", f"{method} is not allowed on a job"))
 
-    def _trace(self) -> None:
-        self._json(200, {"ok": True, "events": self.server.session.trace_events()})
-
-    def _slicer(self, method: str, path: str, query: str) -> None:
-        if path.rstrip("/") == "/slicer/exec":
-            self._error(403, "forbidden", "code execution is disabled: use the named handlers")
-            return
-        open_compat = self.server.slicer_compat and self._loopback_client()
-        if not open_compat and not self._authorised():
-            self._error(401, "unauthorized", "missing or wrong bearer token")
-            return
+    async def _slicer(self, method: str, path: str, query: str) -> Response:
         if method != "GET":
-            self._error(405, "read_only", "the /slicer subset is read-only")
-            return
+            raise HandlerError("read_only", "the /slicer subset is read-only", status=405)
         if not viewer_kind(self.server.session.kind).slicer_api:
-            self._error(404, "not_found", "the /slicer subset is served for radiology cases only")
-            return
-        try:
-            status, ctype, body = self.server.compat.handle(path, parse_qs(query))
-        except HandlerError as exc:
-            self._error(exc.status, exc.code, exc.message)
-            return
-        self._send(status, body, ctype)
+            raise HandlerError("not_found", "the /slicer subset is served for radiology cases only", status=404)
+        status, ctype, body = await run_in_threadpool(self.server.compat.handle, path, parse_qs(query))
+        return self._response(status, body, ctype)
 
 
 def _known(path: str) -> bool:
-    return path in (f"{API}/handlers", f"{API}/state", f"{API}/trace") or path.startswith(f"{API}/handlers/")
+    return path in (f"{API}/handlers", f"{API}/state", f"{API}/trace", f"{API}/openapi.json") or path.startswith(
+        f"{API}/handlers/"
+    )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; the protocol is named so that asyncio turns Nagle off on accepted
+    connections (otherwise a kept-alive client waits ~40 ms for the delayed ACK of every reply)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class HandlerServer:
+    """uvicorn serving one session; bound when made, so `url` is known before `serve_forever`."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        session: Session,
+        token: str,
+        slicer_compat: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        host = address[0]
+        extra = () if host in ("", "0.0.0.0", "::") or host in limits.allowed_hosts else (host.lower(),)
+        self.limits = replace(limits, allowed_hosts=(*limits.allowed_hosts, *extra))
+        self.session, self.token, self.slicer_compat = session, token, slicer_compat
+        self.compat = SlicerCompat(session)
+        self.jobs = JobManager(session, max_active=limits.max_jobs, kept=limits.kept_jobs)
+        self.socket = _bind(host, address[1])
+        self.server_address = self.socket.getsockname()
+        config = uvicorn.Config(
+            HandlerApp(self),
+            lifespan="off",
+            log_level="error",
+            access_log=False,
+            http="h11",
+            limit_concurrency=limits.max_connections,
+            timeout_keep_alive=limits.keep_alive_s,
+            timeout_graceful_shutdown=5,
+            server_header=False,
+        )
+        self._uvicorn = uvicorn.Server(config)
+        self._stopped = threading.Event()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until `shutdown()` (or SIGINT/SIGTERM when run in the main thread)."""
+        self._stopped.clear()
+        try:
+            self._uvicorn.run(sockets=[self.socket])
+        finally:
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop serving and wait until the server loop has ended."""
+        self._uvicorn.should_exit = True
+        self._stopped.wait(15)
+
+    def server_close(self) -> None:
+        self.socket.close()
 
 
 def make_server(
-    session: Session, host: str = "127.0.0.1", port: int = 0, token: str = "", slicer_compat: bool = False
+    session: Session,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str = "",
+    slicer_compat: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> HandlerServer:
     """Create (not start) a server; port 0 picks a free port."""
     if not token:
         raise ValueError("a bearer token is required")
-    return HandlerServer((host, port), session, token, slicer_compat)
+    return HandlerServer((host, port), session, token, slicer_compat, limits)

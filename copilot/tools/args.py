@@ -38,7 +38,10 @@ BBox1000 = Annotated[
         description="[x0, y0, x1, y1] box on the last image of the view, 0–999; its centre is used.",
     ),
 ]
-RAS = Annotated[list[float], Field(min_length=3, max_length=3, description="[R, A, S] in millimetres.")]
+MAX_MM = 1e7  # 10 km: any coordinate beyond is a mistake, and sums of squares stay finite
+Mm = Annotated[float, Field(ge=-MAX_MM, le=MAX_MM)]
+MAX_OFFSET_MM = 1e12  # slice offsets: beyond the volume the viewer refuses by name (offset_out_of_range)
+RAS = Annotated[list[Mm], Field(min_length=3, max_length=3, description="[R, A, S] in millimetres.")]
 VolumeId = Annotated[str | None, Field(max_length=256, description="Volume node id from the scene inventory.")]
 VolumeName = Annotated[str | None, Field(max_length=256, description="Volume name from the scene inventory.")]
 Label = Annotated[str, Field(max_length=200, description="Short label stored with the evidence.")]
@@ -130,9 +133,19 @@ def resolve_case_path(ctx: HandlerContext[Any], path: str) -> Path:
     """
     if ctx.case_root is None:
         raise HandlerError("no_case_root", "this viewer has no case root; paths cannot be opened")
+    if len(path) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in Path(path).parts):
+        raise HandlerError("not_found", f"{path[:80]!r}…: path or file name too long")
+    try:
+        return _resolve_case_path(ctx.case_root, path)
+    except OSError as exc:  # unreadable folder, link loop, name the file system refuses
+        raise HandlerError("not_found", f"{path[:200]!r} cannot be opened: {exc.strerror or exc}") from None
+
+
+def _resolve_case_path(case_root: Path, path: str) -> Path:
+    """The checks of `resolve_case_path` (may raise OSError from the file system)."""
     if "\x00" in path:
         raise HandlerError("path_outside_case", "invalid path")
-    root = ctx.case_root.resolve()
+    root = case_root.resolve()
     candidate = Path(path)
     lexical = Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
     hidden = root / "hidden"

@@ -17,6 +17,7 @@ from copilot.tools.args import (
     DEFAULT_SIZE,
     BBox1000,
     Label,
+    Mm,
     Point1000,
     Size,
     View,
@@ -28,7 +29,7 @@ from copilot.tools.args import (
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 
-OptRAS = Annotated[list[float] | None, Field(min_length=3, max_length=3, description="[R, A, S] in millimetres.")]
+OptRAS = Annotated[list[Mm] | None, Field(min_length=3, max_length=3, description="[R, A, S] in millimetres.")]
 
 
 def _add(ctx: RadiologyContext, record: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def record_key_slice(
     ctx: RadiologyContext,
     view: View = "red",
     label: Label = "",
-    offset: Annotated[float | None, Field(description="Offset in mm; omitted: the view's current offset.")] = None,
+    offset: Annotated[Mm | None, Field(description="Offset in mm; omitted: the view's current offset.")] = None,
 ) -> HandlerOutput:
     """Record a key slice: the view's RAS axis (S, R or A) and offset in mm, on the active volume."""
     name = canonical_view(view)

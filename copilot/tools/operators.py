@@ -18,7 +18,7 @@ from copilot.engine.derived import Segment, TransformNode
 from copilot.engine.render import Layer, compose
 from copilot.errors import HandlerError
 from copilot.tools import guards
-from copilot.tools.args import DEFAULT_SIZE, Size, ref_to_volume, render_views
+from copilot.tools.args import DEFAULT_SIZE, Mm, Size, ref_to_volume, render_views
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, ImageOut, RadiologyContext
 
@@ -32,8 +32,9 @@ NewName = Annotated[
         description="Name of the node to create (must not exist).",
     ),
 ]
+Intensity = Annotated[float, Field(ge=-1e6, le=1e6)]
 Seeds = Annotated[
-    list[Annotated[list[float], Field(min_length=3, max_length=3)]],
+    list[Annotated[list[Mm], Field(min_length=3, max_length=3)]],
     Field(min_length=1, max_length=50, description="Seed points as [R, A, S] in mm."),
 ]
 OPERATOR: dict[str, Any] = {"role": "analysis_operator", "tracks": ("B",)}
@@ -243,8 +244,8 @@ def segment_grow_from_seeds(
         Literal["confidence", "connected"],
         Field(description="confidence: mean ± multiplier·sd around the seeds; connected: within [lower, upper]."),
     ] = "confidence",
-    lower: Annotated[float | None, Field(description="connected: lowest value.")] = None,
-    upper: Annotated[float | None, Field(description="connected: highest value.")] = None,
+    lower: Annotated[Intensity | None, Field(description="connected: lowest value.")] = None,
+    upper: Annotated[Intensity | None, Field(description="connected: highest value.")] = None,
     multiplier: Annotated[float, Field(gt=0, le=10, description="confidence: interval width in sd.")] = 2.5,
     size: Size = DEFAULT_SIZE,
 ) -> HandlerOutput:
@@ -270,7 +271,7 @@ def segment_statistics(
     ctx: RadiologyContext,
     segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],
     volumes: Annotated[
-        list[str] | None,
+        list[Annotated[str, Field(max_length=256)]] | None,
         Field(
             max_length=16,
             description="Volumes to measure inside the segment (ids or names); omitted: its source volume.",
@@ -290,15 +291,16 @@ def vista3d_segment(
     volume: Ref,
     output_segment: NewName,
     class_prompts: Annotated[
-        list[str | int] | None,
+        list[Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=0, le=100_000)]] | None,
         Field(max_length=16, description="Classes to segment, as label ids or names of the bundle's label dictionary."),
     ] = None,
     points_ras: Annotated[
-        list[Annotated[list[float], Field(min_length=3, max_length=3)]] | None,
+        list[Annotated[list[Mm], Field(min_length=3, max_length=3)]] | None,
         Field(max_length=20, description="Point prompts as [R, A, S] in mm."),
     ] = None,
     point_labels: Annotated[
-        list[int] | None, Field(max_length=20, description="One label per point: 1 foreground, 0 background.")
+        list[Annotated[int, Field(ge=-1000, le=1000)]] | None,
+        Field(max_length=20, description="One label per point: 1 foreground, 0 background."),
     ] = None,
     size: Size = DEFAULT_SIZE,
 ) -> HandlerOutput:

@@ -16,6 +16,7 @@ from copilot.errors import HandlerError
 from copilot.tools import guards
 from copilot.tools.args import (
     DEFAULT_SIZE,
+    MAX_OFFSET_MM,
     RAS,
     BBox1000,
     Point1000,
@@ -103,7 +104,7 @@ def open_case(
         requested = [dicom_dir]
         paths = [resolve_case_path(ctx, dicom_dir)]
     sources = [resolve_case_path(ctx, str(src)) for p in paths for src in expand_case_path(p)]
-    volumes = load_case_volumes(sources)
+    volumes = load_case_volumes(sources, ctx.case_inputs.get("accept_missing_geometry") is True)
     viewer = ctx.viewer
     viewer.clear()
     viewer.set_slice_step(spacing)
@@ -264,8 +265,10 @@ def set_slice_offset(
     offset: Annotated[
         float,
         Field(
+            ge=-MAX_OFFSET_MM,
+            le=MAX_OFFSET_MM,
             description="Slice position in mm along the view's RAS axis (axial S, "
-            "sagittal R, coronal A); 0 is a valid offset."
+            "sagittal R, coronal A); 0 is a valid offset.",
         ),
     ],
     size: Size = DEFAULT_SIZE,

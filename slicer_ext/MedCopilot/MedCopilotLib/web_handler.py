@@ -5,6 +5,10 @@ Slicer's WebServer calls request handlers with `(method, uri, requestBody)` only
 empty body and 500 on an exception — it cannot set other status codes or read headers. So the bearer
 token travels as `access_token=` in the query string, and refusals are JSON envelopes with
 `ok: false` and the error code and the HTTP status the embedded server would use (`status`).
+Bodies go through the same request validation as the embedded server (`copilot.server.limits`: size,
+nesting depth, integer digits, finite numbers → `invalid_json`), and traces are read as JSON lines split
+at `\n` only. The WebServer passes no headers, so there is no Host check here: every route needs the
+token, which a rebound page cannot know.
 `route()` is Slicer-independent and tested outside Slicer; `make_handler()` builds the WebServer class.
 """
 
@@ -14,6 +18,9 @@ import hmac
 import json
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from copilot.errors import HandlerError
+from copilot.server.limits import parse_json_body
 
 PREFIX = "/medcopilot/v1"
 
@@ -36,9 +43,9 @@ def route(session: Any, token: str, method: str, uri: bytes | str, body: bytes |
         return _json({"handlers": session.handlers(), "track": session.track})
     if path.startswith(f"{PREFIX}/handlers/") and method == "POST":
         try:
-            args = json.loads(body or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _json({"ok": False, "status": 400, "error": {"code": "invalid_json", "message": str(exc)}})
+            args = parse_json_body(body)
+        except HandlerError as exc:
+            return _json({"ok": False, "status": exc.status, "error": exc.to_json()})
         outcome = session.call(path[len(f"{PREFIX}/handlers/") :], args, actor="http")
         envelope = outcome.envelope()
         if not outcome.ok:
