@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
 SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 \
 	openjdk-17-jdk-headless libturbojpeg0
+# what a Qt window needs under X (xcb platform plugin) and VTK's offscreen 3D view (Mesa EGL)
+QT_PACKAGES := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
+	libxcb-randr0 libxcb-render-util0 libxcb-image0 libegl-mesa0 libgl1-mesa-dri
 
 .PHONY: demo test lint sysdeps venv bench clean screenshots
 
@@ -21,11 +24,12 @@ venv: $(STAMP)
 
 # System packages (Debian), installed only when missing.
 sysdeps:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(SYSTEM_PACKAGES) $(QT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -q && apt-get install -y -q $$missing; fi
 
-demo: $(STAMP)
+demo: sysdeps $(STAMP)
 	$(BIN)/medcopilot demo --out $(DEMO_OUT)
+	@echo "Desktop app: $(BIN)/medcopilot gui $(DEMO_OUT)/cases   (any DICOM folder, NIfTI/NRRD/MHA file or slide too)"
 
 test: $(STAMP)
 	@$(MAKE) --no-print-directory sysdeps
@@ -44,13 +48,19 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/gui.py
 	$(BIN)/python benchmarks/slicer_backend.py
 
-# Screenshots of the desktop app under Xvfb (docs/gui_*.png)
-screenshots: $(STAMP)
-	apt-get install -y -q xvfb libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 >/dev/null
+# Screenshots of the desktop app under Xvfb (docs/gui_*.png): brain, PET/CT with fusion and 3D, slide, replay
+SHOT := xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/medcopilot gui
+screenshots: sysdeps $(STAMP)
+	@dpkg -s xvfb >/dev/null 2>&1 || apt-get install -y -q xvfb xauth >/dev/null
 	$(BIN)/medcopilot cases make --module brain_mri --n 1 --seed 0 --out $(DEMO_OUT)/cases
+	$(BIN)/medcopilot cases make --module lung_petct --n 1 --seed 4 --out $(DEMO_OUT)/cases
 	$(BIN)/medcopilot cases make --module breast_wsi --n 4 --seed 5 --out $(DEMO_OUT)/cases --slide-size 2048x1536 --mpp 1.0
-	xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/medcopilot gui --case $(DEMO_OUT)/cases/brain_mri_000_0000 --screenshot docs/gui_brain.png --run baseline
-	xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/medcopilot gui --case $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.png --run baseline
+	rm -rf $(DEMO_OUT)/replay_trace
+	$(BIN)/medcopilot run --case $(DEMO_OUT)/cases/brain_mri_000_0000 --policy baseline --out $(DEMO_OUT)/replay_trace
+	$(SHOT) $(DEMO_OUT)/cases/brain_mri_000_0000 --screenshot docs/gui_brain.png --run baseline
+	$(SHOT) $(DEMO_OUT)/cases/lung_petct_004_0000 --screenshot docs/gui_petct_3d.png --run baseline --fusion PET_AC
+	$(SHOT) $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.jpg --run baseline
+	$(SHOT) $(DEMO_OUT)/replay_trace --screenshot docs/gui_replay.png
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .hypothesis

@@ -229,7 +229,7 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
-    return gui_main(ns.case, ns.screenshot, ns.run)
+    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -403,7 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.set_defaults(func=_mcp)
 
     gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")
-    gui.add_argument("--case", default="demo-output/cases", help="a case pack or a folder of them")
+    gui.add_argument(
+        "path", nargs="?", default=None,
+        help="a case pack or a folder of them, a DICOM folder, a NIfTI/NRRD/MHA file, a slide, or a trace folder "
+        "(default: the most recent study)",
+    )  # fmt: skip
+    gui.add_argument("--case", default=None, help="same as PATH (kept for scripts)")
+    gui.add_argument("--layout", default=None, choices=["one_up", "three_up", "four_up", "side_by_side"],
+                     help="the view layout to start in (default: the study's)")  # fmt: skip
+    gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
     gui.set_defaults(func=_gui)

@@ -41,6 +41,8 @@ class Peek:
     scroll_to: float | None = None
     ras: tuple[float, float, float] | None = None
     wsi_point: tuple[float, float] | None = None
+    background: str | None = None  # radiology: this volume alone as the background (e.g. a prior study beside)
+    fill: bool = False  # pathology: render at `size`, the agent's field scaled to fit it (a host's pane)
 
 
 class Session:
@@ -136,6 +138,23 @@ class Session:
         finally:
             self._lock.release()
 
+    def scene_data(self, blocking: bool = True) -> dict[str, Any] | None:
+        """Read-only voxels for a host's 3D view: the active volume (volumes are immutable), its window/level and
+        the segments; {} without a volume, None when not `blocking` and busy."""
+        if self.kind != "radiology":
+            return {}
+        if not self._lock.acquire(blocking=blocking):
+            return None
+        try:
+            st = self._viewer.export_state()
+            if getattr(st, "background", None) is None:  # no volume (or a viewer that keeps no voxels here)
+                return {}
+            d = st.display[st.background]
+            segments = list(st.segments.values())
+            return {"volume": st.volumes[st.background], "window": d.window, "level": d.level, "segments": segments}
+        finally:
+            self._lock.release()
+
     def note(self, event_type: str, payload: dict[str, Any]) -> None:
         """Record an event that is not a handler call (model turns, reads, the episode's answer)."""
         if self._trace is not None:
@@ -154,10 +173,16 @@ class Session:
                 return {}
             if r.wsi_point is not None:
                 viewer.set_centre(*r.wsi_point)
+            if r.fill:
+                vp = viewer.viewport
+                scale = max(vp.width / r.size[0], vp.height / r.size[1])
+                vp.width, vp.height, vp.downsample = int(r.size[0]), int(r.size[1]), vp.downsample * scale
             return {"viewer": viewer.render()}
         if not viewer.volume_ids():
             return {}
         views = r.views or tuple(viewer.layout_views())
+        if r.background is not None:
+            viewer.set_fusion(viewer.resolve_volume(volume_id=r.background), None, 0.0)
         if r.ras is not None:
             viewer.jump(np.asarray(r.ras, dtype=float))
         for name in views:

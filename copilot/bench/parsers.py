@@ -156,6 +156,11 @@ def _localizations(obj: dict[str, Any]) -> list[tuple[float, float]]:
     return out
 
 
+def parse_localizations(text: str) -> list[tuple[float, float]]:
+    """The level-0 (x, y) localizations of a pathology JSON answer, whatever its task."""
+    return _localizations(_json_object(text))
+
+
 @dataclass(frozen=True)
 class BracsAnswer:
     label: str

@@ -165,6 +165,7 @@ def load_dicom_series(
     """
     reader = sitk.ImageSeriesReader()
     uids = list(reader.GetGDCMSeriesIDs(str(folder)) or [])
+    others = [u for u in uids if u != series_uid] if series_uid is not None else []
     if series_uid is not None:
         if series_uid not in uids:
             raise VolumeLoadError(f"series {series_uid} not found in {folder.name}", "not_found")
@@ -183,7 +184,8 @@ def load_dicom_series(
     if not files:
         raise VolumeLoadError(f"no DICOM files in {folder.name}", "not_found")
     dicom_files = {str(p) for p in folder.iterdir() if p.is_file() and (p.suffix.lower() == ".dcm" or _dicm(p))}
-    left_out = sorted(dicom_files - set(files))
+    picked_over = {f for u in others for f in reader.GetGDCMSeriesFileNames(str(folder), u)}  # other series
+    left_out = sorted(dicom_files - set(files) - picked_over)
     if uids and left_out:  # GDCM leaves out slices it cannot use (no pixel data, broken header)
         raise VolumeLoadError(
             f"{folder.name}: {len(left_out)} DICOM file(s) are not usable slices of the series "

@@ -23,25 +23,31 @@ from copilot.engine.volume import (
 )
 from copilot.errors import HandlerError
 
-_CACHE: OrderedDict[tuple[str, int, int, bool], Volume] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int, bool, str | None], Volume] = OrderedDict()
 _CACHE_SIZE = 24
 _LOCK = threading.Lock()
 
 
-def _key(path: Path, assumed: bool) -> tuple[str, int, int, bool]:
+def _key(path: Path, assumed: bool, series_uid: str | None = None) -> tuple[str, int, int, bool, str | None]:
     st = path.stat()
-    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed)
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed, series_uid)
 
 
-def load_volume(path: str | os.PathLike[str], name: str | None = None, accept_missing_geometry: bool = False) -> Volume:
-    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder.
+def load_volume(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    accept_missing_geometry: bool = False,
+    series_uid: str | None = None,
+) -> Volume:
+    """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder (its first series, or the one
+    with `series_uid`).
 
     A NIfTI file shorter than its header says is refused (`truncated_image`) instead of zero-filled;
     `accept_missing_geometry` loads DICOM without patient geometry on an assumed grid (flagged in metadata).
     """
     p = Path(path)
     if p.is_dir():
-        return load_dicom_series(p, name=name, accept_missing_geometry=accept_missing_geometry)
+        return load_dicom_series(p, name=name, series_uid=series_uid, accept_missing_geometry=accept_missing_geometry)
     if not p.is_file():
         raise VolumeLoadError(f"no such file: {p.name}", "not_found")
     if p.suffix.lower() == ".dcm" or is_dicom(p):
@@ -68,18 +74,19 @@ def is_dicom(path: Path) -> bool:
         return False
 
 
-def load_cached(path: Path, accept_missing_geometry: bool = False) -> Volume:
+def load_cached(path: Path, accept_missing_geometry: bool = False, series_uid: str | None = None) -> Volume:
     """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file.
 
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
-    key = _key(path, accept_missing_geometry)
+    key = _key(path, accept_missing_geometry, series_uid)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    vol = load_volume(path, name=path.name if path.is_dir() else None, accept_missing_geometry=accept_missing_geometry)
+    name = path.name if path.is_dir() and series_uid is None else None  # a picked series: its description
+    vol = load_volume(path, name=name, accept_missing_geometry=accept_missing_geometry, series_uid=series_uid)
     with _LOCK:
         _CACHE[key] = vol
         while len(_CACHE) > _CACHE_SIZE:
@@ -103,12 +110,15 @@ def expand_case_path(path: Path) -> list[Path]:
     return found
 
 
-def load_case_volumes(paths: list[Path], accept_missing_geometry: bool = False) -> list[Volume]:
-    """Every volume under the given paths, in order; a refusal named by the loader's code when one fails."""
+def load_case_volumes(
+    paths: list[Path], accept_missing_geometry: bool = False, series_uid: str | None = None
+) -> list[Volume]:
+    """Every volume under the given paths, in order (with `series_uid`, that series of a DICOM folder); a
+    refusal named by the loader's code when one fails."""
     sources = [s for p in paths for s in expand_case_path(p)]
     if not sources:
         raise HandlerError("not_found", "no image volumes found at the given path")
     try:
-        return [load_cached(s, accept_missing_geometry) for s in sources]
+        return [load_cached(s, accept_missing_geometry, series_uid) for s in sources]
     except VolumeLoadError as exc:
         raise HandlerError(exc.code, str(exc)) from exc

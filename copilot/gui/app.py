@@ -1,420 +1,592 @@
-"""`medcopilot gui`: a PySide6 window with the embedded viewer and the copilot panel.
+"""`medcopilot gui`: the desktop workstation (PySide6): slice, slide and 3D views that fill the window,
+any study (case pack, DICOM folder, NIfTI/NRRD/MHA, slide, drag and drop, recent studies), the copilot
+panel, evidence drawn on the images, and trace replay with a timeline.
 
-Views show the engine's own renders (exact: the same pixels the agent gets, and the same point↔RAS
-conversions), repainted after every call whoever made it. Mouse: wheel scrolls a slice view, moving
-the pointer shows RAS (slice views) or level-0 pixels (slide view). Widgets only bind to `PanelModel`;
-its notifications arrive from the agent's worker thread and are queued into the GUI thread by a signal.
+Views paint the engine's own pixels at device resolution (the same pixels the agent gets, and the same
+point↔RAS conversions). The scene changes only through audited handler calls; after each, whoever
+made it, the panes are rendered in the calling thread and handed to the GUI thread, which only paints
+and never waits for the session lock.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QImage, QPainter, QPen, QPixmap
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QCheckBox,
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
-    QFormLayout,
-    QGridLayout,
-    QHBoxLayout,
+    QInputDialog,
     QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QMainWindow,
-    QProgressBar,
-    QPushButton,
-    QTextBrowser,
-    QVBoxLayout,
+    QMessageBox,
+    QSpinBox,
+    QToolBar,
     QWidget,
 )
 
-from copilot.kinds import viewer_kind
+from copilot.gui.panel import PanelWidget, default_policies
+from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
+from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
-from copilot.session import Peek
+from copilot.panel.screen import Busy, Frame, Screen
+from copilot.panel.studies import RecentStudies, Series, StudyError, case_packs, classify, dicom_series, study_for
 
-VIEW_TITLES = {"red": "Red (axial)", "yellow": "Yellow (sagittal)", "green": "Green (coronal)", "viewer": "Slide"}
-
-
-def to_pixmap(image: Any) -> QPixmap:
-    rgb = image.convert("RGB")
-    data = rgb.tobytes()
-    qimg = QImage(data, rgb.width, rgb.height, 3 * rgb.width, QImage.Format.Format_RGB888)
-    return QPixmap.fromImage(qimg.copy())
+SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
+ONE_UP_VIEWS = {"Axial": "red", "Sagittal": "yellow", "Coronal": "green"}
 
 
 class _Bridge(QObject):
-    changed = Signal(object)  # {view: PIL image}, rendered by the thread that changed the scene
+    frames = Signal(object)  # (batch number, {pane: Frame}), rendered by the thread that changed the scene
 
 
-class ViewWidget(QLabel):
-    """One view of the session's viewer: the engine's render at the widget's size."""
+class ViewArea(QWidget):
+    """The central area: the layout's panes placed to fill it; a resize re-renders them at the new size."""
 
-    def __init__(self, model: PanelModel, view: str, readout: QLabel) -> None:
+    def __init__(self, window: MainWindow) -> None:
         super().__init__()
-        self.model, self.view, self.readout = model, view, readout
-        self.setMinimumSize(160, 160)
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setMouseTracking(True)
-        self.setStyleSheet("background: black")
-        self.side = 256
-
-    def render_view(self, blocking: bool = True) -> tuple[bool, Any]:
-        """(rendered, image) of this view at the widget's size, moving nothing; (False, None) when the session is
-        busy and `blocking` is false."""
-        views = () if self.view == "viewer" else (self.view,)
-        images = self.model.session.peek(Peek(views, (self.side, self.side)), blocking=blocking)
-        return (False, None) if images is None else (True, images.get(self.view))
-
-    def show_image(self, image: Any) -> None:
-        if image is None:
-            return
-        pix = to_pixmap(image).scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio)
-        if self.view != "viewer" and self.model.crosshair is not None:
-            pos = self.model.session.view_geometry(self.view).ras_to_norm1000(
-                np.array(self.model.crosshair), (self.side, self.side)
-            )
-            painter = QPainter(pix)
-            painter.setPen(QPen(QColor(255, 220, 0), 1))
-            x, y = pos[0] / 1000 * pix.width(), pos[1] / 1000 * pix.height()
-            painter.drawLine(int(x) - 12, int(y), int(x) + 12, int(y))
-            painter.drawLine(int(x), int(y) - 12, int(x), int(y) + 12)
-            painter.end()
-        self.setPixmap(pix)
+        self.win = window
+        self.setAcceptDrops(True)
+        self.setStyleSheet("background: #101014")
 
     def resizeEvent(self, event: Any) -> None:
-        self.side = max(64, min(self.width(), self.height()))
+        self.win.place_panes()
         super().resizeEvent(event)
-
-    def mousePressEvent(self, event: Any) -> None:
-        self._press: tuple[Any, Any, Any] | None = (event.position().x(), event.position().y(), event.button())
-
-    def mouseReleaseEvent(self, event: Any) -> None:
-        press, self._press = getattr(self, "_press", None), None
-        if press is None:
-            return
-        dx, dy = event.position().x() - press[0], event.position().y() - press[1]
-        if self.view == "viewer":  # drag to pan the slide (the image follows the pointer)
-            pix = self.pixmap()
-            if press[2] == Qt.MouseButton.LeftButton and pix is not None and (abs(dx) > 2 or abs(dy) > 2):
-                scale = self.model.session.view_geometry("viewer").width / max(1, pix.width())
-                for direction, amount in (
-                    ("left" if dx > 0 else "right", abs(dx)),
-                    ("up" if dy > 0 else "down", abs(dy)),
-                ):
-                    if amount > 2:
-                        self.model.session.call(
-                            "pan",
-                            {"direction": direction, "amount": amount * scale, "unit": "screen_pixels"},
-                            actor="clinician",
-                        )
-            return
-        if press[2] == Qt.MouseButton.RightButton and (abs(dx) > 2 or abs(dy) > 2):
-            state = self.model.session.snapshot()
-            d = state["display"][state["active_volume"]]
-            window = max(1.0, d["window"] * (1.0 + dx / 200.0))
-            self.model.window_level(window, d["level"] - dy / 200.0 * d["window"])
-        elif press[2] == Qt.MouseButton.LeftButton:
-            point = self._norm(event)
-            if point is not None:
-                r, a, s = self.model.session.view_geometry(self.view).norm1000_to_ras(point, (self.side, self.side))
-                self.model.jump([float(r), float(a), float(s)])
-
-    def _norm(self, event: Any) -> tuple[float, float] | None:
-        pix = self.pixmap()
-        if pix is None or pix.isNull():
-            return None
-        x0, y0 = (self.width() - pix.width()) / 2, (self.height() - pix.height()) / 2
-        fx, fy = (event.position().x() - x0) / pix.width(), (event.position().y() - y0) / pix.height()
-        return (fx * 1000, fy * 1000) if 0 <= fx < 1 and 0 <= fy < 1 else None
-
-    def wheelEvent(self, event: Any) -> None:
-        up = event.angleDelta().y() > 0
-        if self.view != "viewer":
-            self.model.scroll(self.view, 1 if up else -1)
-            return
-        point = self._norm(event)
-        args = {"direction": "in" if up else "out", "amount": 1.25, "unit": "factor"}
-        if point is not None:
-            args.update(x=point[0], y=point[1])
-        self.model.session.call("zoom", args, actor="clinician")
-
-    def mouseMoveEvent(self, event: Any) -> None:
-        point = self._norm(event)
-        if point is None:
-            return
-        geometry = self.model.session.view_geometry(self.view)
-        if self.view == "viewer":
-            x, y = geometry.norm1000_to_level0(*point)
-            self.readout.setText(f"x {x:.0f}  y {y:.0f} px (level 0)")
-        else:
-            r, a, s = geometry.norm1000_to_ras(point, (self.side, self.side))
-            self.readout.setText(f"R {r:.1f}  A {a:.1f}  S {s:.1f} mm")
-
-
-class PanelWidget(QWidget):
-    """The copilot panel: chat, timeline, evidence, budget, approve mode, stop, report."""
-
-    def __init__(self, model: PanelModel, policies: dict[str, Any]) -> None:
-        super().__init__()
-        self.model, self.policies = model, policies
-        layout = QVBoxLayout(self)
-        row = QHBoxLayout()
-        self.policy = QComboBox()
-        self.policy.addItems(list(policies))
-        self.run_button = QPushButton("Run")
-        self.stop_button = QPushButton("Stop")
-        row.addWidget(self.policy)
-        row.addWidget(self.run_button)
-        row.addWidget(self.stop_button)
-        layout.addLayout(row)
-        self.approve_mode = QCheckBox("Approve each action")
-        approve_row = QHBoxLayout()
-        self.approve_button, self.reject_button = QPushButton("Approve"), QPushButton("Reject")
-        approve_row.addWidget(self.approve_mode)
-        approve_row.addWidget(self.approve_button)
-        approve_row.addWidget(self.reject_button)
-        layout.addLayout(approve_row)
-        self.budget = QProgressBar()
-        self.budget.setMaximum(model.budget)
-        self.budget.setFormat("%v / %m rounds")
-        layout.addWidget(self.budget)
-        layout.addWidget(QLabel("Actions"))
-        self.timeline = QListWidget()
-        layout.addWidget(self.timeline, 3)
-        layout.addWidget(QLabel("Evidence (click to go there)"))
-        self.evidence = QListWidget()
-        layout.addWidget(self.evidence, 1)
-        self.chat = QTextBrowser()
-        layout.addWidget(self.chat, 2)
-        self.instruction = QLineEdit()
-        self.instruction.setPlaceholderText("Instruction for the model (sent with the task when you press Run)")
-        layout.addWidget(self.instruction)
-        self.export_button = QPushButton("Export evidence report…")
-        layout.addWidget(self.export_button)
-        self.status = QLabel("idle")
-        layout.addWidget(self.status)
-        self.run_button.clicked.connect(self._run)
-        self.stop_button.clicked.connect(model.stop)
-        self.approve_mode.toggled.connect(model.set_approve_mode)
-        self.approve_button.clicked.connect(model.approve)
-        self.reject_button.clicked.connect(model.reject)
-        self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
-        self.export_button.clicked.connect(self._export)
-
-    def _run(self) -> None:
-        try:
-            policy = self.policies[self.policy.currentText()]()
-        except RuntimeError as exc:
-            self.status.setText(str(exc))
-            return
-        self.model.run_episode(policy, self.instruction.text().strip())
-        self.instruction.clear()
-
-    def _export(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Evidence report", "evidence_report.html", "HTML (*.html)")
-        if path:
-            self.model.export_report(path)
-
-    def refresh(self) -> None:
-        m = self.model
-        while self.timeline.count() > len(m.timeline):
-            self.timeline.takeItem(self.timeline.count() - 1)
-        for n, entry in enumerate(m.timeline):
-            text = f"{n + 1}. [{entry.actor}] {entry.handler} — {entry.status}"
-            text += f": {entry.error}" if entry.error else ""
-            args = json.dumps(entry.args, separators=(",", ":"))
-            tip = f"{entry.handler}({args[:300]})"
-            if n < self.timeline.count():
-                item = self.timeline.item(n)
-                item.setToolTip(tip)
-                if item.text() != text:
-                    item.setText(text)
-            else:
-                item = QListWidgetItem(text)
-                item.setToolTip(tip)
-                if entry.thumbnail:
-                    pix = QPixmap()
-                    pix.loadFromData(entry.thumbnail)
-                    item.setIcon(QIcon(pix.scaled(48, 48, Qt.AspectRatioMode.KeepAspectRatio)))
-                self.timeline.addItem(item)
-        labels = [
-            f"{e.get('kind')}: {e.get('label') or ''} {e.get('ras') or e.get('offset_mm') or e.get('point') or ''}"
-            for e in m.evidence
-        ]
-        if [self.evidence.item(i).text() for i in range(self.evidence.count())] != labels:
-            self.evidence.clear()
-            self.evidence.addItems(labels)
-        self.budget.setValue(min(m.rounds_used, m.budget))
-        self.chat.setPlainText("\n\n".join(f"{who}: {text}" for who, text in m.messages))
-        self.status.setText(f"{m.status}" + (f" — waiting for approval: {m.pending.handler}" if m.pending else ""))
-        self.approve_button.setEnabled(m.pending is not None)
-        self.reject_button.setEnabled(m.pending is not None)
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, model: PanelModel, policies: dict[str, Any], cases: list[Path] | None = None) -> None:
+    def __init__(self, policies: dict[str, Any] | None = None, recent: RecentStudies | None = None) -> None:
         super().__init__()
-        self.model = model
-        self.cases = cases or [model.case.root]
-        self.setWindowTitle(f"MedCopilot — {model.case.case_id}")
-        central = QWidget()
-        grid = QGridLayout(central)
-        self.case_box = QComboBox()
-        self.case_box.addItems([c.name for c in self.cases])
-        self.case_box.setCurrentIndex(self.cases.index(model.case.root) if model.case.root in self.cases else 0)
-        self.case_box.currentIndexChanged.connect(self._open_case)
-        grid.addWidget(QLabel("Case"), 3, 0)
-        grid.addWidget(self.case_box, 3, 1, 1, 2)
-        self.readout = QLabel(" ")
-        names = viewer_kind(model.session.kind).view_names
-        self.views = {n: ViewWidget(model, n, self.readout) for n in names}
-        for i, (name, widget) in enumerate(self.views.items()):
-            grid.addWidget(QLabel(VIEW_TITLES[name]), 0, i)
-            grid.addWidget(widget, 1, i)
-        grid.addWidget(self.readout, 2, 0, 1, len(names))
-        self.setCentralWidget(central)
-        self.panel = PanelWidget(model, policies)
-        dock = QDockWidget("Copilot", self)
-        dock.setWidget(self.panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.model: PanelModel | None = None
+        self.screen_path: Screen | None = None
+        self.timeline: Any = None  # a TraceTimeline in replay mode
+        self.cases: list[Path] = []
+        self.recent = recent or RecentStudies()
+        self.policies = policies
+        self.layout_name = "three_up"
+        self.quiet = False  # no message boxes (screenshots, tests)
+        self.focus = "red"
+        self.pair: tuple[str, str] | None = None
+        self.panes: dict[str, PaneWidget] = {}
+        self._sizes: dict[str, tuple[int, int]] = {}
+        self._scene3d: Any = None
+        self._retry = QTimer(self, singleShot=True, interval=30)
+        self._retry.timeout.connect(self.refresh)
+        self._timer3d = QTimer(self, singleShot=True, interval=120)
+        self._timer3d.timeout.connect(self._render_3d)
+        self._interactive3d = False
+        self._default_preset: str | None = None
+        self._focused3d: int | None = None
+        self._rendered = self._shown = 0
+        self._batch_lock = threading.Lock()  # one batch rendered at a time, numbered in order
         self.bridge = _Bridge()
-        self.bridge.changed.connect(self._show, Qt.ConnectionType.QueuedConnection)
-        model.listeners.append(self._changed)
-        self.resize(1400, 720)
+        self.bridge.frames.connect(self._show, Qt.ConnectionType.QueuedConnection)
+        self.area = ViewArea(self)
+        self.setCentralWidget(self.area)
+        self.readout = QLabel(" ")
+        self.statusBar().addWidget(self.readout, 1)
+        self.dock = QDockWidget("Copilot", self)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
+        self.replay_dock: Any = None
+        self._build_menus()
+        self.setAcceptDrops(True)
+        self.setWindowTitle("MedCopilot")
+        self.resize(1500, 900)
 
+    # ----- menus and toolbar -----
+    def _build_menus(self) -> None:
+        file = self.menuBar().addMenu("&File")
+        for text, slot, key in (
+            ("Open study (file)…", self._open_file_dialog, QKeySequence.StandardKey.Open),
+            ("Open DICOM or case folder…", self._open_folder_dialog, None),
+            ("Open trace for replay…", self._open_trace_dialog, None),
+            ("Save screenshot…", self._save_screenshot, None),
+        ):
+            action = QAction(text, self)
+            action.triggered.connect(slot)
+            if key is not None:
+                action.setShortcut(key)
+            file.addAction(action)
+        self.recent_menu = file.addMenu("Recent studies")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        quit_action = QAction("Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file.addAction(quit_action)
+        bar = QToolBar("View")
+        bar.setObjectName("view_toolbar")
+        self.addToolBar(bar)
+        self.case_box = QComboBox()
+        self.case_box.setMinimumWidth(200)
+        self.case_box.activated.connect(self._open_case_index)
+        bar.addWidget(QLabel(" Case "))
+        bar.addWidget(self.case_box)
+        self.layout_box = QComboBox()
+        for name in SLICE_LAYOUTS:
+            self.layout_box.addItem(LAYOUT_TITLES[name], name)
+        self.layout_box.activated.connect(lambda i: self.set_layout(self.layout_box.itemData(i)))
+        bar.addWidget(QLabel(" Layout "))
+        bar.addWidget(self.layout_box)
+        self.focus_box = QComboBox()
+        self.focus_box.addItems(list(ONE_UP_VIEWS))
+        self.focus_box.activated.connect(lambda i: self.set_focus(ONE_UP_VIEWS[self.focus_box.itemText(i)]))
+        self.focus_action = bar.addWidget(self.focus_box)
+        self.fusion_box = QComboBox()
+        self.fusion_box.setToolTip("foreground volume shown over the active one (e.g. PET over CT)")
+        self.fusion_box.activated.connect(lambda _: self.set_fusion(self.fusion_box.currentData()))
+        self.opacity = QSpinBox()
+        self.opacity.setRange(0, 100)
+        self.opacity.setSingleStep(10)
+        self.opacity.setValue(40)
+        self.opacity.setSuffix(" %")
+        self.opacity.valueChanged.connect(lambda _: self.set_fusion(self.fusion_box.currentData()))
+        bar.addWidget(QLabel(" Fusion "))
+        bar.addWidget(self.fusion_box)
+        bar.addWidget(self.opacity)
+        self.preset_box = QComboBox()
+        from copilot.engine.scene3d import PRESETS
+
+        self.preset_box.addItems(list(PRESETS))
+        self.preset_box.activated.connect(lambda i: self.set_preset(self.preset_box.itemText(i)))
+        bar.addWidget(QLabel(" 3D "))
+        bar.addWidget(self.preset_box)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.recent.items():
+            action = QAction(str(path), self)
+            action.triggered.connect(lambda _=False, p=path: self.open_path(p))
+            self.recent_menu.addAction(action)
+        if not self.recent_menu.actions():
+            self.recent_menu.addAction("(none yet)").setEnabled(False)
+
+    def _open_file_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a volume or a slide", "",
+            "Images (*.nii *.nii.gz *.nrrd *.nhdr *.mha *.mhd *.dcm *.svs *.tif *.tiff *.ndpi *.scn *.mrxs *.vms "
+            "*.bif);;All files (*)",
+        )  # fmt: skip
+        if path:
+            self.open_path(path)
+
+    def _open_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open a DICOM folder, a case pack or a folder of case packs")
+        if path:
+            self.open_path(path)
+
+    def _open_trace_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open a trace folder")
+        if path:
+            self.open_path(path)
+
+    def _save_screenshot(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Screenshot", "medcopilot.png", "PNG (*.png)")
+        if path:
+            self.grab().save(path)
+
+    def dragEnterEvent(self, event: Any) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: Any) -> None:
+        urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            event.acceptProposedAction()
+            self.open_path(urls[0])
+
+    # ----- opening studies -----
+    def pick_series(self, found: list[Series]) -> Series | None:
+        """The series picker (a list of the folder's series)."""
+        titles = [s.title for s in found]
+        title, ok = QInputDialog.getItem(self, "Series", "This folder holds several series; open:", titles, 0, False)
+        return found[titles.index(title)] if ok else None
+
+    def open_path(self, path: str | Path, series: Series | None = None, trace_dir: str | Path | None = None) -> bool:
+        """Open whatever a path holds; errors are shown, never raised."""
+        try:
+            what = classify(path)
+            if what == "trace":
+                self.open_trace(path)
+            elif what == "case_folder":
+                self.cases = case_packs(path)
+                self.load_study(self.cases[0], trace_dir=trace_dir)
+            else:
+                if what == "dicom" and Path(path).is_dir() and series is None:
+                    found = dicom_series(path)
+                    if not found:
+                        raise StudyError(f"{Path(path).name}: no image series")
+                    series = found[0] if len(found) == 1 else self.pick_series(found)
+                    if series is None:
+                        return False
+                if what != "case_pack" or Path(path).resolve() not in self.cases:
+                    self.cases = [Path(path).resolve()] if what == "case_pack" else []
+                self.load_study(Path(path), series, trace_dir)
+        except Exception as exc:  # shown to the clinician, never a crash
+            self.readout.setText(f"cannot open {path}: {exc}")
+            print(f"medcopilot gui: cannot open {path}: {exc}", file=sys.stderr)
+            if not self.quiet:
+                QMessageBox.warning(self, "Cannot open", f"{Path(path).name}: {exc}")
+            return False
+        self.recent.add(path)
+        return True
+
+    def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
+        from copilot.panel.studies import open_study
+
+        study = study_for(path, series)
+        session = open_study(study, trace_dir)
+        self.set_session(session, study)
+
+    def _open_case_index(self, index: int) -> None:
+        if 0 <= index < len(self.cases):
+            self.load_study(self.cases[index])
+
+    def open_trace(self, trace_dir: str | Path) -> None:
+        """Replay mode: the trace's calls re-executed; the timeline scrubs through the scenes they left."""
+        from copilot.gui.replay import ReplayDock
+        from copilot.panel.answer_evidence import answer_evidence
+        from copilot.panel.replay import TraceTimeline
+
+        timeline = TraceTimeline(trace_dir)
+        self.set_session(timeline.session, timeline.study)
+        self.timeline = timeline
+        assert self.model is not None
+        response = str(timeline.final.get("response") or "")
+        if response:
+            self.model.messages.append(("agent", response))
+            self.model.answer_items = answer_evidence(response, timeline.study.kind)
+        self.model.status = "replay " + ("verified" if timeline.verified else "DIFFERS from the trace")
+        self.panel.run_button.setEnabled(False)
+        self.replay_dock = ReplayDock(self, timeline)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.replay_dock)
+        self.replay_dock.seek(len(timeline.steps) - 1)
+
+    def set_session(self, session: Any, case: Any) -> None:
+        """Show a session (its panes in the case's default layout) with a fresh copilot panel."""
+        if self.model is not None:
+            self.model.stop()
+            self.model.listeners.clear()
+        if self.replay_dock is not None:
+            self.removeDockWidget(self.replay_dock)
+            self.replay_dock.deleteLater()
+            self.replay_dock, self.timeline = None, None
+        self.screen_path = Screen(session)  # first: it follows the scene before the panel's listeners run
+        self.model = PanelModel(session, case)
+        policies = dict(self.policies) if self.policies is not None else default_policies(self)
+        self.panel = PanelWidget(self.model, policies)
+        self.dock.setWidget(self.panel)
+        self.model.listeners.append(self._changed)
+        self.case_box.clear()
+        self.case_box.addItems([c.name for c in self.cases] or [case.case_id])
+        root = Path(case.root).resolve()
+        if root in self.cases:
+            self.case_box.setCurrentIndex(self.cases.index(root))
+        self.setWindowTitle(f"MedCopilot — {case.case_id}")
+        names = [n for _, n in self.screen_path.volumes()]
+        self._scene_reset()
+        self._default_preset = "ct_lung" if case.module == "lung_petct" else None
+        layout = default_layout(self.screen_path.kind, case.module, names)
+        self.pair = self._pair_ids(names)
+        self.layout_box.setEnabled(self.screen_path.kind == "radiology")
+        self.preset_box.setEnabled(self.screen_path.kind == "radiology")
+        self._fill_fusion()
+        self.set_layout(layout)
+
+    def _pair_ids(self, names: list[str]) -> tuple[str, str] | None:
+        assert self.screen_path is not None
+        state = self.screen_path.state() if self.screen_path.kind == "radiology" else {}
+        active = state.get("active_volume_name") or ""
+        pair = longitudinal_pair(sorted(names, key=lambda n: n.split("_", 1)[-1] != active.split("_", 1)[-1]))
+        if pair is None:
+            return None
+        ids = {n: vid for vid, n in self.screen_path.volumes()}
+        return ids[pair[0]], ids[pair[1]]
+
+    # ----- layout -----
+    def set_layout(self, name: str) -> None:
+        if name == "side_by_side" and self.pair is None:
+            vols = [vid for vid, _ in self.screen_path.volumes()] if self.screen_path else []
+            if len(vols) < 2:
+                name = "three_up"
+            else:
+                self.pair = (vols[0], vols[1])
+        self.layout_name = name
+        for widget in self.panes.values():
+            widget.setParent(None)
+            widget.deleteLater()
+        self.panes = {}
+        for pane in panes(name, self.focus, self.pair):
+            cls = SlidePane if pane == "viewer" else View3DPane if pane == "3d" else SlicePane
+            widget = cls(self, pane)
+            widget.setParent(self.area)
+            widget.show()
+            self.panes[pane] = widget
+        i = self.layout_box.findData(name)
+        if i >= 0:
+            self.layout_box.setCurrentIndex(i)
+        self.focus_action.setVisible(name in ("one_up", "side_by_side"))
+        self.place_panes()
+
+    def set_fusion(self, foreground: str | None) -> None:
+        """Show a volume over the active one at the opacity chosen (an audited clinician call)."""
+        if self.screen_path is None or self.model is None or self.screen_path.kind != "radiology":
+            return
+        background = self.screen_path.state()["background_volume"]
+        if foreground == background:
+            foreground = None
+        args = {"background_volume_ref": background, "foreground_volume_ref": foreground,
+                "foreground_opacity": self.opacity.value() / 100.0, "view": "red", "size": 64}  # fmt: skip
+        self.model.act("fusion", args)
+
+    def _fill_fusion(self) -> None:
+        assert self.screen_path is not None
+        self.fusion_box.clear()
+        self.fusion_box.addItem("none", None)
+        for vid, name in self.screen_path.volumes():
+            self.fusion_box.addItem(name, vid)
+        self.fusion_box.setEnabled(self.screen_path.kind == "radiology")
+        self.opacity.setEnabled(self.screen_path.kind == "radiology")
+
+    def set_focus(self, view: str) -> None:
+        self.focus = view
+        self.set_layout(self.layout_name)
+
+    def place_panes(self) -> None:
+        """Fill the area with the layout's panes and re-render them at their new device sizes."""
+        rects = arrange(self.layout_name, self.area.width(), self.area.height(), len(self.panes))
+        for widget, r in zip(self.panes.values(), rects, strict=False):
+            widget.setGeometry(r.x, r.y, r.w, r.h)
+        self._sizes = {name: w.device_size() for name, w in self.panes.items()}
+        if self.model is not None:
+            self.refresh()
+
+    # ----- rendering -----
     def _changed(self, what: str = "") -> None:
-        """Render the views in the thread that changed the scene (usually the agent's worker), then hand the
-        images to the GUI thread, which only paints: it never waits for the session lock."""
+        """After a call: render in the thread that made it (the GUI thread never waits for the lock)."""
+        if self.screen_path is None:
+            return
         gui_thread = threading.current_thread() is threading.main_thread()
-        images = {}
-        for name, view in self.views.items():
-            rendered, image = view.render_view(blocking=not gui_thread)
-            if not rendered:  # the GUI thread never waits: the end of the running call repaints
-                self.bridge.changed.emit({})
-                return
-            images[name] = image
-        self.bridge.changed.emit(images)
+        if not self._batch_lock.acquire(blocking=not gui_thread):
+            self._retry.start()
+            return
+        try:
+            self._rendered += 1  # batches are numbered in scene order: a late one never overwrites a newer one
+            batch = (self._rendered, self._render_frames(blocking=not gui_thread))
+        except Busy:
+            self._retry.start()
+            return
+        finally:
+            self._batch_lock.release()
+        if gui_thread:
+            self._show(batch)
+        else:
+            self.bridge.frames.emit(batch)
 
-    def _show(self, images: dict[str, Any]) -> None:
-        for name, image in images.items():
-            self.views[name].show_image(image)
-        self.panel.refresh()
+    def _render_frames(self, blocking: bool) -> dict[str, Frame | None]:
+        assert self.screen_path is not None and self.model is not None
+        evidence, cross, sel = self.model.evidence, self.model.crosshair, self.model.selected
+        return {
+            name: self.screen_path.frame(name, size, evidence, cross, sel, blocking)
+            for name, size in dict(self._sizes).items()
+            if name != "3d"
+        }
 
-    def _open_case(self, index: int) -> None:
-        """Case browser: open another case of the folder in a new window."""
-        window = build_window(self.cases[index], cases=self.cases)
-        window.show()
-        self.model.stop()
-        self.close()
-        self._next = window
+    def _show(self, batch: tuple[int, dict[str, Frame | None]]) -> None:
+        number, frames = batch
+        if number < self._shown:
+            frames = {}
+        self._shown = max(self._shown, number)
+        for name, frame in frames.items():
+            widget = self.panes.get(name)
+            old = widget.frame if widget is not None else None
+            if old is not None and frame is not None and old.pixels is frame.pixels and old.markers == frame.markers:
+                continue  # unchanged: no repaint
+            if widget is not None and (frame is None or frame.size == widget.device_size()):
+                widget.set_frame(frame)
+            elif widget is not None:
+                self._retry.start()  # rendered for a size the pane no longer has
+        if "3d" in self.panes:
+            self.schedule_3d()
+        if self.model is not None:
+            self.panel.refresh()
+        if self.replay_dock is not None:
+            self.replay_dock.refresh()
 
     def refresh(self, *_: Any) -> None:
-        """Re-render and repaint now (GUI thread, when nothing else runs)."""
-        self._show({name: view.render_view()[1] for name, view in self.views.items()})
+        """Re-render and repaint now (GUI thread)."""
+        self._changed("refresh")
+
+    # ----- 3D -----
+    @property
+    def scene3d(self) -> Any:
+        if self._scene3d is None:
+            from copilot.engine.scene3d import Scene3D
+
+            self._scene3d = Scene3D()
+        return self._scene3d
+
+    def _scene_reset(self) -> None:
+        if self._scene3d is not None:
+            self._scene3d.close()
+            self._scene3d = None
+
+    def set_preset(self, preset: str) -> None:
+        self.scene3d.set_preset(preset)
+        self.schedule_3d()
+
+    def schedule_3d(self, interactive: bool = False) -> None:
+        """Render the 3D pane soon: at a third of its size while the pointer drags it, in full after."""
+        self._interactive3d = interactive
+        self._timer3d.start(10 if interactive else 120)
+
+    def render_3d_now(self) -> None:
+        """Render the 3D pane at once (screenshots)."""
+        self._timer3d.stop()
+        self._render_3d()
+
+    def _render_3d(self) -> None:
+        widget = self.panes.get("3d")
+        if widget is None or self.screen_path is None or self.model is None:
+            return
+        try:
+            inputs = self.screen_path.scene3d_inputs(blocking=False)
+        except Busy:
+            self._timer3d.start(60)
+            return
+        evidence = self.model.evidence
+        if inputs is None:
+            return
+        scene = self.scene3d
+        scene.set_segments(inputs["segments"])
+        preset = scene.preset or self._default_preset
+        scene.set_volume(inputs["volume"], inputs["window"], inputs["level"], preset)
+        from copilot.panel.screen import evidence_points_ras
+
+        points = evidence_points_ras(evidence, self.model.selected)
+        scene.set_points(points)
+        chosen = next((ras for ras, on in points if on), None)
+        if chosen is not None and self.model.selected != self._focused3d:  # a newly selected item: turn about it
+            scene.look_at(chosen)
+        self._focused3d = self.model.selected
+        scene.set_planes(inputs["planes"])
+        if scene.preset and self.preset_box.currentText() != scene.preset:
+            self.preset_box.setCurrentText(scene.preset)
+        w, h = widget.device_size()
+        div = 3 if self._interactive3d else 1
+        pixels = scene.render((max(16, w // div), max(16, h // div)))
+        if div > 1:
+            import numpy as np
+
+            pixels = np.ascontiguousarray(np.repeat(np.repeat(pixels, div, axis=0), div, axis=1)[:h, :w])
+            self._timer3d.start(250)  # then the full-resolution picture
+            self._interactive3d = False
+        widget.set_frame(Frame("3d", pixels))
+
+    # ----- facts the panes ask for -----
+    def slide_norm1000(self, level0: tuple[float, float]) -> tuple[float, float] | None:
+        assert self.screen_path is not None
+        return self.screen_path.slide_norm1000(level0)
+
+    def slide_dimensions(self) -> tuple[int, int]:
+        assert self.screen_path is not None
+        return self.screen_path.slide_dimensions()
+
+    def closeEvent(self, event: Any) -> None:
+        if self.model is not None:
+            self.model.stop()
+        self._scene_reset()
+        super().closeEvent(event)
 
 
-class SettingsDialog(QDialog):
-    """OpenAI-compatible service settings (base URL, model, key, temperature) for the model policy."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        from copilot.agent.settings import AgentSettings
-
-        self.setWindowTitle("Model service")
-        current = AgentSettings.from_env()
-        form = QFormLayout(self)
-        self.base_url = QLineEdit(current.base_url or "")
-        self.model = QLineEdit(current.model)
-        self.api_key = QLineEdit(current.api_key)
-        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.temperature = QLineEdit(str(current.temperature))
-        for label, widget in (
-            ("Base URL", self.base_url),
-            ("Model", self.model),
-            ("API key", self.api_key),
-            ("Temperature", self.temperature),
-        ):
-            form.addRow(label, widget)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
-
-    def settings(self) -> Any:
-        from copilot.agent.settings import AgentSettings
-
-        return AgentSettings.from_env(
-            base_url=self.base_url.text() or None,
-            model=self.model.text() or None,
-            api_key=self.api_key.text() or None,
-            temperature=float(self.temperature.text() or 0),
-        )
-
-
-def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
-    from copilot.agent.loop import ChatAgent
-    from copilot.medflow.policies import baseline_policy, prior_policy
-
-    def openai_agent() -> Any:
-        dialog = SettingsDialog(parent)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            raise RuntimeError("model settings were cancelled")
-        return ChatAgent(dialog.settings())
-
-    return {
-        "baseline (offline)": baseline_policy,
-        "prior (offline)": prior_policy,
-        "OpenAI-compatible model…": openai_agent,
-    }
-
-
-def build_window(
-    case_dir: str | Path, trace_dir: str | Path | None = None, cases: list[Path] | None = None
-) -> MainWindow:
-    from copilot.runtime import open_session
-
-    session = open_session(case_dir, trace_dir=trace_dir)
-    window = MainWindow(PanelModel(session), {}, cases)
-    window.panel.policies.update(default_policies(window))
-    window.panel.policy.addItems(list(window.panel.policies))
-    window.refresh()
+def build_window(path: str | Path, trace_dir: str | Path | None = None, cases: list[Path] | None = None) -> MainWindow:
+    """A window showing a study (or a folder of case packs, or a trace); errors are raised."""
+    window = MainWindow()
+    what = classify(path)
+    if what == "trace":
+        window.open_trace(path)
+    elif what == "case_folder":
+        window.cases = case_packs(path)
+        window.load_study(window.cases[0], trace_dir=trace_dir)
+    elif what == "dicom" and Path(path).is_dir():
+        found = dicom_series(path)
+        window.cases = []
+        window.load_study(Path(path), found[0] if found else None, trace_dir)
+    else:
+        window.cases = list(cases) if cases else ([Path(path).resolve()] if what == "case_pack" else [])
+        window.load_study(Path(path), None, trace_dir)
     return window
 
 
-def main(case_dir: str, screenshot: str | None = None, run: str | None = None) -> int:
-    """Open the first case of a folder (the case box switches); with `screenshot`, optionally run an offline
-    policy, save a picture of the window and exit."""
-    from copilot.cases.pack import find_cases
+def display_problem() -> str | None:
+    """Why no window can open here (one line), or None."""
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if platform.startswith(("offscreen", "minimal", "vnc", "eglfs", "linuxfb")) or sys.platform != "linux":
+        return None
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        return "no display: set DISPLAY (or run under xvfb-run), or use --screenshot with QT_QPA_PLATFORM=offscreen"
+    if not os.environ.get("WAYLAND_DISPLAY"):
+        import ctypes.util
+
+        if ctypes.util.find_library("xcb-cursor") is None:
+            return "the Qt runtime libraries are missing (libxcb-cursor0 and friends): run `make sysdeps`"
+    return None
+
+
+def main(
+    path: str | None,
+    screenshot: str | None = None,
+    run: str | None = None,
+    layout: str | None = None,
+    fusion: str | None = None,
+) -> int:
+    """Open a study (or the last one); with `screenshot`, optionally run an offline policy (then show the
+    `fusion` volume over the active one), save a picture of the window and exit."""
     from copilot.medflow.policies import make_policy
 
+    problem = display_problem()
+    if problem is not None:
+        print(f"medcopilot gui: {problem}", file=sys.stderr)
+        return 2
     app = QApplication.instance() or QApplication(sys.argv)
-    cases = [c.root for c in find_cases(case_dir)]
-    if not cases:
-        raise SystemExit(f"no case packs under {case_dir}")
-    window = build_window(cases[0], cases=cases)
+    window = MainWindow()
+    window.quiet = screenshot is not None
+    target = path or next(iter(window.recent.items()), None)
+    if target is not None and not Path(target).exists():
+        print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
+        return 2
+    if target is not None and not window.open_path(target):
+        return 1 if screenshot else int(app.exec())
+    if layout:
+        window.set_layout(layout)
     window.show()
     if screenshot is None:
         return int(app.exec())
-    if run:
+    if run and window.model is not None:
         window.model.run_episode(make_policy(run))
         while not window.model.wait(0.05):
             app.processEvents()
-    for _ in range(20):
+    if fusion and window.screen_path is not None:
+        ids = {name: vid for vid, name in window.screen_path.volumes()}
+        if fusion not in ids:
+            print(f"medcopilot gui: no volume {fusion!r}; volumes: {sorted(ids)}", file=sys.stderr)
+            return 2
+        window.fusion_box.setCurrentIndex(window.fusion_box.findData(ids[fusion]))
+        window.set_fusion(ids[fusion])
+    for _ in range(30):
         app.processEvents()
         time.sleep(0.02)
-    window.grab().save(screenshot)
+    if "3d" in window.panes:
+        window.render_3d_now()
+        app.processEvents()
+    jpeg = screenshot.lower().endswith((".jpg", ".jpeg"))
+    window.grab().save(screenshot, None, 90 if jpeg else 0)  # PNG at the strongest compression
     print(screenshot)
     return 0

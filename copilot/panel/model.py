@@ -19,6 +19,8 @@ from typing import Any
 
 from copilot.cases.pack import CasePack
 from copilot.engine.render import encode_png
+from copilot.panel.answer_evidence import answer_evidence, focus_point
+from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
 from copilot.trace.outcome import CallOutcome
 
@@ -68,8 +70,8 @@ class ApprovalGate:
 class PanelModel:
     """State and actions of the copilot panel."""
 
-    def __init__(self, session: Session, case: CasePack | None = None, budget: int = 20) -> None:
-        """`case` defaults to the session's own case."""
+    def __init__(self, session: Session, case: CasePack | Any = None, budget: int = 20) -> None:
+        """`case` defaults to the session's own case (a study opened in the workstation is one too)."""
         case = case if case is not None else session.case
         if case is None:
             raise ValueError("the panel needs a session opened on a case")
@@ -85,6 +87,8 @@ class PanelModel:
         self._thread: threading.Thread | None = None
         self.listeners: list[Callable[[str], None]] = []
         self.crosshair: list[float] | None = None  # RAS of the linked cursor shown in every slice view
+        self.answer_items: list[dict[str, Any]] = []  # evidence stated in the final answer
+        self.selected: int | None = None  # the evidence item last jumped to
         session.listeners.append(self._on_call)
 
     # ----- notifications -----
@@ -93,9 +97,9 @@ class PanelModel:
             fn(what)
 
     def _on_call(self, outcome: CallOutcome, args: dict[str, Any] | None, actor: str) -> None:
-        thumb = (
-            outcome.images[0].data if outcome.images and outcome.images[0].mime in ("image/png", "image/jpeg") else None
-        )
+        thumb = None  # the agent's first image; the clinician's own moves are on screen already
+        if actor != "clinician" and outcome.images and outcome.images[0].mime in ("image/png", "image/jpeg"):
+            thumb = outcome.images[0].data
         status = "ok" if outcome.ok else "refused"
         err = None if outcome.ok else (outcome.error or {}).get("message")
         if self.pending is not None and self.pending.handler == outcome.name and actor == "agent":
@@ -112,7 +116,8 @@ class PanelModel:
 
     @property
     def evidence(self) -> list[dict[str, Any]]:
-        return list(self.session.evidence)
+        """Recorded evidence, then what the final answer states (key slices, RAS point, slide points)."""
+        return list(self.session.evidence) + list(self.answer_items)
 
     # ----- the episode -----
     def run_episode(self, policy: Any, instruction: str = "") -> None:
@@ -135,6 +140,7 @@ class PanelModel:
         try:
             result = policy.run(ApprovalGate(self.session, self), self.case, self.budget)
             self.messages.append(("agent", result.response))
+            self.take_answer(result.response)
             self.status = result.status
         except EpisodeStopped:
             self.status = "stopped"
@@ -144,6 +150,19 @@ class PanelModel:
         finally:
             self.pending = None
             self._notify("status")
+
+    def take_answer(self, text: str) -> None:
+        """Evidence from the final answer joins the list, and the views go to the answered point."""
+        self.answer_items = answer_evidence(text, self.session.kind)
+        focus = focus_point(self.answer_items)
+        if focus is not None:
+            self.jump_to_evidence(self.evidence.index(focus), actor="system")
+        for view in blank_views(self.session):  # never leave a view past the anatomy: back to its middle
+            span = self.act("get_slice_offset_range", {"view": view}, actor="system")
+            if span.ok:
+                middle = round((span.result["min"] + span.result["max"]) / 2.0, 6)
+                self.act("set_slice_offset", {"view": view, "offset": middle, "size": 64}, actor="system")
+        self._notify("evidence")
 
     def wait(self, timeout: float | None = None) -> bool:
         if self._thread is not None:
@@ -186,8 +205,12 @@ class PanelModel:
             self._decided.notify_all()
 
     # ----- clinician actions (audited like the agent's) -----
+    def act(self, name: str, args: dict[str, Any], actor: str = "clinician") -> CallOutcome:
+        """The one way the panel changes the scene: an audited handler call."""
+        return self.session.call(name, args, actor=actor)
+
     def scroll(self, view: str, slices: int) -> CallOutcome:
-        return self.session.call(
+        return self.act(
             "scroll",
             {
                 "view": view,
@@ -196,31 +219,46 @@ class PanelModel:
                 "output": "final",
                 "size": 64,
             },
-            actor="clinician",
         )
 
-    def jump(self, ras: list[float]) -> CallOutcome:
-        """Linked cursor: centre every view on a RAS point (clinician click)."""
-        out = self.session.call("jump", {"ras": ras, "size": 64}, actor="clinician")
+    def jump(self, ras: list[float], actor: str = "clinician") -> CallOutcome:
+        """Linked cursor: every slice view through a RAS point; the planes move without shifting the picture
+        when the point is in view, else the views centre on it."""
+        how, offsets = jump_plan(self.session, ras)
+        if how == "jump":
+            out = self.act("jump", {"ras": ras, "view": "red", "size": 64}, actor)
+        else:
+            out = CallOutcome("jump", True, 200)
+            for view, offset in offsets.items():
+                out = self.act("set_slice_offset", {"view": view, "offset": offset, "size": 64}, actor)
+                if not out.ok:
+                    break
         if out.ok:
             self.crosshair = list(ras)
             self._notify("crosshair")
         return out
 
     def window_level(self, window: float, level: float) -> CallOutcome:
-        return self.session.call("wl", {"window": window, "level": level, "size": 64}, actor="clinician")
+        return self.act("wl", {"window": window, "level": level, "view": "red", "size": 64})
 
-    def jump_to_evidence(self, index: int) -> CallOutcome:
-        """Move the viewer to an evidence item: its RAS point, its key slice, or its slide coordinates."""
-        ev = self.session.evidence[index]
+    def jump_to_evidence(self, index: int, actor: str = "clinician") -> CallOutcome:
+        """Move every view to an evidence item: its RAS point, its key slice, or its slide coordinates."""
+        ev = self.evidence[index]
+        self.selected = index
         if "ras" in ev:
-            return self.jump(ev["ras"])
-        if ev.get("kind") == "key_slice":
-            return self.session.call(
-                "set_slice_offset", {"view": ev["view"], "offset": ev["offset_mm"], "size": 64}, actor="clinician"
-            )
-        point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
-        return self.session.call("center_on_wsi_coordinate", {"x": point["x"], "y": point["y"]}, actor="clinician")
+            out = self.jump(ev["ras"], actor)
+        elif isinstance(ev.get("a"), dict) and "ras" in ev["a"]:  # a distance: its first end
+            out = self.jump(ev["a"]["ras"], actor)
+        elif ev.get("kind") == "key_slice":
+            out = self.act("set_slice_offset", {"view": ev["view"], "offset": ev["offset_mm"], "size": 64}, actor)
+        elif ev.get("kind") == "bookmark":
+            out = self.act("set_slice_offset", {"view": ev["view"], "offset": ev["view_state"]["offset"], "size": 64},
+                           actor)  # fmt: skip
+        else:
+            point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
+            out = self.act("center_on_wsi_coordinate", {"x": point["x"], "y": point["y"]}, actor)
+        self._notify("evidence")
+        return out
 
     # ----- report -----
     def export_report(self, path: str | Path) -> Path:

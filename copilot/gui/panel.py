@@ -1,0 +1,185 @@
+"""The copilot panel widget (chat, timeline, evidence, budget, approve mode, stop, report) and the model
+service settings; both only bind to the Qt-free `PanelModel`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QIcon, QPixmap
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from copilot.panel.answer_evidence import evidence_label
+from copilot.panel.model import PanelModel
+
+
+class PanelWidget(QWidget):
+    """The copilot panel: chat, timeline, evidence, budget, approve mode, stop, report."""
+
+    def __init__(self, model: PanelModel, policies: dict[str, Any]) -> None:
+        super().__init__()
+        self.model, self.policies = model, policies
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.policy = QComboBox()
+        self.policy.addItems(list(policies))
+        self.run_button = QPushButton("Run")
+        self.stop_button = QPushButton("Stop")
+        row.addWidget(self.policy)
+        row.addWidget(self.run_button)
+        row.addWidget(self.stop_button)
+        layout.addLayout(row)
+        self.approve_mode = QCheckBox("Approve each action")
+        approve_row = QHBoxLayout()
+        self.approve_button, self.reject_button = QPushButton("Approve"), QPushButton("Reject")
+        approve_row.addWidget(self.approve_mode)
+        approve_row.addWidget(self.approve_button)
+        approve_row.addWidget(self.reject_button)
+        layout.addLayout(approve_row)
+        self.budget = QProgressBar()
+        self.budget.setMaximum(model.budget)
+        self.budget.setFormat("%v / %m rounds")
+        layout.addWidget(self.budget)
+        layout.addWidget(QLabel("Actions"))
+        self.timeline = QListWidget()
+        layout.addWidget(self.timeline, 3)
+        layout.addWidget(QLabel("Evidence (click to go there)"))
+        self.evidence = QListWidget()
+        layout.addWidget(self.evidence, 1)
+        self.chat = QTextBrowser()
+        layout.addWidget(self.chat, 2)
+        self.instruction = QLineEdit()
+        self.instruction.setPlaceholderText("Instruction for the model (sent with the task when you press Run)")
+        layout.addWidget(self.instruction)
+        self.export_button = QPushButton("Export evidence report…")
+        layout.addWidget(self.export_button)
+        self.status = QLabel("idle")
+        layout.addWidget(self.status)
+        self.run_button.clicked.connect(self._run)
+        self.stop_button.clicked.connect(model.stop)
+        self.approve_mode.toggled.connect(model.set_approve_mode)
+        self.approve_button.clicked.connect(model.approve)
+        self.reject_button.clicked.connect(model.reject)
+        self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
+        self.export_button.clicked.connect(self._export)
+
+    def _run(self) -> None:
+        try:
+            policy = self.policies[self.policy.currentText()]()
+        except RuntimeError as exc:
+            self.status.setText(str(exc))
+            return
+        self.model.run_episode(policy, self.instruction.text().strip())
+        self.instruction.clear()
+
+    def _export(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Evidence report", "evidence_report.html", "HTML (*.html)")
+        if path:
+            self.model.export_report(path)
+
+    def refresh(self) -> None:
+        m = self.model
+        while self.timeline.count() > len(m.timeline):
+            self.timeline.takeItem(self.timeline.count() - 1)
+        for n, entry in enumerate(m.timeline):
+            text = f"{n + 1}. [{entry.actor}] {entry.handler} — {entry.status}"
+            text += f": {entry.error}" if entry.error else ""
+            args = json.dumps(entry.args, separators=(",", ":"))
+            tip = f"{entry.handler}({args[:300]})"
+            if n < self.timeline.count():
+                item = self.timeline.item(n)
+                item.setToolTip(tip)
+                if item.text() != text:
+                    item.setText(text)
+            else:
+                item = QListWidgetItem(text)
+                item.setToolTip(tip)
+                if entry.thumbnail:
+                    pix = QPixmap()
+                    pix.loadFromData(entry.thumbnail)
+                    item.setIcon(QIcon(pix.scaled(48, 48, Qt.AspectRatioMode.KeepAspectRatio)))
+                self.timeline.addItem(item)
+        labels = [evidence_label(e) for e in m.evidence]
+        if [self.evidence.item(i).text() for i in range(self.evidence.count())] != labels:
+            self.evidence.clear()
+            self.evidence.addItems(labels)
+        self.budget.setValue(min(m.rounds_used, m.budget))
+        chat = "\n\n".join(f"{who}: {text}" for who, text in m.messages)
+        if chat != self.chat.toPlainText():
+            self.chat.setPlainText(chat)
+        self.status.setText(f"{m.status}" + (f" — waiting for approval: {m.pending.handler}" if m.pending else ""))
+        self.approve_button.setEnabled(m.pending is not None)
+        self.reject_button.setEnabled(m.pending is not None)
+
+
+class SettingsDialog(QDialog):
+    """OpenAI-compatible service settings (base URL, model, key, temperature) for the model policy."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        from copilot.agent.settings import AgentSettings
+
+        self.setWindowTitle("Model service")
+        current = AgentSettings.from_env()
+        form = QFormLayout(self)
+        self.base_url = QLineEdit(current.base_url or "")
+        self.model = QLineEdit(current.model)
+        self.api_key = QLineEdit(current.api_key)
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.temperature = QLineEdit(str(current.temperature))
+        for label, widget in (
+            ("Base URL", self.base_url),
+            ("Model", self.model),
+            ("API key", self.api_key),
+            ("Temperature", self.temperature),
+        ):
+            form.addRow(label, widget)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def settings(self) -> Any:
+        from copilot.agent.settings import AgentSettings
+
+        return AgentSettings.from_env(
+            base_url=self.base_url.text() or None,
+            model=self.model.text() or None,
+            api_key=self.api_key.text() or None,
+            temperature=float(self.temperature.text() or 0),
+        )
+
+
+def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
+    from copilot.agent.loop import ChatAgent
+    from copilot.medflow.policies import baseline_policy, prior_policy
+
+    def openai_agent() -> Any:
+        dialog = SettingsDialog(parent)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            raise RuntimeError("model settings were cancelled")
+        return ChatAgent(dialog.settings())
+
+    return {
+        "baseline (offline)": baseline_policy,
+        "prior (offline)": prior_policy,
+        "OpenAI-compatible model…": openai_agent,
+    }

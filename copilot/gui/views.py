@@ -1,0 +1,218 @@
+"""Pane widgets: a slice view, the slide view and the 3D view. Each paints the raw pixels of a `Frame` at
+device resolution (no PNG anywhere on the way) and the frame's markers over them; pointer positions
+map back through the frame's own geometry. Changes of the scene go to the window's `act`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtWidgets import QWidget
+
+from copilot.panel.layout import VIEW_TITLES
+from copilot.panel.screen import Frame, split_pane
+
+EVIDENCE_COLOUR = QColor(255, 220, 0)
+SELECTED_COLOUR = QColor(0, 230, 255)
+PANE_BORDER = {"red": QColor(190, 60, 60), "yellow": QColor(200, 180, 50), "green": QColor(80, 160, 70)}
+
+
+def to_qimage(pixels: np.ndarray, ratio: float) -> QImage:
+    """A QImage over an H×W×3 uint8 array (no copy: the frame keeps the array alive)."""
+    h, w = pixels.shape[:2]
+    image = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888)
+    image.setDevicePixelRatio(ratio)
+    return image
+
+
+class PaneWidget(QWidget):
+    """Base pane: shows a frame; subclasses handle the pointer."""
+
+    def __init__(self, window: Any, pane: str) -> None:  # window: the MainWindow (app.py imports this module)
+        super().__init__()
+        self.win, self.pane = window, pane
+        self.frame: Frame | None = None
+        self._image: QImage | None = None
+        self.paints = 0
+        self.setMouseTracking(True)
+        self.setMinimumSize(120, 120)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self._press: tuple[float, float, Any, Any] | None = None
+
+    def device_size(self) -> tuple[int, int]:
+        r = self.devicePixelRatioF()
+        return max(16, round(self.width() * r)), max(16, round(self.height() * r))
+
+    def set_frame(self, frame: Frame | None) -> None:
+        self.frame = frame
+        self._image = None if frame is None else to_qimage(frame.pixels, self.devicePixelRatioF())
+        self.update()
+
+    def paintEvent(self, event: Any) -> None:
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(0, 0, 0))
+        if self._image is not None:
+            p.drawImage(QPointF(0, 0), self._image)
+            if self.frame is not None:
+                self.paint_markers(p, self.frame, 1.0 / self.devicePixelRatioF())
+        border = PANE_BORDER.get(split_pane(self.pane)[0])
+        if border is not None:
+            p.setPen(QPen(border, 2))
+            p.drawRect(QRectF(1, 1, self.width() - 2, self.height() - 2))
+        p.end()
+        self.paints += 1
+
+    def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setFont(QFont("Sans", 9))
+        selected = self.win.model.selected if self.win.model is not None else None
+        for m in frame.markers:
+            colour = SELECTED_COLOUR if m.index is not None and m.index == selected else EVIDENCE_COLOUR
+            if m.kind == "cross":
+                x, y = m.coords[0] * s, m.coords[1] * s
+                p.setPen(QPen(QColor(255, 220, 0), 1))
+                p.drawLine(QPointF(x - 14, y), QPointF(x - 4, y))
+                p.drawLine(QPointF(x + 4, y), QPointF(x + 14, y))
+                p.drawLine(QPointF(x, y - 14), QPointF(x, y - 4))
+                p.drawLine(QPointF(x, y + 4), QPointF(x, y + 14))
+            elif m.kind in ("point", "overview_point"):
+                x, y = m.coords[0] * s, m.coords[1] * s
+                r = 3.0 if m.kind == "overview_point" else 9.0
+                pen = QPen(colour, 2 if m.solid else 1, Qt.PenStyle.SolidLine if m.solid else Qt.PenStyle.DashLine)
+                p.setPen(pen)
+                p.drawEllipse(QPointF(x, y), r, r)
+                if m.kind == "point":
+                    p.drawLine(QPointF(x - r - 5, y), QPointF(x - r + 2, y))
+                    p.drawLine(QPointF(x + r - 2, y), QPointF(x + r + 5, y))
+                    p.drawText(QPointF(x + r + 4, y - r), m.label)
+            elif m.kind == "line":
+                x0, y0, x1, y1 = (c * s for c in m.coords)
+                p.setPen(QPen(colour, 1, Qt.PenStyle.DashLine))
+                p.drawLine(QPointF(x0, y0), QPointF(x1, y1))
+                horizontal = abs(x1 - x0) >= abs(y1 - y0)
+                p.drawText(QPointF(6, y0 - 4) if horizontal else QPointF(x0 + 4, 30), m.label)
+            elif m.kind == "box":
+                x0, y0, x1, y1 = (c * s for c in m.coords)
+                p.setPen(QPen(QColor(80, 200, 255), 1, Qt.PenStyle.DashLine))
+                p.drawRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+
+    def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
+        """A click or drag ended (subclasses act on it)."""
+
+    def device_pos(self, event: Any) -> tuple[float, float]:
+        r = self.devicePixelRatioF()
+        return event.position().x() * r, event.position().y() * r
+
+    def mousePressEvent(self, event: Any) -> None:
+        x, y = self.device_pos(event)
+        self._press = (x, y, event.button(), event.modifiers())
+        self._last = (x, y)
+
+    def mouseReleaseEvent(self, event: Any) -> None:
+        press, self._press = self._press, None
+        if press is not None:
+            x, y = self.device_pos(event)
+            self.released(press, x - press[0], y - press[1], event)
+
+
+class SlicePane(PaneWidget):
+    """A slice view: wheel scrolls, click places the linked cursor, right-drag sets window/level."""
+
+    def wheelEvent(self, event: Any) -> None:
+        view, _ = split_pane(self.pane)
+        self.win.model.scroll(view, 1 if event.angleDelta().y() > 0 else -1)
+
+    def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
+        if self.frame is None:
+            return
+        if press[2] == Qt.MouseButton.RightButton and (abs(dx) > 2 or abs(dy) > 2):
+            d = self.win.screen_path.state()["display"]
+            vid = self.win.screen_path.state()["background_volume"]
+            w, lv = d[vid]["window"], d[vid]["level"]
+            window = max(1.0, w * (1.0 + dx / 200.0))
+            self.win.model.window_level(window, lv - dy / 200.0 * w)
+        elif press[2] == Qt.MouseButton.LeftButton:
+            ras = self.frame.to_ras(*self.device_pos(event))
+            if ras is not None:
+                self.win.model.jump(ras)
+
+    def mouseMoveEvent(self, event: Any) -> None:
+        if self.frame is not None:
+            ras = self.frame.to_ras(*self.device_pos(event))
+            if ras is not None:
+                self.win.readout.setText(f"R {ras[0]:.1f}  A {ras[1]:.1f}  S {ras[2]:.1f} mm")
+
+
+class SlidePane(PaneWidget):
+    """The slide: wheel zooms about the pointer, drag pans, the pointer shows level-0 pixels."""
+
+    def wheelEvent(self, event: Any) -> None:
+        if self.frame is None:
+            return
+        up = event.angleDelta().y() > 0
+        args: dict[str, Any] = {"direction": "in" if up else "out", "amount": 1.25, "unit": "factor"}
+        point = self.frame.to_level0(*self.device_pos(event))
+        norm = self.win.slide_norm1000(point) if point is not None else None
+        if norm is not None and 0 <= norm[0] <= 999 and 0 <= norm[1] <= 999:
+            args.update(x=norm[0], y=norm[1])
+        self.win.model.act("zoom", args)
+
+    def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
+        if self.frame is None or self.frame.viewport is None:
+            return
+        if press[2] == Qt.MouseButton.LeftButton and (abs(dx) > 2 or abs(dy) > 2):
+            vp = self.frame.viewport  # the image follows the pointer
+            w, h = self.win.slide_dimensions()
+            x = min(max(vp.cx - dx * vp.downsample, 0.0), float(w))
+            y = min(max(vp.cy - dy * vp.downsample, 0.0), float(h))
+            self.win.model.act("center_on_wsi_coordinate", {"x": x, "y": y})
+
+    def mouseMoveEvent(self, event: Any) -> None:
+        if self.frame is not None:
+            point = self.frame.to_level0(*self.device_pos(event))
+            if point is not None:
+                self.win.readout.setText(f"x {point[0]:.0f}  y {point[1]:.0f} px (level 0)")
+
+
+class View3DPane(PaneWidget):
+    """The 3D view: left-drag rotates, right-drag or wheel zooms, middle- or shift-drag pans."""
+
+    def wheelEvent(self, event: Any) -> None:
+        self.win.scene3d.zoom(1.15 if event.angleDelta().y() > 0 else 1 / 1.15)
+        self.win.schedule_3d(interactive=True)
+
+    def mouseMoveEvent(self, event: Any) -> None:
+        if self._press is None:
+            return
+        x, y = self.device_pos(event)
+        dx, dy = x - self._last[0], y - self._last[1]
+        self._last = (x, y)
+        button, mods = self._press[2], self._press[3]
+        scene = self.win.scene3d
+        if button == Qt.MouseButton.MiddleButton or (
+            button == Qt.MouseButton.LeftButton and mods & Qt.KeyboardModifier.ShiftModifier
+        ):
+            mm = scene.screen_mm(self.device_size())
+            scene.pan(-dx * mm, dy * mm)
+        elif button == Qt.MouseButton.LeftButton:
+            scene.rotate(-dx * 0.4, dy * 0.4)
+        elif button == Qt.MouseButton.RightButton:
+            scene.zoom(1.0 + dy * 0.005)
+        self.win.schedule_3d(interactive=True)
+
+    def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
+        self.win.schedule_3d()
+
+    def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
+        p.setPen(QColor(220, 220, 220))
+        p.setFont(QFont("Sans", 9))
+        preset = self.win.scene3d.preset or ""
+        p.drawText(QPointF(8, 16), f"3D  {preset}")
+
+
+def pane_title(pane: str, volumes: dict[str, str]) -> str:
+    view, vid = split_pane(pane)
+    title = VIEW_TITLES.get(view, view)
+    return f"{title} — {volumes.get(vid, vid)}" if vid else title

@@ -1,0 +1,125 @@
+"""Trace replay for the workstation (Qt-free): a timeline of a trace's handler calls that can be scrubbed.
+
+Opening a trace verifies its hash chain and re-executes every call on a fresh session, exactly as
+`medcopilot replay` does, keeping the scene state after each call. Moving the scrubber to call k
+restores the state after call k (so every view shows the scene as it was then) and reports whether
+the images that call produced hash to what the trace recorded.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copilot.engine.render import encode_png
+from copilot.kinds import viewer_kind
+from copilot.panel.studies import Study
+from copilot.replay import read_events
+from copilot.session import Peek, Session
+from copilot.tools.args import DEFAULT_SIZE
+from copilot.tools.operation_sets import registry_view
+from copilot.trace.recorder import canonical_json
+
+
+@dataclass
+class ReplayStep:
+    """One recorded handler call and what replaying it gave."""
+
+    seq: int
+    handler: str
+    actor: str
+    args: dict[str, Any]
+    ok: bool
+    recorded_hashes: list[str]
+    replayed_hashes: list[str]
+    artifacts: list[Path]
+    state_matches: bool
+    scene: Any = None  # the viewer state after the call
+    evidence: list[dict[str, Any]] | None = None
+
+    @property
+    def matches(self) -> bool:
+        return self.state_matches and self.recorded_hashes == self.replayed_hashes
+
+    @property
+    def title(self) -> str:
+        mark = "" if self.matches else "  ≠ recorded"
+        return f"{self.seq}. [{self.actor}] {self.handler}{'' if self.ok else ' (refused)'}{mark}"
+
+
+class TraceTimeline:
+    """A verified trace, replayed once; `seek(k)` shows the scene after call k.
+
+    The timeline builds its session on a viewer it creates and keeps, so that it can put that viewer's
+    state back after any call; it is used from one thread (the GUI's), and no agent runs on it.
+    """
+
+    def __init__(self, trace_dir: str | Path, case_dir: str | Path | None = None) -> None:
+        self.dir = Path(trace_dir)
+        events, failure = read_events(self.dir)
+        if failure is not None:
+            raise ValueError(failure.summary())
+        head = events[0]
+        root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
+        self.header = head
+        self.study = Study(root, str(head.get("case_id", root.name)), str(head.get("module", "")), head["kind"],
+                           dict(head.get("case_inputs") or {}))  # fmt: skip
+        kind = viewer_kind(head["kind"])
+        self._viewer = kind.viewer()
+        registry = registry_view(kind.registry, head.get("ops"))
+        self.session = Session(self._viewer, registry, root, head.get("case_inputs"), head.get("track", "A"),
+                               case=self.study)  # type: ignore[arg-type]  # fmt: skip
+        self.steps: list[ReplayStep] = []
+        self.final: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "episode_end"), {})
+        for ev in events[1:]:
+            if ev["type"] == "handler_call":
+                self.steps.append(self._replay(ev))
+        self.position = len(self.steps) - 1
+
+    def _replay(self, ev: dict[str, Any]) -> ReplayStep:
+        out = self.session.call(ev["handler"], ev.get("args"), actor="replay")
+        recorded = [im["sha256"] for im in ev.get("images", [])]
+        same_state = out.ok == ev["ok"] and (not out.ok or canonical_json(out.state) == canonical_json(ev["state"]))
+        return ReplayStep(
+            ev["seq"], ev["handler"], ev.get("actor", ""), dict(ev.get("args") or {}), bool(ev["ok"]), recorded,
+            [im.sha256 for im in out.images], [self.dir / im["artifact"] for im in ev.get("images", [])], same_state,
+            self._viewer.export_state(), copy.deepcopy(self.session.evidence),
+        )  # fmt: skip
+
+    @property
+    def case(self) -> Study:
+        return self.study
+
+    @property
+    def verified(self) -> bool:
+        return all(s.matches for s in self.steps)
+
+    def seek(self, index: int) -> ReplayStep:
+        """Put the scene (views, layers, evidence) back as it was after call `index`."""
+        if not self.steps:
+            raise IndexError("the trace records no handler calls")
+        index = max(0, min(int(index), len(self.steps) - 1))
+        step = self.steps[index]
+        self._viewer.restore_state(step.scene)
+        self._viewer.restore_state(self._viewer.export_state())  # a copy: later moves leave the step's intact
+        self.session.evidence[:] = copy.deepcopy(step.evidence or [])
+        self.position = index
+        return step
+
+    def rendered_hashes(self, index: int) -> tuple[list[str], list[str]]:
+        """(recorded, re-rendered) sha256 of call `index`'s view images, the views rendered again from the
+        restored scene at the recorded size: equal when the views show exactly what the agent saw."""
+        step = self.seek(index)
+        size = int(step.args.get("size", DEFAULT_SIZE))
+        last = {art.stem.split("_", 2)[-1]: h for h, art in zip(step.recorded_hashes, step.artifacts, strict=True)}
+        if step.handler == "scroll" and step.args.get("output") == "cine":
+            last = {}
+        views = tuple(v for v in last if v in ("red", "yellow", "green", "viewer"))
+        if not views:
+            return [], []
+        images = self.session.peek(Peek(views, (size, size))) or {}
+        again = [hashlib.sha256(encode_png(images[v])).hexdigest() for v in views if v in images]
+        return [last[v] for v in views if v in images], again

@@ -1,0 +1,201 @@
+"""Opening any study in the workstation (Qt-free): a case pack, a folder of case packs, a DICOM folder (with
+its series listed for a picker), a NIfTI/NRRD/MetaImage file, a whole-slide image, or a trace folder;
+and the list of recently opened studies.
+
+A clinician's own study opens through the same audited handlers as a case pack: the study's folder is
+the session's case root and the opened file or series is the case input, so the agent, the trace and
+replay work on it unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from copilot.cases.pack import CasePack, load_case
+from copilot.engine.loading import is_dicom
+from copilot.engine.volume import VOLUME_SUFFIXES
+from copilot.errors import HandlerError
+from copilot.kinds import viewer_kind
+from copilot.session import Session
+from copilot.trace.recorder import TRACE_FILE, TraceRecorder
+
+SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mrxs", ".svslide", ".bif", ".dcm")
+MAX_DICOM_FILES = 20000  # a series scan reads headers only, but stops somewhere
+RECENT_MAX = 12
+
+
+class StudyError(ValueError):
+    """A path that is not a study the workstation can open."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """What the panel and the agent need to know of an opened study (a case pack has the same fields)."""
+
+    root: Path
+    case_id: str
+    module: str
+    kind: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    prompt: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One DICOM series found in a folder."""
+
+    uid: str
+    folder: Path
+    modality: str
+    description: str
+    number: int | None
+    files: int
+
+    @property
+    def title(self) -> str:
+        number = f"#{self.number} " if self.number is not None else ""
+        return f"{number}{self.modality} {self.description or '(no description)'} — {self.files} images"
+
+
+def classify(path: str | Path) -> str:
+    """case_pack | case_folder | trace | dicom | volume | slide for a path; StudyError otherwise."""
+    p = Path(path)
+    if not p.exists():
+        raise StudyError(f"{p} does not exist")
+    if p.is_dir():
+        if (p / "case.json").is_file():
+            return "case_pack"
+        if (p / TRACE_FILE).is_file():
+            return "trace"
+        if any((c / "case.json").is_file() for c in p.iterdir() if c.is_dir()):
+            return "case_folder"
+        if _first_dicom(p) is not None:
+            return "dicom"
+        raise StudyError(f"{p} holds no case pack, trace, or DICOM files")
+    name = p.name.lower()
+    if name.endswith(VOLUME_SUFFIXES):
+        return "volume"
+    if name.endswith(SLIDE_SUFFIXES) and not is_dicom(p):
+        return "slide"
+    if is_dicom(p):
+        return "dicom"
+    raise StudyError(f"{p.name}: not a volume (NIfTI, NRRD, MHA, DICOM) or a slide (SVS, TIFF, NDPI, …)")
+
+
+def _dicom_files(folder: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "hidden" and not d.startswith("."))
+        for name in sorted(filenames):
+            f = Path(dirpath) / name
+            if name.lower().endswith(".dcm") or is_dicom(f):
+                out.append(f)
+                if len(out) >= MAX_DICOM_FILES:
+                    return out
+    return out
+
+
+def _first_dicom(folder: Path) -> Path | None:
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "hidden" and not d.startswith("."))
+        for name in sorted(filenames):
+            f = Path(dirpath) / name
+            if name.lower().endswith(".dcm") or is_dicom(f):
+                return f
+    return None
+
+
+def dicom_series(folder: str | Path) -> list[Series]:
+    """The image series under a folder (headers only), in series-number order."""
+    import pydicom
+
+    groups: dict[tuple[str, Path], list[Any]] = {}
+    for f in _dicom_files(Path(folder)):
+        try:
+            ds = pydicom.dcmread(f, stop_before_pixels=True)
+        except Exception:  # a non-DICOM or broken file among the images: skipped, like a viewer's import
+            continue
+        if "PixelData" not in ds and getattr(ds, "Rows", None) is None:
+            continue
+        groups.setdefault((str(getattr(ds, "SeriesInstanceUID", "")), f.parent), []).append(ds)
+    out = []
+    for (uid, parent), items in groups.items():
+        ds = items[0]
+        number = getattr(ds, "SeriesNumber", None)
+        out.append(
+            Series(uid, parent, str(getattr(ds, "Modality", "") or "OT"), str(getattr(ds, "SeriesDescription", "")
+                   or "").strip(), int(number) if number not in (None, "") else None, len(items))
+        )  # fmt: skip
+    return sorted(out, key=lambda s: (s.number is None, s.number or 0, s.description))
+
+
+def study_for(path: str | Path, series: Series | None = None) -> Study | CasePack:
+    """The study a path opens (a case pack as itself); a DICOM folder with several series needs `series`."""
+    p = Path(path).resolve()
+    what = classify(p)
+    if what == "case_pack":
+        return load_case(p)
+    if what in ("case_folder", "trace"):
+        raise StudyError(f"{p.name} is a {what.replace('_', ' ')}, not a single study")
+    if what == "slide":
+        return Study(p.parent, p.name, "", "pathology", {"slide": p.name})
+    if what == "volume" or (what == "dicom" and p.is_file()):
+        return Study(p.parent, p.name, "", "radiology", {"volumes": [p.name]})
+    if series is None:
+        found = dicom_series(p)
+        if len(found) != 1:
+            raise StudyError(f"{p.name} holds {len(found)} series; pick one")
+        series = found[0]
+    rel = os.path.relpath(series.folder, p)
+    inputs: dict[str, Any] = {"volumes": [rel]}
+    if series.uid:
+        inputs["series_uid"] = series.uid  # open_case opens this series of the folder
+    return Study(p, f"{p.name} — {series.description or series.uid}", "", "radiology", inputs)
+
+
+def open_study(study: Study | CasePack, trace_dir: str | Path | None = None) -> Session:
+    """A session with the study loaded by the system's audited open call."""
+    from copilot.runtime import session_header
+
+    kind = viewer_kind(study.kind)
+    trace = TraceRecorder(trace_dir, session_header(study, "A")) if trace_dir is not None else None  # type: ignore[arg-type]
+    session = Session(kind.viewer(), kind.registry, study.root, study.inputs, "A", trace, case=study)  # type: ignore[arg-type]
+    outcome = session.call(kind.open_handler, {}, actor="system")
+    if not outcome.ok:
+        raise HandlerError(outcome.error["code"], f"cannot open {study.case_id}: {outcome.error['message']}")  # type: ignore[index]
+    return session
+
+
+def case_packs(folder: str | Path) -> list[Path]:
+    """The case packs directly under a folder (their hidden/ parts are never listed)."""
+    return sorted(c for c in Path(folder).iterdir() if c.is_dir() and (c / "case.json").is_file())
+
+
+class RecentStudies:
+    """Recently opened paths, newest first, kept in a small JSON file."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        default = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "medcopilot" / "recent.json"
+        self.path = Path(path or os.environ.get("MEDCOPILOT_RECENT") or default)
+
+    def items(self) -> list[Path]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [Path(p) for p in data if isinstance(p, str) and Path(p).exists()][:RECENT_MAX]
+
+    def add(self, path: str | Path) -> list[Path]:
+        p = Path(path).resolve()
+        items = [p] + [q for q in self.items() if q != p]
+        items = items[:RECENT_MAX]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps([str(q) for q in items], indent=1), encoding="utf-8")
+        except OSError:  # a read-only home: the list just is not kept
+            pass
+        return items
