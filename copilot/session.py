@@ -146,12 +146,7 @@ class Session:
         if not self._lock.acquire(blocking=blocking):
             return None
         try:
-            st = self._viewer.export_state()
-            if getattr(st, "background", None) is None:  # no volume (or a viewer that keeps no voxels here)
-                return {}
-            d = st.display[st.background]
-            segments = list(st.segments.values())
-            return {"volume": st.volumes[st.background], "window": d.window, "level": d.level, "segments": segments}
+            return self._viewer.scene_data()
         finally:
             self._lock.release()
 

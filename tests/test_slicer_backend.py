@@ -287,3 +287,30 @@ def test_the_viewer_attaches_to_a_bare_scene_without_an_application_logic() -> N
     viewer.set_layout("one_up_green")
     assert viewer.layout_views() == ("green",) and viewer.slice_node("green").GetOrientation() == "Coronal"
     assert np.asarray(viewer.render("green", (64, 64))).shape == (64, 64)
+
+
+def test_both_backends_give_the_3d_view_the_same_scene_data(brain_case: Path) -> None:
+    """The active volume, its window/level and the segments reach a host's 3D view on either backend."""
+    seg = {"volume": "FLAIR", "output_segment": "bright", "lower": 0.5, "upper": 1e6, "size": 64}
+    data: dict[str, Any] = {}
+    for b in ("embedded", "slicer"):
+        session = open_session(brain_case, track="B", viewer=backend_viewer(b))
+        assert session.call("select_volume", {"volume_name": "T2", "size": 64}).ok
+        assert session.call("wl", {"window": 300, "level": 120, "size": 64}).ok
+        assert session.call("segment_threshold", seg).ok
+        data[b] = session.scene_data()
+    emb, sl = data["embedded"], data["slicer"]
+    assert emb is not None and sl is not None
+    assert emb["volume"].name == sl["volume"].name == "T2"
+    assert (emb["window"], emb["level"]) == pytest.approx((sl["window"], sl["level"])) == (300.0, 120.0)
+    assert [s.name for s in emb["segments"]] == [s.name for s in sl["segments"]] == ["bright"]
+    assert emb["segments"][0].voxels() == sl["segments"][0].voxels() > 0
+
+
+def test_scene_data_is_empty_without_a_volume() -> None:
+    """Nothing loaded: the 3D view gets an empty dict from either backend."""
+    from copilot.engine.viewer import EmbeddedVolumeViewer
+
+    assert EmbeddedVolumeViewer().scene_data() == {}
+    slicer = backend_viewer("slicer")
+    assert slicer is not None and slicer.scene_data() == {}  # type: ignore[attr-defined]

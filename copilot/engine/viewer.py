@@ -8,46 +8,18 @@ let callers roll back a multi-step operation atomically.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from copilot.engine import view_rules as rules
 from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
-from copilot.engine.display import (
-    AUTO_PRESETS,
-    FIXED_PRESETS,
-    DisplaySettings,
-    auto_window_level,
-    default_display,
-    preset_settings,
-)
+from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
 from copilot.engine.render import Layer, compose, corner_text, draw_corners
 from copilot.engine.volume import Volume
-from copilot.errors import ViewerError
-
-LAYOUTS: dict[str, tuple[str, ...]] = {
-    "three_up": ("red", "yellow", "green"),
-    "one_up_red": ("red",),
-    "one_up_yellow": ("yellow",),
-    "one_up_green": ("green",),
-}
-LAYOUT_ALIASES = {
-    "FourUp": "three_up",
-    "Conventional": "three_up",
-    "OneUpRedSlice": "one_up_red",
-    "OneUpYellowSlice": "one_up_yellow",
-    "OneUpGreenSlice": "one_up_green",
-    "axial": "one_up_red",
-    "sagittal": "one_up_yellow",
-    "coronal": "one_up_green",
-}
-FUSION_MODES = ("blend", "add")
-MAX_ZOOM_FOV_FACTOR = 10.0  # widest FOV: 10× the volume's extent
-MIN_FOV_MM = 1.0
 
 
 @dataclass
@@ -64,16 +36,6 @@ class _SceneState:
     next_id: int = 1
     segments: dict[str, Segment] = field(default_factory=dict)
     transforms: dict[str, TransformNode] = field(default_factory=dict)
-
-
-def _lookup(table: dict[str, Any], ref: str, kind: str) -> tuple[str, Any]:
-    """(id, node) of a derived node by id or unique name."""
-    if ref in table:
-        return ref, table[ref]
-    named = [(nid, node) for nid, node in table.items() if node.name == ref]
-    if len(named) == 1:
-        return named[0]
-    raise ViewerError(f"unknown_{kind}", f"no {kind} {ref!r}; {kind}s: {[n.name for n in table.values()]}")
 
 
 class EmbeddedVolumeViewer:
@@ -117,8 +79,8 @@ class EmbeddedVolumeViewer:
 
     def _new_id(self, prefix: str, table: dict[str, Any] | None = None, name: str = "", kind: str = "") -> str:
         """A fresh Slicer-style node id; with a table, the new node's name must be free in it."""
-        if table is not None and any(n.name == name for n in table.values()):
-            raise ViewerError("name_taken", f"a {kind} named {name!r} exists already")
+        if table is not None:
+            rules.check_name_free(table, name, kind)
         nid = f"{prefix}{self._s.next_id}"
         self._s.next_id += 1
         return nid
@@ -137,10 +99,10 @@ class EmbeddedVolumeViewer:
 
     def segment(self, ref: str) -> tuple[str, Segment]:
         """A segment by node id or name; unknown or stale references are errors, never a fallback."""
-        return _lookup(self._s.segments, ref, "segment")
+        return rules.lookup(self._s.segments, ref, "segment")
 
     def transform(self, ref: str) -> tuple[str, TransformNode]:
-        return _lookup(self._s.transforms, ref, "transform")
+        return rules.lookup(self._s.transforms, ref, "transform")
 
     def volume_name_taken(self, name: str) -> bool:
         return any(v.name == name for v in self._s.volumes.values())
@@ -159,25 +121,7 @@ class EmbeddedVolumeViewer:
 
     def resolve_volume(self, volume_id: str | None = None, volume_name: str | None = None) -> str:
         """Node id for an id or a name (exact, then case-insensitive); the active volume when neither."""
-        vols = self._s.volumes
-        if volume_id is not None:
-            if volume_id in vols:
-                return volume_id
-            raise ViewerError("unknown_volume", f"no volume with id {volume_id!r}; loaded: {self._names()}")
-        if volume_name is not None:
-            for vid, v in vols.items():
-                if v.name == volume_name:
-                    return vid
-            matches = [vid for vid, v in vols.items() if v.name.lower() == volume_name.lower()]
-            if len(matches) == 1:
-                return matches[0]
-            raise ViewerError("unknown_volume", f"no volume named {volume_name!r}; loaded: {self._names()}")
-        if self._s.background is None:
-            raise ViewerError("no_volume", "no volume is loaded")
-        return self._s.background
-
-    def _names(self) -> list[str]:
-        return [v.name for v in self._s.volumes.values()]
+        return rules.resolve_volume(self._s.volumes, self._s.background, volume_id, volume_name)
 
     def inventory(self) -> list[dict[str, Any]]:
         """Scene inventory: one entry per volume with its geometry."""
@@ -200,8 +144,7 @@ class EmbeddedVolumeViewer:
 
     # ----- views -----
     def view(self, name: str) -> SliceView:
-        if name not in self._s.views:
-            raise ViewerError("unknown_view", f"unknown view {name!r}; views are red, yellow, green")
+        rules.check_view(name)
         return self._s.views[name]
 
     @property
@@ -209,18 +152,14 @@ class EmbeddedVolumeViewer:
         return self._s.layout
 
     def layout_views(self) -> tuple[str, ...]:
-        return LAYOUTS[self._s.layout]
+        return rules.LAYOUTS[self._s.layout]
 
     def set_layout(self, layout: str) -> None:
-        name = LAYOUT_ALIASES.get(layout, layout)
-        if name not in LAYOUTS:
-            raise ViewerError("invalid_layout", f"unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
-        self._s.layout = name
+        self._s.layout = rules.layout_name(layout)
 
     def set_orientation(self, view: str, orientation: str) -> None:
         """Put a view in a standard orientation preset and fit it."""
-        if orientation not in VIEW_ORIENTATION.values():
-            raise ViewerError("invalid_arguments", "orientation must be axial, sagittal or coronal")
+        rules.check_orientation(orientation)
         self.view(view).orientation = orientation
         self.fit(view)
 
@@ -247,17 +186,12 @@ class EmbeddedVolumeViewer:
         return slice_spacing(self._reference().ijk_to_ras, self.view(view).normal)
 
     def set_slice_step(self, step: float | None) -> None:
-        if step is not None and not (math.isfinite(step) and step > 0):
-            raise ViewerError("invalid_arguments", "spacing must be a positive number of mm")
+        rules.check_slice_step(step)
         self._s.slice_step = step
 
     def check_offset(self, view: str, offset: float) -> None:
         """Raise unless `offset` lies inside the view's slice offset range."""
-        lo, hi = self.slice_offset_range(view)
-        if not math.isfinite(offset) or offset < lo - 1e-6 or offset > hi + 1e-6:
-            raise ViewerError(
-                "offset_out_of_range", f"offset {offset} mm is outside the {view} range [{lo:.3f}, {hi:.3f}] mm"
-            )
+        rules.check_offset(view, offset, *self.slice_offset_range(view))
 
     def set_slice_offset(self, view: str, offset: float) -> None:
         self.check_offset(view, offset)
@@ -266,16 +200,8 @@ class EmbeddedVolumeViewer:
     def zoom(self, view: str, factor: float, anchor_ras: np.ndarray | None = None) -> None:
         """Zoom by `factor` (>1 magnifies) about a RAS point fixed on screen (default: the centre)."""
         v = self.view(view)
-        if not (math.isfinite(factor) and factor > 0):
-            raise ViewerError("invalid_arguments", "factor must be a positive number")
-        extent = float(np.ptp(self._reference().corners_ras(), axis=0).max()) + 1.0
-        new_fov = max(v.fov) / factor
-        if new_fov < MIN_FOV_MM or new_fov > MAX_ZOOM_FOV_FACTOR * extent:
-            raise ViewerError(
-                "invalid_arguments",
-                f"zoom factor {factor} gives a field of view of {new_fov:.2f} mm, outside "
-                f"[{MIN_FOV_MM}, {MAX_ZOOM_FOV_FACTOR * extent:.0f}] mm",
-            )
+        rules.check_zoom_factor(factor)
+        rules.check_zoom_fov(factor, v.fov, self._reference().corners_ras())
         v.zoom(factor, anchor_ras)
 
     def fit(self, view: str) -> None:
@@ -297,13 +223,8 @@ class EmbeddedVolumeViewer:
 
     def jump(self, ras: np.ndarray) -> None:
         """Centre every view on a RAS point (Slicer's JumpAllSlices in centred mode)."""
-        ras = np.asarray(ras, dtype=float)
-        if ras.shape != (3,) or not np.all(np.isfinite(ras)):
-            raise ViewerError("invalid_arguments", "ras must be three finite numbers")
-        lo = self._reference().corners_ras().min(axis=0) - 1e-6
-        hi = self._reference().corners_ras().max(axis=0) + 1e-6
-        if np.any(ras < lo) or np.any(ras > hi):
-            raise ViewerError("out_of_volume", f"RAS {ras.tolist()} lies outside the volume's bounds")
+        ras = rules.jump_point(ras)
+        rules.check_inside(ras, self._reference().corners_ras())
         for v in self._s.views.values():
             v.center = ras.copy()
 
@@ -312,8 +233,7 @@ class EmbeddedVolumeViewer:
         return self._s.display[vid]
 
     def set_window_level(self, vid: str, window: float, level: float) -> None:
-        if not (math.isfinite(window) and window > 0 and math.isfinite(level)):
-            raise ViewerError("invalid_arguments", "window must be > 0 and level finite")
+        rules.check_window_level(window, level)
         d = self._s.display[vid]
         d.window, d.level, d.auto, d.preset = float(window), float(level), False, None
 
@@ -323,8 +243,7 @@ class EmbeddedVolumeViewer:
         d.auto, d.preset = True, None
 
     def apply_preset(self, vid: str, preset: str) -> None:
-        if preset not in FIXED_PRESETS and preset not in AUTO_PRESETS:
-            raise ViewerError("invalid_arguments", f"unknown preset {preset!r}")
+        rules.check_preset(preset)
         self._s.display[vid] = preset_settings(self._s.volumes[vid], preset)
 
     # ----- layers -----
@@ -336,12 +255,7 @@ class EmbeddedVolumeViewer:
             self._s.foreground, self._s.opacity = None, 0.0
 
     def set_fusion(self, bg: str, fg: str | None, opacity: float, mode: str = "blend") -> None:
-        if mode not in FUSION_MODES:
-            raise ViewerError("invalid_arguments", f"mode must be one of {FUSION_MODES}")
-        if not (math.isfinite(opacity) and 0.0 <= opacity <= 1.0):
-            raise ViewerError("invalid_arguments", "foreground_opacity must lie in [0, 1]")
-        if fg is not None and fg == bg:
-            raise ViewerError("invalid_arguments", "foreground and background must be different volumes")
+        rules.check_fusion(bg, fg, opacity, mode)
         self._s.background, self._s.foreground = bg, fg
         self._s.opacity = float(opacity) if fg is not None else 0.0
         self._s.fusion_mode = mode
@@ -349,6 +263,15 @@ class EmbeddedVolumeViewer:
     @property
     def background(self) -> str | None:
         return self._s.background
+
+    def scene_data(self) -> dict[str, Any]:
+        """For a host's 3D view: the active volume (immutable, shared), its window/level and the segments; {}
+        without a volume."""
+        s, vid = self._s, self._s.background
+        if vid is None:
+            return {}
+        d = s.display[vid]
+        return {"volume": s.volumes[vid], "window": d.window, "level": d.level, "segments": list(s.segments.values())}
 
     # ----- rendering and conversions -----
     def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image:

@@ -15,7 +15,6 @@ offsets (Slicer 5's sagittal normal is L); `copilot.engine.geometry` converts be
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,9 @@ from vtkmodules.vtkCommonCore import reference
 from vtkmodules.vtkCommonDataModel import vtkImageData
 from vtkmodules.vtkCommonMath import vtkMatrix4x4
 
+from copilot.engine import view_rules as rules
 from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
-from copilot.engine.display import (
-    AUTO_PRESETS,
-    FIXED_PRESETS,
-    DisplaySettings,
-    auto_window_level,
-    default_display,
-    preset_settings,
-)
+from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
 from copilot.engine.geometry import (
     ORIENTATION_MATRICES,
     VIEW_NAMES,
@@ -45,9 +38,7 @@ from copilot.engine.geometry import (
     native_offset,
 )
 from copilot.engine.render import corner_text, draw_corners
-from copilot.engine.viewer import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS, MAX_ZOOM_FOV_FACTOR, MIN_FOV_MM, _lookup
 from copilot.engine.volume import VOLUME_SUFFIXES, Volume
-from copilot.errors import ViewerError
 from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
@@ -306,13 +297,9 @@ class SlicerSceneViewer:
     def volume_name_taken(self, name: str) -> bool:
         return any(v.name == name for v in self._volumes.values())
 
-    def _check_free(self, table: dict[str, Any], name: str, kind: str) -> None:
-        if any(n.name == name for n in table.values()):
-            raise ViewerError("name_taken", f"a {kind} named {name!r} exists already")
-
     def add_segment(self, segment: Segment) -> str:
         """A segmentation node holding the segment's label map (imported by Slicer's segmentations logic)."""
-        self._check_free(self._segments, segment.name, "segment")
+        rules.check_name_free(self._segments, segment.name, "segment")
         segment.colour = SEGMENT_COLOURS[len(self._segments) % len(SEGMENT_COLOURS)]
         labelmap = self.scene.AddNewNodeByClass("vtkMRMLLabelMapVolumeNode", f"{segment.name} label map")
         labelmap.SetAndObserveImageData(image_data((segment.mask.data > 0).astype(np.uint8)))
@@ -327,7 +314,7 @@ class SlicerSceneViewer:
 
     def add_transform(self, node: TransformNode) -> str:
         """A linear transform node (moving → fixed, the direction Slicer applies to the moving volume)."""
-        self._check_free(self._transforms, node.name, "transform")
+        rules.check_name_free(self._transforms, node.name, "transform")
         mrml = self._own(self.scene.AddNewNodeByClass("vtkMRMLLinearTransformNode", node.name))
         mrml.SetMatrixTransformToParent(vtk_matrix(np.linalg.inv(node.matrix)))
         tid = mrml.GetID()
@@ -335,10 +322,10 @@ class SlicerSceneViewer:
         return tid
 
     def segment(self, ref: str) -> tuple[str, Segment]:
-        return _lookup(self._segments, ref, "segment")
+        return rules.lookup(self._segments, ref, "segment")
 
     def transform(self, ref: str) -> tuple[str, TransformNode]:
-        return _lookup(self._transforms, ref, "transform")
+        return rules.lookup(self._transforms, ref, "transform")
 
     def clear(self) -> None:
         """Remove every node this viewer added (with display and storage nodes) and reset views and fusion."""
@@ -366,26 +353,7 @@ class SlicerSceneViewer:
 
     def resolve_volume(self, volume_id: str | None = None, volume_name: str | None = None) -> str:
         """Node id for an id or a name (exact, then case-insensitive); the background volume when neither."""
-        vols = self._volumes
-        if volume_id is not None:
-            if volume_id in vols:
-                return volume_id
-            raise ViewerError("unknown_volume", f"no volume with id {volume_id!r}; loaded: {self._names()}")
-        if volume_name is not None:
-            for vid, v in vols.items():
-                if v.name == volume_name:
-                    return vid
-            matches = [vid for vid, v in vols.items() if v.name.lower() == volume_name.lower()]
-            if len(matches) == 1:
-                return matches[0]
-            raise ViewerError("unknown_volume", f"no volume named {volume_name!r}; loaded: {self._names()}")
-        bg = self.background
-        if bg is None:
-            raise ViewerError("no_volume", "no volume is loaded")
-        return bg
-
-    def _names(self) -> list[str]:
-        return [v.name for v in self._volumes.values()]
+        return rules.resolve_volume(self._volumes, self.background, volume_id, volume_name)
 
     def inventory(self) -> list[dict[str, Any]]:
         """One entry per volume node, with the geometry Slicer holds for it."""
@@ -409,13 +377,9 @@ class SlicerSceneViewer:
         return out
 
     # ----- views -----
-    def _check_view(self, name: str) -> None:
-        if name not in VIEW_NAMES:
-            raise ViewerError("unknown_view", f"unknown view {name!r}; views are red, yellow, green")
-
     def view(self, name: str) -> SliceView:
         """A read-only SliceView of the slice node (orientation, centre, field of view, dimensions)."""
-        self._check_view(name)
+        rules.check_view(name)
         n = self.slice_node(name)
         m = np_matrix(n.GetSliceToRAS())
         fov, dims = n.GetFieldOfView(), n.GetDimensions()
@@ -441,19 +405,15 @@ class SlicerSceneViewer:
         return next((k for k, v in LAYOUT_IDS.items() if v == arrangement), "three_up")
 
     def layout_views(self) -> tuple[str, ...]:
-        return LAYOUTS[self.layout]
+        return rules.LAYOUTS[self.layout]
 
     def set_layout(self, layout: str) -> None:
-        name = LAYOUT_ALIASES.get(layout, layout)
-        if name not in LAYOUTS:
-            raise ViewerError("invalid_layout", f"unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
-        self.mrml.layout_node.SetViewArrangement(LAYOUT_IDS[name])
+        self.mrml.layout_node.SetViewArrangement(LAYOUT_IDS[rules.layout_name(layout)])
 
     def set_orientation(self, view: str, orientation: str) -> None:
         """Put a view in a standard orientation preset and fit it."""
-        self._check_view(view)
-        if orientation not in ("axial", "sagittal", "coronal"):
-            raise ViewerError("invalid_arguments", "orientation must be axial, sagittal or coronal")
+        rules.check_view(view)
+        rules.check_orientation(orientation)
         self.slice_node(view).SetOrientation(orientation.capitalize())
         self.fit(view)
 
@@ -467,18 +427,17 @@ class SlicerSceneViewer:
 
     def slice_offset_range(self, view: str) -> tuple[float, float]:
         """Slicer's slider range for the view, as canonical offsets."""
-        self._check_view(view)
+        rules.check_view(view)
         lo, hi, _ = self._range_resolution(view)
         return canonical_range(self.view(view).orientation, lo, hi)
 
     def slice_step(self, view: str) -> float:
         """Slicer's slider step (the prescribed spacing once open_case set one)."""
-        self._check_view(view)
+        rules.check_view(view)
         return self._range_resolution(view)[2]
 
     def set_slice_step(self, step: float | None) -> None:
-        if step is not None and not (math.isfinite(step) and step > 0):
-            raise ViewerError("invalid_arguments", "spacing must be a positive number of mm")
+        rules.check_slice_step(step)
         for name in VIEW_NAMES:
             n = self.slice_node(name)
             if step is None:
@@ -488,11 +447,8 @@ class SlicerSceneViewer:
                 n.SetSliceSpacingModeToPrescribed()
 
     def check_offset(self, view: str, offset: float) -> None:
-        lo, hi = self.slice_offset_range(view)
-        if not math.isfinite(offset) or offset < lo - 1e-6 or offset > hi + 1e-6:
-            raise ViewerError(
-                "offset_out_of_range", f"offset {offset} mm is outside the {view} range [{lo:.3f}, {hi:.3f}] mm"
-            )
+        """Raise unless `offset` lies inside the view's slice offset range."""
+        rules.check_offset(view, offset, *self.slice_offset_range(view))
 
     def set_slice_offset(self, view: str, offset: float) -> None:
         """Set a canonical offset: Slicer's SetSliceOffset with the native sign."""
@@ -505,23 +461,15 @@ class SlicerSceneViewer:
     def zoom(self, view: str, factor: float, anchor_ras: np.ndarray | None = None) -> None:
         """Zoom by `factor` about a RAS point fixed on screen (the slice node's field of view and centre)."""
         v = self.view(view)
-        if not (math.isfinite(factor) and factor > 0):
-            raise ViewerError("invalid_arguments", "factor must be a positive number")
-        extent = float(np.ptp(self._reference().corners_ras(), axis=0).max()) + 1.0
-        new_fov = max(v.fov) / factor
-        if new_fov < MIN_FOV_MM or new_fov > MAX_ZOOM_FOV_FACTOR * extent:
-            raise ViewerError(
-                "invalid_arguments",
-                f"zoom factor {factor} gives a field of view of {new_fov:.2f} mm, outside "
-                f"[{MIN_FOV_MM}, {MAX_ZOOM_FOV_FACTOR * extent:.0f}] mm",
-            )
+        rules.check_zoom_factor(factor)
+        rules.check_zoom_fov(factor, v.fov, self._reference().corners_ras())
         v.zoom(factor, anchor_ras)
         self._write_view(v)
 
     def fit(self, view: str) -> None:
         """vtkMRMLSliceLogic's fit (FitSliceToAll's rule, on the background volume) at the view's size; the
         slice offset is kept."""
-        self._check_view(view)
+        rules.check_view(view)
         background = self.volume_node(self.resolve_volume())
         node = self.slice_node(view)
         native = node.GetSliceOffset()
@@ -543,12 +491,8 @@ class SlicerSceneViewer:
 
     def jump(self, ras: np.ndarray) -> None:
         """Centre every view on a RAS point (vtkMRMLSliceNode::JumpSliceByCentering)."""
-        ras = np.asarray(ras, dtype=float)
-        if ras.shape != (3,) or not np.all(np.isfinite(ras)):
-            raise ViewerError("invalid_arguments", "ras must be three finite numbers")
-        corners = self._reference().corners_ras()
-        if np.any(ras < corners.min(axis=0) - 1e-6) or np.any(ras > corners.max(axis=0) + 1e-6):
-            raise ViewerError("out_of_volume", f"RAS {ras.tolist()} lies outside the volume's bounds")
+        ras = rules.jump_point(ras)
+        rules.check_inside(ras, self._reference().corners_ras())
         for name in VIEW_NAMES:
             self.slice_node(name).JumpSliceByCentering(float(ras[0]), float(ras[1]), float(ras[2]))
 
@@ -569,8 +513,7 @@ class SlicerSceneViewer:
         d.SetAttribute(PRESET_ATTR, s.preset or "")
 
     def set_window_level(self, vid: str, window: float, level: float) -> None:
-        if not (math.isfinite(window) and window > 0 and math.isfinite(level)):
-            raise ViewerError("invalid_arguments", "window must be > 0 and level finite")
+        rules.check_window_level(window, level)
         self._write_display(vid, DisplaySettings(float(window), float(level), False, self.display(vid).colormap))
 
     def set_auto_window_level(self, vid: str) -> None:
@@ -579,14 +522,22 @@ class SlicerSceneViewer:
         self._write_display(vid, DisplaySettings(w, lv, True, self.display(vid).colormap))
 
     def apply_preset(self, vid: str, preset: str) -> None:
-        if preset not in FIXED_PRESETS and preset not in AUTO_PRESETS:
-            raise ViewerError("invalid_arguments", f"unknown preset {preset!r}")
+        rules.check_preset(preset)
         self._write_display(vid, preset_settings(self._volumes[vid], preset))
 
     # ----- layers -----
     @property
     def background(self) -> str | None:
         return self.composite_node("red").GetBackgroundVolumeID()
+
+    def scene_data(self) -> dict[str, Any]:
+        """For a host's 3D view: the background volume, its display node's window/level and the segments; {}
+        without a volume of this viewer's as the background."""
+        vid = self.background
+        if vid is None or vid not in self._volumes:
+            return {}
+        d, segments = self.display(vid), list(self._segments.values())
+        return {"volume": self._volumes[vid], "window": d.window, "level": d.level, "segments": segments}
 
     def select_volume(self, vid: str) -> None:
         """The background of every composite node (the active volume)."""
@@ -599,12 +550,7 @@ class SlicerSceneViewer:
                 c.SetForegroundOpacity(0.0)
 
     def set_fusion(self, bg: str, fg: str | None, opacity: float, mode: str = "blend") -> None:
-        if mode not in FUSION_MODES:
-            raise ViewerError("invalid_arguments", f"mode must be one of {FUSION_MODES}")
-        if not (math.isfinite(opacity) and 0.0 <= opacity <= 1.0):
-            raise ViewerError("invalid_arguments", "foreground_opacity must lie in [0, 1]")
-        if fg is not None and fg == bg:
-            raise ViewerError("invalid_arguments", "foreground and background must be different volumes")
+        rules.check_fusion(bg, fg, opacity, mode)
         for name in VIEW_NAMES:
             c = self.composite_node(name)
             c.SetBackgroundVolumeID(bg)
