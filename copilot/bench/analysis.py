@@ -74,7 +74,8 @@ def guard_table(rows: list[dict[str, Any]]) -> Table:
         "guards",
         "Workflow guard firings per model",
         "Warnings the handlers returned to the model (unregistered fusion, evidence off the source series, "
-        "superseded node ids, evidence on a slice or point never shown).",
+        "superseded node ids, evidence on a slice or point never shown; slides: evidence below the magnification "
+        "localisation needs, or recorded while the view had moved since the last screenshot).",
         header,
     )
     for model in sorted(episodes):

@@ -6,6 +6,7 @@ A guard never refuses or changes a call; it names a workflow fault the paper's f
 - `superseded_node`: using a volume id after a registered copy of it replaced it (a stale node);
 - `off_source_series`: taking evidence on a series other than the task's designated source series;
 - `unobserved_evidence`: recording a key slice or point on a plane no returned image ever showed.
+The pathology counterparts are in `slide_guards.py`.
 
 A volume's frame of reference is, in order: set by an operator that produced it (registered output: the
 fixed volume's frame), the case's `inputs.frames_of_reference` (volume name → frame), or a DICOM

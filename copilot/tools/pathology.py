@@ -10,6 +10,7 @@ from pydantic import Field
 from copilot.engine.render import encode_jpeg
 from copilot.engine.slide_viewer import IMAGE_TYPES, ZOOM_STEP
 from copilot.errors import HandlerError
+from copilot.tools import slide_guards
 from copilot.tools.args import Label, resolve_case_path
 from copilot.tools.qupath_summary import direct_state_summary, gui_state_summary
 from copilot.tools.registry import HandlerOutput, ImageOut, Registry, SlideContext
@@ -26,6 +27,7 @@ ImageType = Literal[IMAGE_TYPES]  # type: ignore[valid-type]
 
 def _screenshot(ctx: SlideContext, label: str = "viewer") -> ImageOut:
     image = ctx.viewer.render()
+    slide_guards.note_shown(ctx)
     if getattr(ctx.viewer, "screenshot_format", "png") == "jpeg":
         return ImageOut(view="viewer", data=encode_jpeg(image), mime="image/jpeg", label=label)
     return ImageOut(view="viewer", image=image, label=label)
@@ -234,15 +236,15 @@ def viewer_point_to_wsi_coordinate(
     sx, sy = x / 1000.0 * vp.width, y / 1000.0 * vp.height
     box = viewer.overview_box()
     on_overview = box is not None and box[0] <= sx <= box[2] and box[1] <= sy <= box[3]
-    return HandlerOutput(
-        {
-            "x": round(wx, 2),
-            "y": round(wy, 2),
-            "inside_image": 0 <= wx < w and 0 <= wy < h,
-            "on_overview_thumbnail": on_overview,
-            "downsample": vp.downsample,
-        }
-    )
+    result = {
+        "x": round(wx, 2),
+        "y": round(wy, 2),
+        "inside_image": 0 <= wx < w and 0 <= wy < h,
+        "on_overview_thumbnail": on_overview,
+        "downsample": vp.downsample,
+    }
+    slide_guards.check_observed(ctx, (wx, wy), result)
+    return HandlerOutput(result)
 
 
 @handler(role="evidence_capture")
@@ -261,11 +263,15 @@ def record_view_evidence(ctx: SlideContext, label: Label = "", x: Coord = None, 
         "magnification": st["magnification"],
         "visible_region": st["visible_region"],
     }
+    level0 = None
     if pt is not None:
-        wx, wy = viewer.point_to_level0(*pt)
-        rec["point"] = {"x": round(wx, 2), "y": round(wy, 2), "point_1000": list(pt)}
+        level0 = viewer.point_to_level0(*pt)
+        rec["point"] = {"x": round(level0[0], 2), "y": round(level0[1], 2), "point_1000": list(pt)}
     ctx.evidence.append(rec)
-    return HandlerOutput({"evidence": rec})
+    result: dict[str, Any] = {"evidence": rec}
+    slide_guards.check_observed(ctx, level0, result)
+    slide_guards.check_magnification(ctx, result)
+    return HandlerOutput(result)
 
 
 @handler(role="viewer_control")
