@@ -15,6 +15,7 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,9 @@ API = "/medcopilot/v1"
 
 
 # ----- raw HTTP -----
-def _raw(srv: RunningServer, data: bytes, wait: float = 5.0) -> list[bytes]:
-    """Send raw bytes (from a thread, so that a reply before the end of the upload is seen); return the
-    status lines of every response until the server closes or resets (`<still open>` if `wait` passes)."""
+def _exchange(srv: RunningServer, data: bytes, wait: float = 5.0) -> bytes:
+    """Send raw bytes (from a thread, so that a reply before the end of the upload is seen); return every
+    byte received until the server closes or resets (ending in `<still open>` if `wait` passes)."""
     host, port = srv.server.server_address[:2]
     with socket.create_connection((host, port), timeout=wait) as sock:
 
@@ -58,9 +59,23 @@ def _raw(srv: RunningServer, data: bytes, wait: float = 5.0) -> list[bytes]:
             received += b"<still open>"
         except ConnectionResetError:  # the server closed with the upload unread: the reply came first
             pass
+    return received
+
+
+def _raw(srv: RunningServer, data: bytes, wait: float = 5.0) -> list[bytes]:
+    """The status lines of every response to raw bytes (`<still open>` last if the server never closed)."""
+    received = _exchange(srv, data, wait)
     return [line for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")] + (
         [b"<still open>"] if received.endswith(b"<still open>") else []
     )
+
+
+def _envelope(received: bytes) -> tuple[bytes, dict[str, str], dict]:
+    """The first response's status line, headers and JSON body."""
+    head, _, rest = received.partition(b"\r\n\r\n")
+    status, *lines = head.split(b"\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.decode().partition(":") for ln in lines)}
+    return status, headers, json.loads(rest[: int(headers["content-length"])])
 
 
 def _head(srv: RunningServer, method: str, path: str, extra: str = "", auth: bool = True) -> bytes:
@@ -71,9 +86,12 @@ def _head(srv: RunningServer, method: str, path: str, extra: str = "", auth: boo
 
 @pytest.mark.parametrize("value", ["-5", "abc", "1e3", " 12x"])
 def test_bad_content_length_gets_a_400_reply(server: RunningServer, value: str) -> None:
-    statuses = _raw(server, _head(server, "POST", f"{API}/handlers/ping", f"Content-Length: {value}\r\n") + b"{}")
-    assert statuses and statuses[0].startswith(b"HTTP/1.1 400"), statuses
-    assert b"<still open>" not in statuses  # answered, then closed: nothing read to end of stream
+    received = _exchange(server, _head(server, "POST", f"{API}/handlers/ping", f"Content-Length: {value}\r\n") + b"{}")
+    assert not received.endswith(b"<still open>")  # answered, then closed: nothing read to end of stream
+    status, headers, body = _envelope(received)
+    assert status == b"HTTP/1.1 400 Bad Request" and headers["connection"] == "close"
+    assert headers["content-type"] == "application/json"
+    assert body["ok"] is False and body["error"]["code"] == "invalid_request" and body["error"]["message"]
 
 
 def test_absent_content_length_is_an_empty_body(server: RunningServer) -> None:
@@ -109,6 +127,34 @@ def test_slow_body_times_out(traced_session: Session) -> None:
     try:
         head = _head(srv, "POST", f"{API}/handlers/ping", "Content-Length: 10\r\n")
         assert _raw(srv, head + b"{")[0].startswith(b"HTTP/1.1 408")
+    finally:
+        srv.stop()
+
+
+def test_slow_request_headers_time_out(traced_session: Session) -> None:
+    srv = RunningServer(traced_session)
+    srv.server.limits = replace(srv.server.limits, header_timeout_s=0.5)  # read as each connection is made
+    host, port = srv.server.server_address[:2]
+    head = _head(srv, "GET", f"{API}/state")
+    try:
+        for sent in (b"", head[:20]):  # nothing at all; a request line cut short
+            started = time.monotonic()
+            received = _exchange(srv, sent)
+            assert 0.4 < time.monotonic() - started < 3.0 and not received.endswith(b"<still open>")
+            status, headers, body = _envelope(received)
+            assert status == b"HTTP/1.1 408 Request Timeout" and headers["connection"] == "close"
+            assert body["ok"] is False and body["error"]["code"] == "request_timeout"
+        # a kept-alive connection: its next request's headers are timed from their first byte
+        with socket.create_connection((host, port), timeout=5) as sock:
+            sock.sendall(head)
+            time.sleep(0.7)  # past the header limit, within keep-alive: the first request was complete
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            sock.sendall(head[:20])
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+            assert _envelope(reply)[2]["error"]["code"] == "request_timeout"
+        assert srv.client.request("GET", f"{API}/state").status == 200  # complete requests are unaffected
     finally:
         srv.stop()
 
@@ -162,7 +208,8 @@ def test_connection_limit_answers_503(traced_session: Session) -> None:
     try:
         idle = [socket.create_connection((host, port)) for _ in range(3)]
         time.sleep(0.3)
-        assert srv.client.request("GET", f"{API}/state").status == 503
+        refused = srv.client.request("GET", f"{API}/state")
+        assert refused.status == 503 and refused.error_code == "too_many_connections"
         for s in idle:
             s.close()
         time.sleep(0.3)

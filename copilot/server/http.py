@@ -1,13 +1,15 @@
 """The handler HTTP server (`medcopilot serve`): `/medcopilot/v1` plus a read-only `/slicer` subset.
 
-An ASGI application (Starlette responses) served by uvicorn (h11): HTTP parsing, keep-alive, idle
-timeouts and the connection limit are the server's; every handler call runs in a worker thread
-through `Session.call`, which serialises calls under the session lock. Each request is checked in a
-fixed order before any byte of its body is read: declared size (413), `Host`/`Origin` allow-list
-(403, which refuses DNS rebinding even on the open `/slicer` subset), bearer token (401); then the
-body is read within the size and time limits and parsed by the shared JSON limits (400 `invalid_json`).
-Bound to 127.0.0.1 unless told otherwise; the `/slicer` subset needs no token only when
-`slicer_compat` is on and the client is on loopback. `/slicer/exec` is always refused.
+An ASGI application (Starlette responses) served by uvicorn (h11): HTTP parsing, keep-alive and idle
+timeouts are the server's; `protocol.py` adds a deadline on request headers (408) and answers
+unparsable requests (400) and the connection cap (503) with the JSON envelopes used everywhere else.
+Every handler call runs in a worker thread through `Session.call`, which serialises calls under the
+session lock. Each request is checked in a fixed order before any byte of its body is read: declared
+size (413), `Host`/`Origin` allow-list (403, which refuses DNS rebinding even on the open `/slicer`
+subset), bearer token (401); then the body is read within the size and time limits and parsed by the
+shared JSON limits (400 `invalid_json`). Bound to 127.0.0.1 unless told otherwise; the `/slicer`
+subset needs no token only when `slicer_compat` is on and the client is on loopback. `/slicer/exec` is
+always refused.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
 from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length, parse_json_body
 from copilot.server.openapi import openapi_document
+from copilot.server.protocol import error_body as _error_body
+from copilot.server.protocol import protocol_for
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
 
@@ -43,10 +47,6 @@ Scope = dict[str, Any]
 
 def _body(obj: Any) -> bytes:
     return json.dumps(obj, allow_nan=False).encode("utf-8")
-
-
-def _error_body(code: str, message: str) -> bytes:
-    return _body({"ok": False, "error": {"code": code, "message": message}})
 
 
 class _Refusal(Exception):
@@ -260,7 +260,7 @@ class HandlerServer:
             lifespan="off",
             log_level="error",
             access_log=False,
-            http="h11",
+            http=protocol_for(self),
             limit_concurrency=limits.max_connections,
             timeout_keep_alive=limits.keep_alive_s,
             timeout_graceful_shutdown=5,

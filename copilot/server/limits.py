@@ -32,6 +32,7 @@ class Limits:
     max_body: int = 1 << 20  # bytes of a request body
     max_depth: int = 64  # nesting of JSON arrays/objects
     max_int_digits: int = 40  # digits of a JSON integer
+    header_timeout_s: float = 10.0  # from connecting (or a kept-alive request's first byte) to the end of its headers
     body_timeout_s: float = 30.0  # time to receive a whole body
     call_timeout_s: float = 30.0  # a synchronous handler call; longer work runs as a job
     keep_alive_s: int = 5  # idle time before a kept-alive connection is closed
