@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,30 +213,47 @@ class MainWindow(QMainWindow):
     def open_path(self, path: str | Path, series: Series | None = None, trace_dir: str | Path | None = None) -> bool:
         """Open whatever a path holds; errors are shown, never raised."""
         try:
-            what = classify(path)
-            if what == "trace":
-                self.open_trace(path)
-            elif what == "case_folder":
-                self.cases = case_packs(path)
-                self.load_study(self.cases[0], trace_dir=trace_dir)
-            else:
-                if what == "dicom" and Path(path).is_dir() and series is None:
-                    found = dicom_series(path)
-                    if not found:
-                        raise StudyError(f"{Path(path).name}: no image series")
-                    series = found[0] if len(found) == 1 else self.pick_series(found)
-                    if series is None:
-                        return False
-                if what != "case_pack" or Path(path).resolve() not in self.cases:
-                    self.cases = [Path(path).resolve()] if what == "case_pack" else []
-                self.load_study(Path(path), series, trace_dir)
+            opened = self.open_study_path(path, series, trace_dir)
         except Exception as exc:  # shown to the clinician, never a crash
             self.readout.setText(f"cannot open {path}: {exc}")
             print(f"medcopilot gui: cannot open {path}: {exc}", file=sys.stderr)
             if not self.quiet:
                 QMessageBox.warning(self, "Cannot open", f"{Path(path).name}: {exc}")
             return False
-        self.recent.add(path)
+        if opened:
+            self.recent.add(path)
+        return opened
+
+    def open_study_path(
+        self,
+        path: str | Path,
+        series: Series | None = None,
+        trace_dir: str | Path | None = None,
+        cases: list[Path] | None = None,
+        pick: Callable[[list[Series]], Series | None] | None = None,
+    ) -> bool:
+        """Open a trace, a folder of case packs, a case pack, a DICOM folder (`pick` chooses among several series;
+        default: the series picker), a volume file or a slide. Errors are raised; False when no series was chosen."""
+        what = classify(path)
+        if what == "trace":
+            self.open_trace(path)
+            return True
+        if what == "case_folder":
+            self.cases = case_packs(path)
+            self.load_study(self.cases[0], trace_dir=trace_dir)
+            return True
+        if what == "dicom" and Path(path).is_dir() and series is None:
+            found = dicom_series(path)
+            if not found:
+                raise StudyError(f"{Path(path).name}: no image series")
+            series = found[0] if len(found) == 1 else (pick or self.pick_series)(found)
+            if series is None:
+                return False
+        if cases is not None:
+            self.cases = list(cases)
+        elif what != "case_pack" or Path(path).resolve() not in self.cases:
+            self.cases = [Path(path).resolve()] if what == "case_pack" else []
+        self.load_study(Path(path), series, trace_dir)
         return True
 
     def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
@@ -507,21 +525,10 @@ class MainWindow(QMainWindow):
 
 
 def build_window(path: str | Path, trace_dir: str | Path | None = None, cases: list[Path] | None = None) -> MainWindow:
-    """A window showing a study (or a folder of case packs, or a trace); errors are raised."""
+    """A window showing a study (or a folder of case packs, or a trace); errors are raised. A DICOM folder with
+    several series opens its first."""
     window = MainWindow()
-    what = classify(path)
-    if what == "trace":
-        window.open_trace(path)
-    elif what == "case_folder":
-        window.cases = case_packs(path)
-        window.load_study(window.cases[0], trace_dir=trace_dir)
-    elif what == "dicom" and Path(path).is_dir():
-        found = dicom_series(path)
-        window.cases = []
-        window.load_study(Path(path), found[0] if found else None, trace_dir)
-    else:
-        window.cases = list(cases) if cases else ([Path(path).resolve()] if what == "case_pack" else [])
-        window.load_study(Path(path), None, trace_dir)
+    window.open_study_path(path, trace_dir=trace_dir, cases=cases, pick=lambda found: found[0])
     return window
 
 
