@@ -203,6 +203,7 @@ class Session:
             return CallOutcome(name, False, exc.status, error=exc.to_json())
         saved_viewer = self._viewer.export_state()
         saved_evidence = copy.deepcopy(self.evidence)
+        saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
             out = spec.impl(self._ctx, **kwargs)
             images = [EncodedImage(im.view, im.mime, _encoded(im), im.label) for im in out.images]
@@ -210,6 +211,8 @@ class Session:
         except Exception as exc:  # any failure: put everything back as it was
             self._viewer.restore_state(saved_viewer)
             self.evidence[:] = saved_evidence
+            self._ctx.memo.clear()
+            self._ctx.memo.update(saved_memo)  # a failed call showed the model nothing
             if isinstance(exc, HandlerError):
                 return CallOutcome(name, False, exc.status, error=exc.to_json())
             return CallOutcome(

@@ -20,10 +20,10 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 
 from copilot.cases.annotations import Annotation, to_geojson
+from copilot.cases.answers import BRACS_LABELS
 from copilot.cases.pack import write_pack
 from copilot.cases.slides import GLASS, HAEMATOXYLIN, he_image, nuclei_map, smooth_field, write_pyramid
 
-BRACS = ("N", "PB", "UDH", "FEA", "ADH", "DCIS", "IC")
 BRACS_NAMES = {
     "N": "Normal",
     "PB": "Pathological benign",
@@ -111,7 +111,7 @@ def make_breast_case(
     label: str | None = None,
 ) -> Path:
     rng = np.random.default_rng(seed)
-    label = label or BRACS[seed % 7]
+    label = label or BRACS_LABELS[seed % len(BRACS_LABELS)]
     shape = (size[1], size[0])
     rgb, tissue = _base_tissue(shape, rng, 1.5)
     ys, xs = np.nonzero(ndimage.binary_erosion(tissue, iterations=min(shape) // 10))
