@@ -1,4 +1,4 @@
-"""`medcopilot` command line: cases make, serve, replay, demo."""
+"""`medcopilot` command line: cases make, serve, chat, replay, demo."""
 
 from __future__ import annotations
 
@@ -229,7 +229,8 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
-    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
+    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
+                    base_url=ns.base_url)  # fmt: skip
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -414,7 +415,15 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
+    gui.add_argument("--ask", action="append", default=[], metavar="QUESTION",
+                     help="with --screenshot: ask the model this first (repeat for follow-ups)")  # fmt: skip
+    gui.add_argument("--policy", default="openai", help="the model policy for --ask: openai[:MODEL]")
+    gui.add_argument("--base-url", default=None, help="OpenAI-compatible service for --ask (default: $OPENAI_BASE_URL)")
     gui.set_defaults(func=_gui)
+
+    from copilot.study.chat import add_parser as add_chat
+
+    add_chat(sub)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
     rp.add_argument("trace_dir")

@@ -257,10 +257,12 @@ class MainWindow(QMainWindow):
         return True
 
     def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
+        """Open a study with its session traced (by default in the per-user sessions folder)."""
         from copilot.panel.studies import open_study
+        from copilot.study.sessions import new_session_dir
 
         study = study_for(path, series)
-        session = open_study(study, trace_dir)
+        session = open_study(study, trace_dir if trace_dir is not None else new_session_dir(study.kind))
         self.set_session(session, study)
 
     def _open_case_index(self, index: int) -> None:
@@ -292,6 +294,7 @@ class MainWindow(QMainWindow):
         if self.model is not None:
             self.model.stop()
             self.model.listeners.clear()
+            self.model.session.close({"status": "closed"})
         if self.replay_dock is not None:
             self.removeDockWidget(self.replay_dock)
             self.replay_dock.deleteLater()
@@ -520,6 +523,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: Any) -> None:
         if self.model is not None:
             self.model.stop()
+            self.model.session.close({"status": "closed"})
         self._scene_reset()
         super().closeEvent(event)
 
@@ -553,10 +557,14 @@ def main(
     run: str | None = None,
     layout: str | None = None,
     fusion: str | None = None,
+    asks: list[str] | None = None,
+    policy: str = "openai",
+    base_url: str | None = None,
 ) -> int:
-    """Open a study (or the last one); with `screenshot`, optionally run an offline policy (then show the
-    `fusion` volume over the active one), save a picture of the window and exit."""
-    from copilot.medflow.policies import make_policy
+    """Open a study (or the last one); with `screenshot`, optionally run an offline policy or ask the model
+    (then show the `fusion` volume over the active one), save a picture of the window and exit: 1 when the run
+    failed, 2 when it could not start (the reason on one line)."""
+    from copilot.study.policies import PolicyUnavailable, study_policy
 
     problem = display_problem()
     if problem is not None:
@@ -576,10 +584,25 @@ def main(
     window.show()
     if screenshot is None:
         return int(app.exec())
-    if run and window.model is not None:
-        window.model.run_episode(make_policy(run))
+    failed = False
+    turns = [(run, "")] if run else [(policy, q) for q in asks or []]
+    conversation = None
+    for spec, question in turns if window.model is not None else []:
+        assert window.model is not None
+        try:
+            conversation = conversation or study_policy(spec, window.model.case, window.model.session.kind,
+                                                        question, base_url=base_url)  # fmt: skip
+        except PolicyUnavailable as exc:
+            print(f"medcopilot gui: {exc}", file=sys.stderr)
+            return 2
+        window.model.run_episode(conversation, question)
         while not window.model.wait(0.05):
             app.processEvents()
+        if window.model.status in ("error", "stopped"):
+            reason = window.model.messages[-1][1] if window.model.messages else window.model.status
+            print(f"medcopilot gui: the run failed: {reason}", file=sys.stderr)
+            failed = True
+            break
     if fusion and window.screen_path is not None:
         ids = {name: vid for vid, name in window.screen_path.volumes()}
         if fusion not in ids:
@@ -596,4 +619,4 @@ def main(
     jpeg = screenshot.lower().endswith((".jpg", ".jpeg"))
     window.grab().save(screenshot, None, 90 if jpeg else 0)  # PNG at the strongest compression
     print(screenshot)
-    return 0
+    return 1 if failed else 0

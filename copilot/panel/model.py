@@ -9,8 +9,6 @@ episode. The viewer the clinician sees is the session's viewer: one scene, one s
 
 from __future__ import annotations
 
-import base64
-import html
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.pack import CasePack
-from copilot.engine.render import encode_png
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
@@ -54,16 +51,21 @@ class ApprovalGate:
         if m.stop_event.is_set():
             raise EpisodeStopped
         if actor == "agent" and m.approve_mode:
-            decision = m.await_approval(name, args or {})
+            decision, reason = m.await_approval(name, args or {})
+            proposal = {"handler": name, "args": dict(args or {})}
             if decision == "stop":
+                self._session.note("clinician_stop", {"during": "approval", **proposal})
                 raise EpisodeStopped
             if decision == "reject":
+                why = reason or "no reason given"
+                self._session.note("clinician_rejection", {**proposal, "reason": why})
                 return CallOutcome(
                     name,
                     False,
                     403,
-                    error={"code": "rejected_by_clinician", "message": "the clinician rejected this action"},
+                    error={"code": "rejected_by_clinician", "message": f"the clinician rejected this action: {why}"},
                 )
+            self._session.note("clinician_approval", proposal)
         return self._session.call(name, args, actor=actor, **kw)
 
 
@@ -83,6 +85,9 @@ class PanelModel:
         self.pending: TimelineEntry | None = None
         self.stop_event = threading.Event()
         self._decision: str | None = None
+        self._reason = ""
+        self.policy: Any = None  # the policy of the last run; a conversation continues with the next question
+        self.policy_label = ""  # the name the clinician chose it by
         self._decided = threading.Condition()
         self._thread: threading.Thread | None = None
         self.listeners: list[Callable[[str], None]] = []
@@ -127,7 +132,11 @@ class PanelModel:
             raise RuntimeError("an episode is already running")
         self.stop_event.clear()
         self.status = "running"
-        self.messages.append(("clinician", f"Run {getattr(policy, 'name', 'policy')} on {self.case.case_id}"))
+        name = getattr(policy, "name", "policy")
+        if policy is not self.policy:
+            self.messages.append(("clinician", f"Run {name} on {self.case.case_id}"))
+        self.policy = policy
+        self.session.note("clinician_instruction", {"text": instruction, "policy": name})
         if instruction:
             self.messages.append(("clinician", instruction))
             if hasattr(policy, "instructions"):
@@ -139,8 +148,11 @@ class PanelModel:
     def _worker(self, policy: Any) -> None:
         try:
             result = policy.run(ApprovalGate(self.session, self), self.case, self.budget)
-            self.messages.append(("agent", result.response))
-            self.take_answer(result.response)
+            if result.status == "error":
+                self.messages.append(("system", result.error or "the model service failed"))
+            else:
+                self.messages.append(("agent", result.response))
+                self.take_answer(result.response)
             self.status = result.status
         except EpisodeStopped:
             self.status = "stopped"
@@ -154,6 +166,7 @@ class PanelModel:
     def take_answer(self, text: str) -> None:
         """Evidence from the final answer joins the list, and the views go to the answered point."""
         self.answer_items = answer_evidence(text, self.session.kind)
+        self.session.note("answer_evidence", {"items": self.answer_items})
         focus = focus_point(self.answer_items)
         if focus is not None:
             self.jump_to_evidence(self.evidence.index(focus), actor="system")
@@ -174,32 +187,38 @@ class PanelModel:
         self.approve_mode = on
         self._notify("status")
 
-    def await_approval(self, name: str, args: dict[str, Any]) -> str:
+    def await_approval(self, name: str, args: dict[str, Any]) -> tuple[str, str]:
+        """Wait for the clinician's decision on a proposed call: (approve | reject | stop, reason)."""
         entry = TimelineEntry(name, dict(args), "agent", "pending")
         with self._decided:
-            self.pending, self._decision = entry, None
+            self.pending, self._decision, self._reason = entry, None, ""
             self.timeline.append(entry)
             self._notify("timeline")
             while self._decision is None and not self.stop_event.is_set():
                 self._decided.wait(0.05)
             decision = "stop" if self.stop_event.is_set() else self._decision
+            reason = self._reason
         if decision != "approve":
             entry.status = "rejected" if decision == "reject" else "stopped"
+            entry.error = reason or None
             self.pending = None
             self._notify("timeline")
-        return decision or "stop"
+        return decision or "stop", reason
 
     def approve(self) -> None:
         with self._decided:
             self._decision = "approve"
             self._decided.notify_all()
 
-    def reject(self) -> None:
+    def reject(self, reason: str = "") -> None:
+        """Reject the pending proposal; the model is told so, with the reason."""
         with self._decided:
-            self._decision = "reject"
+            self._decision, self._reason = "reject", reason.strip()
             self._decided.notify_all()
 
     def stop(self) -> None:
+        if not self.stop_event.is_set() and self.status == "running" and self.pending is None:
+            self.session.note("clinician_stop", {"during": "run"})
         self.stop_event.set()
         with self._decided:
             self._decided.notify_all()
@@ -262,27 +281,11 @@ class PanelModel:
 
     # ----- report -----
     def export_report(self, path: str | Path) -> Path:
-        """HTML evidence report: the final answer, each evidence item and the views it cites (rendered without
-        moving the viewer)."""
-        parts = [
-            f"<!doctype html><html><head><meta charset='utf-8'><title>Evidence report {html.escape(self.case.case_id)}"
-            "</title></head><body>",
-            f"<h1>Evidence report — {html.escape(self.case.case_id)}</h1>",
-        ]
-        answer = next((t for who, t in reversed(self.messages) if who == "agent"), "")
-        parts.append(f"<h2>Answer</h2><pre>{html.escape(answer)}</pre><h2>Evidence</h2>")
-        for n, ev in enumerate(list(self.session.evidence)):
-            parts.append(
-                f"<h3>{n + 1}. {html.escape(ev.get('kind', ''))} {html.escape(ev.get('label', ''))}</h3>"
-                f"<pre>{html.escape(str({k: v for k, v in ev.items() if k != 'view_state'}))}</pre>"
-            )
-            for view, image in (self.session.peek(cited_views(ev, self.session.kind)) or {}).items():
-                data = base64.b64encode(encode_png(image)).decode()
-                parts.append(f'<img alt="{view}" src="data:image/png;base64,{data}" width="256">')
-        parts.append("</body></html>")
-        out = Path(path)
-        out.write_text("".join(parts), encoding="utf-8")
-        return out
+        """The session's audit page (conversation, every call with its arguments, result and images, the evidence
+        drawn on the views), as `medcopilot` writes it per episode; identifiers in it are marked."""
+        from copilot.panel.report import write_session_report
+
+        return write_session_report(self, path)
 
 
 def cited_views(ev: dict[str, Any], kind: str) -> Peek:
