@@ -22,6 +22,13 @@ from copilot.server.http import make_server
 from copilot.session import Session
 
 
+@pytest.fixture(autouse=True)
+def _sessions_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Desktop and chat sessions of the tests keep their traces in a temporary folder, never the user's."""
+    if "MEDCOPILOT_SESSIONS" not in os.environ:
+        monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path_factory.getbasetemp() / "sessions"))
+
+
 def rotation(ax: float, ay: float, az: float) -> np.ndarray:
     """Rotation matrix from three angles (radians)."""
     cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)

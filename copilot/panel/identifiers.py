@@ -28,8 +28,10 @@ DICOM_IDENTIFIERS = (
     "AcquisitionDateTime", "StudyTime", "SeriesTime", "AcquisitionTime", "ContentTime", "IssuerOfPatientID",
     "RequestedProcedureID", "ScheduledProcedureStepID", "PerformedProcedureStepID",
 )  # fmt: skip
-SLIDE_IDENTIFIER_KEYS = re.compile(r"(?i)(filename|date|time|user|barcode|label|patient|accession|operator|name)")
-DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})")
+SLIDE_IDENTIFIER_KEYS = re.compile(
+    r"(?i)(filename|date|time|user|barcode|label|patient|accession|operator|name|artist|hostcomputer|institution)"
+)
+DATE = re.compile(r"^(\d{4})[:.-]?(\d{2})[:.-]?(\d{2})")
 
 
 def _variants(value: str) -> set[str]:
@@ -40,7 +42,7 @@ def _variants(value: str) -> set[str]:
         parts = [p.strip() for p in value.split("^") if p.strip()]
         out |= set(parts) | {" ".join(parts), " ".join(reversed(parts)), ", ".join(parts)}
     m = DATE.match(value)
-    if m and len(value) in (8, 14, 21, 26):
+    if m:
         y, mo, d = m.groups()
         out |= {f"{y}{mo}{d}", f"{y}-{mo}-{d}", f"{d}/{mo}/{y}", f"{mo}/{d}/{y}", f"{y}.{mo}.{d}", f"{d}.{mo}.{y}"}
     return {v for v in out if len(v) >= MIN_LENGTH}
@@ -68,19 +70,36 @@ def dicom_identifiers(files: Iterable[Path]) -> set[str]:
     return found
 
 
-def slide_identifiers(path: Path) -> set[str]:
-    """Identifier strings of a slide: property values that name files, people, dates or labels."""
-    found: set[str] = set()
+def _slide_properties(path: Path) -> dict[str, str]:
+    try:
+        import openslide
+
+        with openslide.OpenSlide(str(path)) as slide:
+            return {str(k): str(v) for k, v in slide.properties.items() if v is not None}
+    except Exception:  # not an OpenSlide format: tiffslide reads the TIFF tags
+        pass
     try:
         import tiffslide
 
         with tiffslide.TiffSlide(str(path)) as slide:
-            props = dict(slide.properties)
-    except Exception:  # an unreadable property table: the names below still count
-        props = {}
-    for key, value in props.items():
-        if value is not None and SLIDE_IDENTIFIER_KEYS.search(str(key)) and not str(key).startswith("tiffslide."):
-            found |= _variants(str(value))
+            return {str(k): str(v) for k, v in slide.properties.items() if v is not None}
+    except Exception:  # an unreadable property table: nothing to add
+        return {}
+
+
+def slide_identifiers(path: Path) -> set[str]:
+    """Identifier strings of a slide: property values (and `key = value` parts of descriptions) that name
+    files, people, dates, barcodes or labels."""
+    found: set[str] = set()
+    for key, value in _slide_properties(path).items():
+        if key.startswith(("tiffslide.", "openslide.")):
+            continue
+        if SLIDE_IDENTIFIER_KEYS.search(key):
+            found |= _variants(value)
+        for part in value.split("|"):  # Aperio-style descriptions: `Key = value` fields
+            name, sep, field = part.partition("=")
+            if sep and SLIDE_IDENTIFIER_KEYS.search(name):
+                found |= _variants(field)
     if path.suffix.lower() == ".dcm":
         found |= dicom_identifiers([path])
     return found

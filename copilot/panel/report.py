@@ -73,7 +73,8 @@ def mark_identifiers(page: str, identifiers: list[str]) -> tuple[str, int]:
     escaped = sorted({html.escape(i, quote=False) for i in identifiers if i}, key=len, reverse=True)
     if not escaped:
         return page, 0
-    pattern = re.compile("|".join(re.escape(i) for i in escaped), re.IGNORECASE)
+    body = "|".join(re.escape(i) for i in escaped)
+    pattern = re.compile(rf"(?<![A-Za-z0-9])(?:{body})(?![A-Za-z0-9])", re.IGNORECASE)
     count = 0
 
     def mark(m: re.Match[str]) -> str:

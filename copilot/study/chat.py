@@ -81,6 +81,12 @@ class Terminal:
     def note(self, text: str) -> None:
         print(text, file=self.err, flush=True)
 
+    def peek(self) -> str | None:
+        """The next line without taking it (None when none is waiting)."""
+        with self.lines.mutex:
+            head = self.lines.queue[0] if self.lines.queue else None
+        return head.strip() if head else None
+
     def next_line(self, timeout: float | None = None) -> str | None:
         """The next line (None at end of input); raises queue.Empty after `timeout`."""
         if self.eof:
@@ -102,31 +108,36 @@ def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
     from copilot.panel.answer_evidence import evidence_label
 
     model.run_episode(policy, question)
-    asked = None
+    asked = decided = None
     while not model.wait(0.05):
         pending = model.pending
         if pending is not None and pending is not asked:
             asked = pending
             term.say(f"proposed: {pending.handler}({_short(pending.args)}) — /approve, /reject REASON or /stop")
-        if term.eof or (pending is None and term.lines.empty()):
-            if term.eof and pending is not None:
-                model.stop()  # nobody is left to decide
+        undecided = pending is not None and pending is not decided
+        if not undecided:
+            if term.peek() == "/stop":  # typed while the model works
+                term.next_line(0.05)
+                model.stop()
+            continue
+        if term.eof:
+            model.stop()  # nobody is left to decide
             continue
         try:
             line = term.next_line(0.05)
         except queue.Empty:
             continue
-        if line is None:
-            continue
-        command = line.strip()
+        command = (line or "").strip()
         if command == "/stop":
             model.stop()
-        elif pending is not None and command in ("/approve", "y", "yes"):
+        elif command in ("/approve", "y", "yes"):
             model.approve()
-        elif pending is not None and (command.startswith("/reject") or command in ("n", "no")):
+            decided = pending
+        elif command.startswith("/reject") or command in ("n", "no"):
             model.reject(command.partition(" ")[2])
+            decided = pending
         elif command:
-            term.note(f"(ignored while the model works: {command!r}; use /approve, /reject REASON or /stop)")
+            term.note(f"(not a decision: {command!r}; use /approve, /reject REASON or /stop)")
     if model.status == "error":
         term.note(f"error: {model.messages[-1][1] if model.messages else 'the model service failed'}")
         return "error"

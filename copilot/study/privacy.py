@@ -26,14 +26,21 @@ class PrivacyError(RuntimeError):
     """The study cannot be sent without an identifier (e.g. burnt into the images by its series name)."""
 
 
+def identifier_pattern(identifiers: Iterable[str]) -> re.Pattern[str] | None:
+    """A case-insensitive pattern of whole identifiers (not inside a longer word or number: 'DOE' in 'does')."""
+    alternatives = sorted({i for i in identifiers if i}, key=len, reverse=True)
+    if not alternatives:
+        return None
+    body = "|".join(re.escape(i) for i in alternatives)
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{body})(?![A-Za-z0-9])", re.IGNORECASE)
+
+
 class Redactor:
     """Removes a study's identifiers from any JSON-like value (strings are scrubbed; image data URLs are kept)."""
 
     def __init__(self, identifiers: Iterable[str]) -> None:
         self.identifiers = sorted({i for i in identifiers if len(i) >= MIN_LENGTH}, key=len, reverse=True)
-        self._pattern = (
-            re.compile("|".join(re.escape(i) for i in self.identifiers), re.IGNORECASE) if self.identifiers else None
-        )
+        self._pattern = identifier_pattern(self.identifiers)
 
     def text(self, value: str) -> str:
         if self._pattern is None or value.startswith("data:image/"):
