@@ -197,9 +197,7 @@ def rejection_reached_the_model(fake: FakeOpenAI) -> None:
 # ----- the DICOM study -----
 
 
-def test_dicom_conversation_on_the_desktop_view_model(
-    dicom_study: Path, tmp_path: Path, drawn_text: list[str]
-) -> None:
+def test_dicom_conversation_on_the_desktop_view_model(dicom_study: Path, tmp_path: Path, drawn_text: list[str]) -> None:
     study = study_for(dicom_study)
     session = open_study(study, tmp_path / "trace")
     ras = block_centre(session)
@@ -274,9 +272,7 @@ def test_dicom_conversation_through_chat(
 # ----- the slide -----
 
 
-def test_slide_conversation_on_the_desktop_view_model(
-    slide_study: Path, tmp_path: Path, drawn_text: list[str]
-) -> None:
+def test_slide_conversation_on_the_desktop_view_model(slide_study: Path, tmp_path: Path, drawn_text: list[str]) -> None:
     study = study_for(slide_study)
     session = open_study(study, tmp_path / "trace")
     fake = FakeOpenAI(SLIDE_SCRIPT)
@@ -353,7 +349,8 @@ def test_chat_with_the_service_down_exits_non_zero_with_one_line(
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     rc = main(["chat", str(dicom_study), "--ask", "Anything?", "--base-url", url, "--trace-dir", str(tmp_path / "a")])
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
-    assert rc == 1 and errors == [f"error: model service at {url} is not reachable (check OPENAI_BASE_URL or --base-url)"]
+    assert rc == 1
+    assert errors == [f"error: model service at {url} is not reachable (check OPENAI_BASE_URL or --base-url)"]
     assert any(e["type"] == "agent_error" for e in events(tmp_path / "a"))
     fake = FakeOpenAI([{"status": 503}])
     try:

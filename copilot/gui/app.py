@@ -551,6 +551,17 @@ def display_problem() -> str | None:
     return None
 
 
+def _run_problem(spec: str, target: str | Path) -> str | None:
+    """Why a policy cannot run on the study at a path (None when it can, or when the path is no single study)."""
+    from copilot.panel.studies import StudyError
+    from copilot.study.policies import policy_problem
+
+    try:
+        return policy_problem(spec, study_for(target))
+    except (StudyError, OSError, ValueError):
+        return None
+
+
 def main(
     path: str | None,
     screenshot: str | None = None,
@@ -577,6 +588,11 @@ def main(
     if target is not None and not Path(target).exists():
         print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
         return 2
+    if run and target is not None and screenshot is not None:  # refused before the study is even opened
+        problem = _run_problem(run, target)
+        if problem:
+            print(f"medcopilot gui: {problem}", file=sys.stderr)
+            return 2
     if target is not None and not window.open_path(target):
         return 1 if screenshot else int(app.exec())
     if layout:

@@ -180,6 +180,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
                      f"{_short(result, 200)}")  # fmt: skip
 
     session.listeners.append(on_call)
+    policy: Any
     if settings is not None:
         policy = new_conversation(settings, study, session.kind, on_text=lambda t: term.say(f"model: {t}"),
                                   announce=term.note)  # fmt: skip
