@@ -110,6 +110,7 @@ class MainWindow(QMainWindow):
             ("Open DICOM or case folder…", self._open_folder_dialog, None),
             ("Open trace for replay…", self._open_trace_dialog, None),
             ("Save screenshot…", self._save_screenshot, None),
+            ("Export session report…", self._export_report, None),
         ):
             action = QAction(text, self)
             action.triggered.connect(slot)
@@ -192,6 +193,11 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Screenshot", "medcopilot.png", "PNG (*.png)")
         if path:
             self.grab().save(path)
+
+    def _export_report(self) -> None:
+        """The session's audit page (the copilot panel's export)."""
+        if self.model is not None:
+            self.panel.export_dialog()
 
     def dragEnterEvent(self, event: Any) -> None:
         if event.mimeData().hasUrls():

@@ -72,7 +72,7 @@ class PanelWidget(QWidget):
             "Question for the model (Run asks it; follow-ups continue the conversation), or a rejection's reason"
         )
         layout.addWidget(self.instruction)
-        self.export_button = QPushButton("Export evidence report…")
+        self.export_button = QPushButton("Export session report…")
         layout.addWidget(self.export_button)
         self.status = QLabel("idle")
         layout.addWidget(self.status)
@@ -87,7 +87,7 @@ class PanelWidget(QWidget):
         self.approve_button.clicked.connect(model.approve)
         self.reject_button.clicked.connect(self._reject)
         self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
-        self.export_button.clicked.connect(self._export)
+        self.export_button.clicked.connect(self.export_dialog)
 
     def _grey_unavailable(self) -> None:
         """Offline policies that need a benchmark module are greyed on other studies, the reason as a tooltip."""
@@ -119,8 +119,8 @@ class PanelWidget(QWidget):
         self.model.reject(self.instruction.text().strip())
         self.instruction.clear()
 
-    def _export(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Evidence report", "evidence_report.html", "HTML (*.html)")
+    def export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Session report", "session_report.html", "HTML (*.html)")
         if path:
             self.model.export_report(path)
 
