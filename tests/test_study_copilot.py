@@ -443,3 +443,33 @@ def test_a_remote_service_is_announced_once_before_the_first_request(dicom_study
         fake.stop()
     assert said == [(disclosure("https://models.example.org/v1", "radiology"), 0)]
     assert "https://models.example.org/v1" in said[0][0] and "identifiers" in said[0][0]
+
+
+def test_gui_ask_screenshot_exit_codes(
+    dicom_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeOpenAI([{"content": "A block.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 11"}])
+    shot = tmp_path / "ok.png"
+    try:
+        rc = main(["gui", str(dicom_study), "--ask", "What is there?", "--base-url", fake.base_url,
+                   "--screenshot", str(shot)])  # fmt: skip
+    finally:
+        fake.stop()
+    assert rc == 0 and shot.is_file() and len(fake.requests) == 1
+    monkeypatch.setenv("MEDCOPILOT_MAX_RETRIES", "0")
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    rc = main(["gui", str(dicom_study), "--ask", "What is there?", "--base-url", url, "--screenshot",
+               str(tmp_path / "down.png")])  # fmt: skip
+    assert rc == 1 and "is not reachable" in capsys.readouterr().err
+
+
+def test_a_series_name_holding_an_identifier_is_refused_before_sending(dicom_study: Path) -> None:
+    from copilot.study.privacy import PrivacyError, check_images
+
+    session = open_study(study_for(dicom_study))
+    try:
+        check_images(session, Redactor(["MRN-7734921"]))  # the real series name is clean
+        with pytest.raises(PrivacyError, match="rename"):
+            check_images(session, Redactor(["T2 axial"]))  # as if the series were named after the patient
+    finally:
+        session.close()

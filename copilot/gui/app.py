@@ -10,6 +10,7 @@ and never waits for the session lock.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -557,6 +558,11 @@ def display_problem() -> str | None:
     return None
 
 
+def _announce(model: PanelModel, line: str) -> None:
+    model.messages.append(("system", line))
+    print(f"medcopilot gui: {line}", file=sys.stderr)
+
+
 def _run_problem(spec: str, target: str | Path) -> str | None:
     """Why a policy cannot run on the study at a path (None when it can, or when the path is no single study)."""
     from copilot.panel.studies import StudyError
@@ -612,8 +618,11 @@ def main(
     for spec, question in turns if window.model is not None else []:
         assert window.model is not None
         try:
-            conversation = conversation or study_policy(spec, window.model.case, window.model.session.kind,
-                                                        question, base_url=base_url)  # fmt: skip
+            if conversation is None:
+                conversation = study_policy(spec, window.model.case, window.model.session.kind, question,
+                                            base_url=base_url)  # fmt: skip
+                if hasattr(conversation, "announce"):  # the remote-service notice, in the chat and on stderr
+                    conversation.announce = functools.partial(_announce, window.model)
         except PolicyUnavailable as exc:
             print(f"medcopilot gui: {exc}", file=sys.stderr)
             return 2

@@ -210,7 +210,8 @@ def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
             raise RuntimeError("model settings were cancelled")
         model = getattr(parent, "model", None)
         if model is not None and getattr(model.case, "module", "") not in modules():
-            return conversation(dialog.settings(), model.case, model.session.kind)
+            return conversation(dialog.settings(), model.case, model.session.kind,
+                                announce=lambda line: model.messages.append(("system", line)))  # fmt: skip
         return ChatAgent(dialog.settings())
 
     return {

@@ -84,7 +84,7 @@ class StudyConversation(ChatAgent):
         self.redactor = redactor
         self.messages: list[dict[str, Any]] = []
         self.questions = 0
-        self.on_text = on_text  # each model message as it arrives (the terminal prints it)
+        self.on_text = on_text  # what the model says along with its calls, as it arrives (the terminal prints it)
         self.announce = announce  # the one-line disclosure before the first request to a remote service
         self._announced = False
         self._turn_start = 0
@@ -104,9 +104,9 @@ class StudyConversation(ChatAgent):
                 if self.announce is not None:
                     self.announce(line)
         response = self._complete(session, self.outgoing(), tools, round_no, deadline)
-        text = response.choices[0].message.content
-        if text and self.on_text is not None:
-            self.on_text(text)
+        message = response.choices[0].message
+        if message.content and message.tool_calls and self.on_text is not None:  # what it says while it works
+            self.on_text(message.content)
         return response
 
     # ----- one question -----
