@@ -94,7 +94,7 @@ class PanelModel:
         self.crosshair: list[float] | None = None  # RAS of the linked cursor shown in every slice view
         self.answer_items: list[dict[str, Any]] = []  # evidence stated in the final answer
         self.selected: int | None = None  # the evidence item last jumped to
-        session.listeners.append(self._on_call)
+        session.subscribe(self._on_call)
 
     # ----- notifications -----
     def _notify(self, what: str) -> None:
@@ -122,7 +122,7 @@ class PanelModel:
     @property
     def evidence(self) -> list[dict[str, Any]]:
         """Recorded evidence, then what the final answer states (key slices, RAS point, slide points)."""
-        return list(self.session.evidence) + list(self.answer_items)
+        return self.session.evidence() + list(self.answer_items)
 
     # ----- the episode -----
     def run_episode(self, policy: Any, instruction: str = "") -> None:

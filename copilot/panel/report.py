@@ -65,7 +65,7 @@ def evidence_figures(session: Any, evidence: list[dict[str, Any]]) -> list[tuple
             out.append((draw_markers(frame), caption, frame))
         return out
     finally:
-        session.listeners.remove(screen._on_call)  # noqa: SLF001 - the report's own screen, detached again
+        screen.detach()  # the report's own screen stops following the scene
 
 
 def mark_identifiers(page: str, identifiers: list[str]) -> tuple[str, int]:

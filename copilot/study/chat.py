@@ -168,7 +168,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     if problem:
         raise PolicyUnavailable(problem)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else new_session_dir(study.kind)
-    session = open_study(study, trace_dir, ns.track)
+    session = open_study(study, trace_dir, track=ns.track)
     term.note(f"session: {trace_dir}")
     model = PanelModel(session, study, ns.budget)
     model.set_approve_mode(ns.approve)
@@ -179,7 +179,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
             term.say(f"  {outcome.name}({_short(args or {}, 120)}) → {'ok' if outcome.ok else 'refused'}: "
                      f"{_short(result, 200)}")  # fmt: skip
 
-    session.listeners.append(on_call)
+    session.subscribe(on_call)
     policy: Any
     if settings is not None:
         policy = new_conversation(settings, study, session.kind, on_text=lambda t: term.say(f"model: {t}"),
