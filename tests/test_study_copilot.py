@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -448,6 +449,7 @@ def test_a_remote_service_is_announced_once_before_the_first_request(dicom_study
 def test_gui_ask_screenshot_exit_codes(
     dicom_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path / "sessions"))
     fake = FakeOpenAI([{"content": "A block.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 11"}])
     shot = tmp_path / "ok.png"
     try:
@@ -456,6 +458,10 @@ def test_gui_ask_screenshot_exit_codes(
     finally:
         fake.stop()
     assert rc == 0 and shot.is_file() and len(fake.requests) == 1
+    (session,) = list((tmp_path / "sessions").iterdir())  # the desktop session kept its trace by default
+    assert re.fullmatch(r"\d{8}-\d{6}-radiology-[0-9a-f]{6}", session.name)  # never named after the study
+    assert "clinician_instruction" in [e["type"] for e in events(session)]
+    assert main(["replay", str(session)]) == 0
     monkeypatch.setenv("MEDCOPILOT_MAX_RETRIES", "0")
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     rc = main(["gui", str(dicom_study), "--ask", "What is there?", "--base-url", url, "--screenshot",
@@ -473,3 +479,19 @@ def test_a_series_name_holding_an_identifier_is_refused_before_sending(dicom_stu
             check_images(session, Redactor(["T2 axial"]))  # as if the series were named after the patient
     finally:
         session.close()
+
+
+def test_the_panel_greys_offline_policies_on_a_plain_study(dicom_study: Path, qtbot: Any) -> None:
+    from copilot.gui.app import build_window
+
+    window = build_window(dicom_study)
+    qtbot.addWidget(window)
+    box = window.panel.policy
+    names = [box.itemText(n) for n in range(box.count())]
+    enabled = {name: box.model().item(n).isEnabled() for n, name in enumerate(names)}
+    assert enabled == {"baseline (offline)": False, "prior (offline)": False, "OpenAI-compatible model…": True}
+    tip = box.itemData(names.index("baseline (offline)"), 3)  # Qt.ToolTipRole
+    assert "needs a MedFlow case pack" in tip and box.currentText() == "OpenAI-compatible model…"
+    trace = window.model.session.trace_dir
+    assert trace is not None and str(trace) in window.panel.trace_label.text()
+    window.close()
