@@ -369,6 +369,7 @@ def test_chat_with_the_service_down_exits_non_zero_with_one_line(
     assert not (tmp_path / "c").exists()  # refused before the study was opened
 
 
+@pytest.mark.heavy  # Qt widgets
 def test_offline_policies_are_unavailable_on_a_plain_study_with_a_reason(
     dicom_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -446,6 +447,7 @@ def test_a_remote_service_is_announced_once_before_the_first_request(dicom_study
     assert "https://models.example.org/v1" in said[0][0] and "identifiers" in said[0][0]
 
 
+@pytest.mark.heavy  # Qt widgets
 def test_gui_ask_screenshot_exit_codes(
     dicom_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -481,6 +483,7 @@ def test_a_series_name_holding_an_identifier_is_refused_before_sending(dicom_stu
         session.close()
 
 
+@pytest.mark.heavy  # Qt widgets
 def test_the_panel_greys_offline_policies_on_a_plain_study(dicom_study: Path, qtbot: Any) -> None:
     from copilot.gui.app import build_window
 
