@@ -93,6 +93,7 @@ class PanelModel:
         self.listeners: list[Callable[[str], None]] = []
         self.crosshair: list[float] | None = None  # RAS of the linked cursor shown in every slice view
         self.answer_items: list[dict[str, Any]] = []  # evidence stated in the final answer
+        self._recorded: list[dict[str, Any]] = session.evidence()  # as of the last call, for reads during a run
         self.selected: int | None = None  # the evidence item last jumped to
         session.subscribe(self._on_call)
 
@@ -102,6 +103,8 @@ class PanelModel:
             fn(what)
 
     def _on_call(self, outcome: CallOutcome, args: dict[str, Any] | None, actor: str) -> None:
+        if outcome.ok and outcome.state:
+            self._recorded = list(outcome.state.get("evidence") or [])
         thumb = None  # the agent's first image; the clinician's own moves are on screen already
         if actor != "clinician" and outcome.images and outcome.images[0].mime in ("image/png", "image/jpeg"):
             thumb = outcome.images[0].data
@@ -121,8 +124,10 @@ class PanelModel:
 
     @property
     def evidence(self) -> list[dict[str, Any]]:
-        """Recorded evidence, then what the final answer states (key slices, RAS point, slide points)."""
-        return self.session.evidence() + list(self.answer_items)
+        """Recorded evidence, then what the final answer states (key slices, RAS point, slide points). While a run
+        is in progress, the evidence as of its last call: the GUI thread never waits for the session's lock."""
+        recorded = self._recorded if self.status == "running" else self.session.evidence()
+        return list(recorded) + list(self.answer_items)
 
     # ----- the episode -----
     def run_episode(self, policy: Any, instruction: str = "") -> None:
@@ -164,12 +169,17 @@ class PanelModel:
             self._notify("status")
 
     def take_answer(self, text: str) -> None:
-        """Evidence from the final answer joins the list, and the views go to the answered point."""
-        self.answer_items = answer_evidence(text, self.session.kind)
-        self.session.note("answer_evidence", {"items": self.answer_items})
-        focus = focus_point(self.answer_items)
+        """Evidence from the final answer joins the list, and the views go to the answered point. In a conversation
+        the evidence of every answer stays listed (an item stated again is listed once)."""
+        items = answer_evidence(text, self.session.kind)
+        self.session.note("answer_evidence", {"items": items})
+        kept = self.answer_items if getattr(self.policy, "follow_ups", False) else []
+        seen = {_where(e) for e in kept}
+        self.answer_items = kept + [e for e in items if _where(e) not in seen]
+        focus = focus_point(items)
         if focus is not None:
-            self.jump_to_evidence(self.evidence.index(focus), actor="system")
+            listed = [_where(e) for e in self.evidence]
+            self.jump_to_evidence(listed.index(_where(focus)), actor="system")
         for view in blank_views(self.session):  # never leave a view past the anatomy: back to its middle
             span = self.act("get_slice_offset_range", {"view": view}, actor="system")
             if span.ok:
@@ -286,6 +296,16 @@ class PanelModel:
         from copilot.panel.report import write_session_report
 
         return write_session_report(self, path)
+
+
+def _where(ev: dict[str, Any]) -> tuple[Any, ...]:
+    """What an evidence item points at (its kind and coordinates), to list a restated item once."""
+    return (
+        ev.get("kind"),
+        str(ev.get("ras") or ev.get("point") or ev.get("offset_mm")),
+        str(ev.get("a")),
+        str(ev.get("b")),
+    )
 
 
 def cited_views(ev: dict[str, Any], kind: str) -> Peek:
