@@ -264,6 +264,7 @@ def test_dicom_conversation_through_chat(
     assert "answer: A bright, sharply bounded block" in out and "answer: It measures about 48 mm" in out
     assert "evidence: point: bright block" in out and "evidence: distance: width" in out
     assert "proposed: window_preset" in out
+    assert "acquired 2024-09-17 (shown here only" in out  # the clinician sees the date; no request carries it
     rejection_reached_the_model(fake)
     check_trace(tmp_path / "trace", "window_preset", approvals=2)
     assert (tmp_path / "trace" / "report.html").is_file()

@@ -170,6 +170,10 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else new_session_dir(study.kind)
     session = open_study(study, trace_dir, track=ns.track)
     term.note(f"session: {trace_dir}")
+    from copilot.study.observation import study_summary
+
+    for line in study_summary(session, study):
+        term.say(f"study {line}")
     model = PanelModel(session, study, ns.budget)
     model.set_approve_mode(ns.approve)
 

@@ -80,10 +80,15 @@ def acquisition_dates(root: Path, inputs: dict[str, Any]) -> list[str]:
     return out
 
 
-def opening_text(session: Any) -> str:
-    """The inventory part of the first message to the model (no dates, no identifiers)."""
+def study_summary(session: Any, case: Any) -> list[str]:
+    """What the clinician sees of the opened study before the first question: the inventory, and the
+    acquisition date of a DICOM series (local only; the model never gets it)."""
     if session.kind == "pathology":
-        return "Study inventory:\n" + "\n".join(slide_lines(session.snapshot()))
-    out = session.call("get_viewer_state", {"include_volumes": True}, actor="system")
-    inventory = out.result.get("inventory", []) if out.ok else []
-    return "Study inventory:\n" + "\n".join(radiology_lines(inventory) or ["- no series is loaded"])
+        return slide_lines(session.snapshot())
+    inventory = session.call("get_viewer_state", {"include_volumes": True}, actor="system")
+    lines = radiology_lines(inventory.result.get("inventory", []) if inventory.ok else [])
+    try:
+        dates = acquisition_dates(Path(case.root), dict(case.inputs or {}))
+    except OSError:  # a folder that went away: no date
+        dates = []
+    return lines + [f"- {d} (shown here only; never sent to the model)" for d in dates]
