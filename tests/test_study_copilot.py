@@ -499,3 +499,30 @@ def test_the_panel_greys_offline_policies_on_a_plain_study(dicom_study: Path, qt
     trace = window.model.session.trace_dir
     assert trace is not None and str(trace) in window.panel.trace_label.text()
     window.close()
+
+
+def test_a_stop_is_audited_and_the_conversation_goes_on(dicom_study: Path, tmp_path: Path) -> None:
+    study = study_for(dicom_study)
+    session = open_study(study, tmp_path / "trace")
+    fake = FakeOpenAI([{"tool_calls": [tool("scroll", {"view": "red", "direction": "up"})]}, {"content": "Fine."}])
+    try:
+        model = PanelModel(session, study)
+        model.set_approve_mode(True)
+        policy = conversation(model_settings("openai", base_url=fake.base_url), study, session.kind)
+        model.run_episode(policy, "Scroll up, please.")
+        while model.pending is None:
+            model.wait(0.02)
+        model.stop()
+        model.wait()
+        assert model.status == "stopped"
+        model.set_approve_mode(False)
+        model.run_episode(policy, "Then just answer.")
+        model.wait()
+    finally:
+        session.close()
+        fake.stop()
+    assert model.status == "done" and model.messages[-1] == ("agent", "Fine.")
+    stop = next(e for e in events(tmp_path / "trace") if e["type"] == "clinician_stop")
+    assert stop["during"] == "approval" and stop["handler"] == "scroll"
+    last = fake.requests[-1]["messages"]  # the stopped call was answered, so the conversation stays well formed
+    assert [m["role"] for m in last[-3:]] == ["assistant", "tool", "user"] and "stopped" in last[-2]["content"]
