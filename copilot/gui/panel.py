@@ -204,12 +204,14 @@ def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
     from copilot.study.policies import conversation
 
     def openai_agent() -> Any:
-        """A conversation about the study; on a benchmark case pack, the benchmark episode."""
+        """A conversation about the study; on a benchmark case pack without a question, the benchmark episode."""
         dialog = SettingsDialog(parent)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             raise RuntimeError("model settings were cancelled")
         model = getattr(parent, "model", None)
-        if model is not None and getattr(model.case, "module", "") not in modules():
+        panel = getattr(parent, "panel", None)
+        question = panel.instruction.text().strip() if panel is not None else ""
+        if model is not None and (question or getattr(model.case, "module", "") not in modules()):
             return conversation(dialog.settings(), model.case, model.session.kind,
                                 announce=lambda line: model.messages.append(("system", line)))  # fmt: skip
         return ChatAgent(dialog.settings())
