@@ -564,14 +564,19 @@ def _announce(model: PanelModel, line: str) -> None:
 
 
 def _run_problem(spec: str, target: str | Path) -> str | None:
-    """Why a policy cannot run on the study at a path (None when it can, or when the path is no single study)."""
-    from copilot.panel.studies import StudyError
+    """Why a policy cannot run on the study at a path (None when it can, or for a trace): a study that is no
+    case pack has no benchmark module, whatever its series."""
+    from copilot.cases.pack import load_case
     from copilot.study.policies import policy_problem
 
     try:
-        return policy_problem(spec, study_for(target))
+        what = classify(target)
+        if what == "trace":
+            return None
+        case = load_case(case_packs(target)[0] if what == "case_folder" else target) if "case" in what else None
     except (StudyError, OSError, ValueError):
         return None
+    return policy_problem(spec, case)
 
 
 def main(
