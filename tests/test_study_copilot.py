@@ -526,3 +526,27 @@ def test_a_stop_is_audited_and_the_conversation_goes_on(dicom_study: Path, tmp_p
     assert stop["during"] == "approval" and stop["handler"] == "scroll"
     last = fake.requests[-1]["messages"]  # the stopped call was answered, so the conversation stays well formed
     assert [m["role"] for m in last[-3:]] == ["assistant", "tool", "user"] and "stopped" in last[-2]["content"]
+
+
+def test_a_failed_first_request_leaves_the_next_question_a_fresh_start(
+    dicom_study: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDCOPILOT_MAX_RETRIES", "0")
+    study = study_for(dicom_study)
+    session = open_study(study)
+    fake = FakeOpenAI([{"status": 500}, {"content": "Now it works."}])
+    try:
+        model = PanelModel(session, study)
+        policy = conversation(model_settings("openai", base_url=fake.base_url), study, session.kind)
+        model.run_episode(policy, "First try?")
+        model.wait()
+        assert model.status == "error" and "HTTP 500" in model.messages[-1][1]
+        model.run_episode(policy, "Second try?")
+        model.wait()
+    finally:
+        session.close()
+        fake.stop()
+    assert model.status == "done" and model.messages[-1] == ("agent", "Now it works.")
+    second = fake.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user"] and "Second try?" in second[1]["content"][0]["text"]
+    assert images_in(fake.requests[1]) == 3  # the opening views again

@@ -171,7 +171,9 @@ class StudyConversation(ChatAgent):
             reason = short_reason(exc, self.settings.base_url)
             self._trace(session, "agent_error", {"error": str(exc), "reason": reason, "rounds": rounds})
             if self.messages and self.messages[-1].get("role") == "user":
-                self.messages.pop()  # the unanswered question is asked again next time
+                self.messages.pop()  # the unanswered question leaves the conversation (the clinician asks again)
+            if len(self.messages) == 1:
+                self.messages.clear()  # nothing was answered yet: the next question opens the study again
             return EpisodeResult(content, "error", rounds, reason)
 
     def _answer(self, session: Any, content: str, status: str, rounds: int) -> EpisodeResult:
