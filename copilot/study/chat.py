@@ -155,6 +155,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     """The `chat` command; input problems are raised (the command line prints them as one `error:` line)."""
     from copilot.panel.model import PanelModel
     from copilot.panel.studies import open_study
+    from copilot.study.observation import study_summary
     from copilot.study.policies import PolicyUnavailable, is_model, model_settings, policy_problem, service_problem
     from copilot.study.policies import conversation as new_conversation
     from copilot.study.sessions import new_session_dir
@@ -167,11 +168,17 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
         problem = service_problem(settings)
     if problem:
         raise PolicyUnavailable(problem)
+    policy: Any
+    if settings is not None:
+        policy = new_conversation(settings, study, study.kind, on_text=lambda t: term.say(f"model: {t}"),
+                                  announce=term.note)  # fmt: skip
+    else:
+        from copilot.medflow.policies import make_policy
+
+        policy = make_policy(ns.policy)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else new_session_dir(study.kind)
     session = open_study(study, trace_dir, track=ns.track)
     term.note(f"session: {trace_dir}")
-    from copilot.study.observation import study_summary
-
     for line in study_summary(session, study):
         term.say(f"study {line}")
     model = PanelModel(session, study, ns.budget)
@@ -184,14 +191,6 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
                      f"{_short(result, 200)}")  # fmt: skip
 
     session.subscribe(on_call)
-    policy: Any
-    if settings is not None:
-        policy = new_conversation(settings, study, session.kind, on_text=lambda t: term.say(f"model: {t}"),
-                                  announce=term.note)  # fmt: skip
-    else:
-        from copilot.medflow.policies import make_policy
-
-        policy = make_policy(ns.policy)
     code = EXIT_OK
     try:
         if ns.ask:
