@@ -550,3 +550,28 @@ def test_a_failed_first_request_leaves_the_next_question_a_fresh_start(
     second = fake.requests[1]["messages"]
     assert [m["role"] for m in second] == ["system", "user"] and "Second try?" in second[1]["content"][0]["text"]
     assert images_in(fake.requests[1]) == 3  # the opening views again
+
+
+def test_the_free_form_evidence_block() -> None:
+    from copilot.panel.answer_evidence import answer_evidence
+
+    text = (
+        "Two foci.\n**EVIDENCE:**\nKEY_SLICE_CORONAL_MM: -12 mm\nRAS: [1, 2, 3] first focus\nRAS: [4.5, -6, 7e1]\n"
+        "DISTANCE_MM: [0, 0, 0] -> [3, 4, 0] long axis\nRAS: [nan, 1, 2]\nnot a line\nWSI: [5, 6]\n"
+    )
+    items = answer_evidence(text, "radiology")
+    assert [(e["kind"], e["label"]) for e in items] == [
+        ("key_slice", "answer key slice A"), ("point", "first focus"), ("point", "answer point 3"),
+        ("distance", "long axis"),
+    ]  # fmt: skip
+    assert items[0]["view"] == "green" and items[2]["ras"] == [4.5, -6.0, 70.0] and items[3]["distance_mm"] == 5.0
+    slide = answer_evidence("EVIDENCE:\nWSI: [10240, 7712] mitosis\nWSI: 3, 4", "pathology")
+    assert [(e["point"]["x"], e["label"]) for e in slide] == [(10240.0, "mitosis"), (3.0, "answer point 2")]
+    benchmark = "EVIDENCE:\nKEY_SLICE_AXIAL_MM: 1\nKEY_SLICE_SAGITTAL_MM: 2\nKEY_SLICE_CORONAL_MM: 3\nRAS: [2, 3, 1]"
+    assert [e["kind"] for e in answer_evidence(benchmark, "radiology")] == [
+        "point",
+        "key_slice",
+        "key_slice",
+        "key_slice",
+    ]
+    assert answer_evidence("No block here.", "radiology") == []
