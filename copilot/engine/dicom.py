@@ -17,6 +17,8 @@ import pydicom
 import pydicom.misc
 import SimpleITK as sitk
 
+from copilot.engine import dicom_geometry as geo
+from copilot.engine.dicom_values import check_not_mosaic, dose_scaling, real_world_values, value_metadata
 from copilot.engine.volume import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
 
 LPS_TO_RAS_4 = np.diag([-1.0, -1.0, 1.0, 1.0])  # the assumed grid: 1 mm voxels, LPS axes, origin 0
@@ -107,7 +109,8 @@ def _pixels(ds: pydicom.Dataset, name: str) -> np.ndarray:
         raise VolumeLoadError(
             f"{name}: pixel data cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})", "undecodable_pixels"
         ) from exc
-    return arr * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
+    rescaled = arr * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
+    return rescaled * np.float32(dose_scaling(ds))
 
 
 def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
@@ -120,12 +123,16 @@ def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
 
 
 def _modality(ds: pydicom.Dataset) -> str:
-    return MODALITY_NAMES.get(str(getattr(ds, "Modality", "MR")), "MR")
+    """The file's own Modality (RTDOSE stays RTDOSE); MR only when the tag is absent."""
+    value = str(getattr(ds, "Modality", "") or "").strip().upper()
+    return MODALITY_NAMES.get(value, value) if value else "MR"
 
 
 def _metadata(ds: pydicom.Dataset) -> dict[str, str]:
     keys = ("Modality", "SeriesDescription", "SeriesInstanceUID", "StudyInstanceUID", "SeriesNumber")
-    return {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None}
+    out = {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None}
+    out.update(value_metadata(ds))
+    return out
 
 
 def _dataset(path: str | Path) -> pydicom.Dataset:
@@ -139,10 +146,19 @@ def load_dicom_file(path: Path, name: str | None = None, accept_missing_geometry
     """One DICOM file (single- or multi-frame) as a volume."""
     ds = _read_header(path)
     vname = name or _series_name(ds, path.stem)
+    check_not_mosaic(ds, vname)
     assumed = _check_geometry(ds, vname, accept_missing_geometry)
+    frames = None if assumed else geo.header_frames(ds, vname)
+    if frames is not None:
+        geo.check_frames(frames[0], frames[1], vname)
+    elif not assumed and ds.get("ImageOrientationPatient"):
+        geo.series_frames([ds], vname)
     try:
         image = sitk.ReadImage(str(path), sitk.sitkFloat32)
         vol = volume_from_sitk(image, vname, modality=_modality(ds), source=str(path))
+        if frames is not None:
+            geo.verify_placement(vol, frames[0], vname)
+        vol = real_world_values(vol, ds)
     except RuntimeError:
         full = _dataset(path)
         if assumed:
@@ -202,12 +218,24 @@ def load_dicom_series(
         )
     assumed = any(_check_geometry(h, vname, accept_missing_geometry) for h in headers)
     _check_consistent(headers, vname)
+    for h in headers:
+        check_not_mosaic(h, vname)
+    frames = None if assumed else geo.series_frames(headers, vname)
+    if frames is not None and len(headers) > 1:
+        geo.check_frames(frames[0], frames[1], vname)
+    if len(headers) == 1 and not assumed:
+        frames = geo.header_frames(first, vname) or frames
+        if frames is not None:
+            geo.check_frames(frames[0], frames[1], vname)
     try:
         if assumed and len(files) > 1:
             raise RuntimeError("slice order needs positions")
         reader.SetFileNames(files)
         reader.SetOutputPixelType(sitk.sitkFloat32)
         vol = volume_from_sitk(reader.Execute(), vname, modality=_modality(first), source=str(folder))
+        if frames is not None:
+            geo.verify_placement(vol, frames[0], vname)
+        vol = real_world_values(vol, first)
     except RuntimeError:
         datasets = [_dataset(f) for f in files]
         if assumed:
@@ -227,14 +255,11 @@ def _check_consistent(headers: list[pydicom.Dataset], name: str) -> None:
     sizes = {(int(getattr(h, "Rows", 0) or 0), int(getattr(h, "Columns", 0) or 0)) for h in headers}
     if len(sizes) > 1:
         raise VolumeLoadError(f"{name}: slices of different sizes {sorted(sizes)} in one series", "inconsistent_series")
-    try:
-        orients = {
-            tuple(round(float(v), 4) for v in h.ImageOrientationPatient)
-            for h in headers
-            if h.get("ImageOrientationPatient")
-        }
-    except (TypeError, ValueError) as exc:
-        raise VolumeLoadError(f"{name}: ImageOrientationPatient is not numeric ({exc})", "missing_geometry") from exc
+    orients = {
+        tuple(round(float(v), 4) for v in np.concatenate(geo.plane_axes(h.ImageOrientationPatient, name)[:2]))
+        for h in headers
+        if h.get("ImageOrientationPatient")
+    }
     if len(orients) > 1:
         raise VolumeLoadError(
             f"{name}: slices with {len(orients)} different orientations in one series", "inconsistent_series"
@@ -250,19 +275,15 @@ def volume_from_datasets(datasets: list[pydicom.Dataset], name: str, source: str
         _check_geometry(d, name, False)
     _check_consistent(datasets, name)
     try:
-        iop = np.array([float(v) for v in first.ImageOrientationPatient])
-        spacing_rc = [float(v) for v in first.PixelSpacing]
-        row_dir, col_dir = iop[:3], iop[3:]
-        normal = np.cross(row_dir, col_dir)
-        datasets = sorted(datasets, key=lambda d: float(np.dot(normal, [float(v) for v in d.ImagePositionPatient])))
-        positions = np.array([[float(v) for v in d.ImagePositionPatient] for d in datasets])
-    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+        positions, iop = geo.series_frames(datasets, name) or (np.zeros((0, 3)), np.zeros(6))
+        row_dir, col_dir, normal = geo.plane_axes(iop, name)
+        spacing_rc = geo.pixel_spacing(first.PixelSpacing, name)
+    except (AttributeError, TypeError) as exc:
         raise VolumeLoadError(f"{name}: unusable patient geometry ({exc})", "missing_geometry") from exc
-    if len(datasets) > 1:
-        slice_step = float(np.median(np.diff(positions @ normal)))
-        if not np.isfinite(slice_step) or abs(slice_step) < 1e-6:
-            raise VolumeLoadError(f"{name}: slices share one position (no slice spacing)", "inconsistent_series")
-    else:
+    order, slice_step = geo.check_slice_positions(positions, normal, name)
+    datasets = [datasets[int(i)] for i in order]
+    positions = positions[order]
+    if len(datasets) == 1:
         slice_step = float(getattr(first, "SpacingBetweenSlices", 0) or getattr(first, "SliceThickness", 1) or 1)
     data = np.stack([_pixels(d, name) for d in datasets])  # [k, row(j), column(i)]
     # Column index i advances along the row direction by the column spacing (PixelSpacing[1]).

@@ -138,6 +138,12 @@ class EmbeddedVolumeViewer:
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in v.ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
                     **({"geometry": "assumed"} if v.metadata.get("geometry") == "assumed" else {}),
+                    **({"units": v.metadata["units"]} if "units" in v.metadata else {}),
+                    **(
+                        {"frame": int(v.metadata["frame"]), "frames": int(v.metadata["frames"])}
+                        if "frames" in v.metadata
+                        else {}
+                    ),
                 }
             )
         return out
