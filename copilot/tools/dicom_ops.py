@@ -71,7 +71,7 @@ def export_dicom_seg(
     if ctx.output_dir is None:
         raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
     files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), source.metadata["SeriesInstanceUID"]))
-    datasets = [pydicom.dcmread(f) for f in files]  # SimpleITK's slice order = the volume's k order
+    datasets: list[pydicom.Dataset] = [pydicom.dcmread(f) for f in files]  # in the volume's k order
     if len(datasets) != source.dimensions[2]:
         raise HandlerError("not_dicom", "the source series no longer matches the loaded volume")
     datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
