@@ -104,6 +104,17 @@ class Volume:
         return _nearest_voxel(self.ras_to_ijk, ras, self.dimensions)
 
 
+def inventory_facts(volume: Volume) -> dict[str, Any]:
+    """What the scene inventory says beyond geometry: an assumed grid, the value units, the 4D frame shown."""
+    meta = volume.metadata
+    facts: dict[str, Any] = {"geometry": "assumed"} if meta.get("geometry") == "assumed" else {}
+    if "units" in meta:
+        facts["units"] = meta["units"]
+    if "frames" in meta:
+        facts["frame"], facts["frames"] = int(meta["frame"]), int(meta["frames"])
+    return facts
+
+
 def affine_from_sitk(image: sitk.Image) -> np.ndarray:
     """IJK→RAS 4×4 matrix of a SimpleITK image (whose geometry is LPS)."""
     direction = np.array(image.GetDirection(), dtype=float).reshape(3, 3)

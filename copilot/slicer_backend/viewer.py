@@ -38,7 +38,7 @@ from copilot.engine.geometry import (
     native_offset,
 )
 from copilot.engine.render import corner_text, draw_corners
-from copilot.engine.volume import VOLUME_SUFFIXES, Volume
+from copilot.engine.volume import VOLUME_SUFFIXES, Volume, inventory_facts
 from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
@@ -372,6 +372,7 @@ class SlicerSceneViewer:
                     "origin_ras": [round(float(x), 6) for x in ijk_to_ras[:3, 3]],
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
+                    **inventory_facts(v),
                 }
             )
         return out
