@@ -27,7 +27,8 @@ class VolumeLoadError(ValueError):
     """A file or folder could not be read as an image volume; `code` names the reason for callers.
 
     Codes: `load_failed` (unreadable), `truncated_image`, `missing_geometry`, `invalid_geometry`, `mixed_series`,
-    `inconsistent_series`, `undecodable_pixels`, `not_found`.
+    `inconsistent_series`, `irregular_slice_spacing`, `gantry_tilt`, `mosaic_image`, `invalid_values`,
+    `undecodable_pixels`, `not_found`.
     """
 
     def __init__(self, message: str, code: str = "load_failed") -> None:
