@@ -355,3 +355,22 @@ def test_file_window_is_the_first_display(tmp_path: Path) -> None:
     write_series(tmp_path / "w", [np.array([0.0, 0.0, z]) for z in (0.0, 5.0)], WindowCenter="40", WindowWidth="400")
     d = default_display(load_volume(tmp_path / "w"))
     assert (d.window, d.level) == (400.0, 40.0)
+
+
+def test_multiframe_fallback_keeps_per_frame_positions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where GDCM cannot read a multi-frame file, pydicom builds it from the per-frame positions."""
+    import copilot.engine.dicom as dicom_module
+
+    path = _enhanced(tmp_path, [0.0, 2.0, 4.0, 6.0])
+    direct = load_volume(path)
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("GDCM cannot read this file")
+
+    monkeypatch.setattr(dicom_module.sitk, "ReadImage", fail)
+    vol = load_volume(path)
+    s_fallback, s_direct = _slice_positions_ras(vol)[:, 2], _slice_positions_ras(direct)[:, 2]
+    assert np.abs(np.sort(s_fallback) - [0.0, 2.0, 4.0, 6.0]).max() < 0.01
+    for k, s in enumerate(s_fallback):  # the same pixels (rescaled from the functional groups) at each position
+        assert np.array_equal(vol.data[k], direct.data[int(np.argmin(np.abs(s_direct - s)))])
+    assert vol.value_range == direct.value_range

@@ -109,8 +109,34 @@ def _pixels(ds: pydicom.Dataset, name: str) -> np.ndarray:
         raise VolumeLoadError(
             f"{name}: pixel data cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})", "undecodable_pixels"
         ) from exc
-    rescaled = arr * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
-    return rescaled * np.float32(dose_scaling(ds))
+    slope, intercept = _rescale(ds, arr.shape[0] if arr.ndim == 3 else 1)
+    if arr.ndim == 3:
+        slope, intercept = slope[:, None, None], intercept[:, None, None]
+    else:
+        slope, intercept = slope[0], intercept[0]
+    return (arr * slope + intercept) * np.float32(dose_scaling(ds))
+
+
+def _rescale(ds: pydicom.Dataset, frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame rescale slope and intercept: the dataset's own tags, else its Pixel Value Transformation
+    functional groups (enhanced multi-frame), else identity."""
+    if "RescaleSlope" in ds or "RescaleIntercept" in ds:
+        values = [(float(getattr(ds, "RescaleSlope", 1) or 1), float(getattr(ds, "RescaleIntercept", 0) or 0))]
+    else:
+        shared = list(ds.get("SharedFunctionalGroupsSequence") or [])
+        per_frame = list(ds.get("PerFrameFunctionalGroupsSequence") or [])
+        values = []
+        for n in range(frames):
+            groups = [per_frame[n]] if n < len(per_frame) else []
+            item = next(
+                (g.PixelValueTransformationSequence[0] for g in [*groups, *shared[:1]]
+                 if g.get("PixelValueTransformationSequence")),
+                None,
+            )  # fmt: skip
+            values.append((float(item.get("RescaleSlope", 1) or 1), float(item.get("RescaleIntercept", 0) or 0))
+                          if item is not None else (1.0, 0.0))  # fmt: skip
+    arr = np.array(values * (frames if len(values) == 1 else 1), dtype=np.float32)
+    return arr[:, 0], arr[:, 1]
 
 
 def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
@@ -164,6 +190,8 @@ def load_dicom_file(path: Path, name: str | None = None, accept_missing_geometry
         if assumed:
             pixels = _pixels(full, vname)
             vol = Volume(vname, pixels if pixels.ndim == 3 else pixels[None], LPS_TO_RAS_4, _modality(full), str(path))
+        elif frames is not None:
+            vol = volume_from_frames(full, frames, vname, str(path))
         else:
             vol = volume_from_datasets([full], vname, source=str(path))
     vol.metadata.update(_metadata(ds))
@@ -274,26 +302,55 @@ def volume_from_datasets(datasets: list[pydicom.Dataset], name: str, source: str
     for d in datasets:
         _check_geometry(d, name, False)
     _check_consistent(datasets, name)
-    try:
-        positions, iop = geo.series_frames(datasets, name) or (np.zeros((0, 3)), np.zeros(6))
-        row_dir, col_dir, normal = geo.plane_axes(iop, name)
-        spacing_rc = geo.pixel_spacing(first.PixelSpacing, name)
-    except (AttributeError, TypeError) as exc:
-        raise VolumeLoadError(f"{name}: unusable patient geometry ({exc})", "missing_geometry") from exc
+    frames = geo.series_frames(datasets, name)
+    if frames is None:
+        raise VolumeLoadError(
+            f"{name}: a slice lacks ImagePositionPatient or ImageOrientationPatient", "missing_geometry"
+        )
+    positions, iop = frames
+    row_dir, col_dir, normal = geo.plane_axes(iop, name)
+    spacing_rc = geo.pixel_spacing(first.get("PixelSpacing"), name)
     order, slice_step = geo.check_slice_positions(positions, normal, name)
     datasets = [datasets[int(i)] for i in order]
-    positions = positions[order]
     if len(datasets) == 1:
         slice_step = float(getattr(first, "SpacingBetweenSlices", 0) or getattr(first, "SliceThickness", 1) or 1)
     data = np.stack([_pixels(d, name) for d in datasets])  # [k, row(j), column(i)]
-    # Column index i advances along the row direction by the column spacing (PixelSpacing[1]).
-    lps = np.eye(4)
-    lps[:3, 0] = row_dir * spacing_rc[1]
-    lps[:3, 1] = col_dir * spacing_rc[0]
-    lps[:3, 2] = normal * slice_step
-    lps[:3, 3] = positions[0]
-    ras = np.eye(4)
-    ras[:3, :] = LPS_TO_RAS @ lps[:3, :]
+    ras = _affine(row_dir, col_dir, normal, spacing_rc, slice_step, positions[order[0]])
     vol = Volume(name=name, data=data, ijk_to_ras=ras, modality=_modality(first), source=source)
     vol.metadata.update(_metadata(first))
     return vol
+
+
+def _affine(
+    row_dir: np.ndarray,
+    col_dir: np.ndarray,
+    normal: np.ndarray,
+    spacing_rc: tuple[float, float],
+    step: float,
+    origin: np.ndarray,
+) -> np.ndarray:
+    """IJK→RAS of slices along `normal`: column index i advances along the row direction by PixelSpacing[1]."""
+    lps = np.eye(4)
+    lps[:3, 0] = row_dir * spacing_rc[1]
+    lps[:3, 1] = col_dir * spacing_rc[0]
+    lps[:3, 2] = normal * step
+    lps[:3, 3] = origin
+    ras = np.eye(4)
+    ras[:3, :] = LPS_TO_RAS @ lps[:3, :]
+    return ras
+
+
+def volume_from_frames(ds: pydicom.Dataset, frames: tuple[np.ndarray, np.ndarray], name: str, source: str) -> Volume:
+    """A multi-frame dataset as a volume at its per-frame positions (pydicom, when GDCM cannot read it)."""
+    positions, iop = frames
+    row_dir, col_dir, normal = geo.plane_axes(iop, name)
+    order, step = geo.check_slice_positions(positions, normal, name)
+    pixels = _pixels(ds, name)
+    pixels = pixels if pixels.ndim == 3 else pixels[None]
+    if len(pixels) != len(positions):
+        raise VolumeLoadError(f"{name}: {len(pixels)} frames for {len(positions)} positions", "inconsistent_series")
+    spacing_rc = geo.frame_pixel_spacing(ds, name)
+    if len(positions) == 1:
+        step = float(getattr(ds, "SpacingBetweenSlices", 0) or getattr(ds, "SliceThickness", 1) or 1)
+    ras = _affine(row_dir, col_dir, normal, spacing_rc, step, positions[order[0]])
+    return Volume(name=name, data=pixels[order], ijk_to_ras=ras, modality=_modality(ds), source=source)

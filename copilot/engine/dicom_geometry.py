@@ -160,6 +160,18 @@ def header_frames(ds: pydicom.Dataset, name: str) -> tuple[np.ndarray, np.ndarra
     return None
 
 
+def frame_pixel_spacing(ds: pydicom.Dataset, name: str) -> tuple[float, float]:
+    """PixelSpacing of a dataset: its own tag, else the shared or first per-frame Pixel Measures."""
+    if ds.get("PixelSpacing"):
+        return pixel_spacing(ds.PixelSpacing, name)
+    for seq in ("SharedFunctionalGroupsSequence", "PerFrameFunctionalGroupsSequence"):
+        for group in list(ds.get(seq) or [])[:1]:
+            measures = list(group.get("PixelMeasuresSequence") or [])
+            if measures and measures[0].get("PixelSpacing"):
+                return pixel_spacing(measures[0].PixelSpacing, name)
+    raise VolumeLoadError(f"{name}: no PixelSpacing", "missing_geometry")
+
+
 def series_frames(headers: list[pydicom.Dataset], name: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(positions n × 3, IOP) of a single-frame series after checking every slice's orientation, spacing and
     position; None when a header lacks them (the caller decides on an assumed geometry)."""
