@@ -374,3 +374,15 @@ def test_multiframe_fallback_keeps_per_frame_positions(tmp_path: Path, monkeypat
     for k, s in enumerate(s_fallback):  # the same pixels (rescaled from the functional groups) at each position
         assert np.array_equal(vol.data[k], direct.data[int(np.argmin(np.abs(s_direct - s)))])
     assert vol.value_range == direct.value_range
+
+
+def test_positions_rounded_in_the_header_stay_within_tolerance(tmp_path: Path) -> None:
+    """0.625 mm slices written with two decimals (0.63, 1.25, 1.88 …) are one regular volume; a 0.1 mm slip
+    (16 % of the step) is not."""
+    zs = [round(k * 0.625, 2) for k in range(8)]
+    write_series(tmp_path / "rounded", [np.array([0.0, 0.0, z]) for z in zs])
+    vol = load_volume(tmp_path / "rounded")
+    assert vol.spacing[2] == pytest.approx(0.625, abs=1e-3)
+    zs[4] += 0.1
+    write_series(tmp_path / "slipped", [np.array([0.0, 0.0, z]) for z in zs])
+    _refused(tmp_path / "slipped", "irregular_slice_spacing")

@@ -5,8 +5,9 @@ A series is one regular volume only when the slice positions, projected on the s
 (ImageOrientationPatient row × column), advance by one step within `SPACING_TOLERANCE` of that step and do
 not move within the image plane. The tolerance follows 3D Slicer's DICOMScalarVolumePlugin, which compares
 each slice-to-slice distance with the first one and warns ("Images are not equally spaced") when they differ
-by more than its `epsilon` of 0.01; here the comparison is relative to the mean step and applied to every
-slice's distance from the regular grid as well, and instead of a warning the series is refused:
+by more than its `epsilon` of 0.01; here the comparison is relative to the mean step (at least 0.01 mm, for
+positions written with few decimals) and applied to every slice's distance from the regular grid as well,
+and instead of a warning the series is refused:
 
 - positions that are not uniform (a missing slice, variable spacing): `irregular_slice_spacing`, with the
   positions along the normal listed;
@@ -78,6 +79,11 @@ def _fmt(values: Sequence[float], limit: int = 12) -> str:
     return shown + (f", … ({len(values)} in all)" if len(values) > limit else "")
 
 
+def grid_tolerance(step: float) -> float:
+    """How far (mm) a slice may sit from the regular grid: 1 % of the step, at least 0.01 mm (DS rounding)."""
+    return max(SPACING_TOLERANCE * abs(step), PLACEMENT_TOLERANCE_MM)
+
+
 def check_slice_positions(positions: np.ndarray, normal: np.ndarray, name: str) -> tuple[np.ndarray, float]:
     """The slice order along the normal and the slice step (mm) of positions (n × 3, LPS) that form a regular
     grid; refuses duplicates, gaps, variable spacing and in-plane offsets by name."""
@@ -95,7 +101,7 @@ def check_slice_positions(positions: np.ndarray, normal: np.ndarray, name: str) 
         )
     step = float((d[-1] - d[0]) / (n - 1))
     gaps = np.diff(d)
-    tol = SPACING_TOLERANCE * step
+    tol = grid_tolerance(step)
     if (gaps < tol).any():
         dup = [float(d[i]) for i in np.nonzero(gaps < tol)[0]]
         raise VolumeLoadError(
@@ -193,8 +199,8 @@ def check_frames(positions: np.ndarray, iop: np.ndarray, name: str) -> tuple[np.
 
 
 def verify_placement(vol: Volume, positions: np.ndarray, name: str) -> None:
-    """Refuse a loaded volume whose slices are not at their ImagePositionPatient (within 0.01 mm): the
-    reader's geometry is checked against the headers, not trusted."""
+    """Refuse a loaded volume whose slices are not at their ImagePositionPatient (within the grid tolerance,
+    0.01 mm for steps up to 1 mm): the reader's geometry is checked against the headers, not trusted."""
     k = np.arange(vol.dimensions[2], dtype=float)
     first_voxels = (vol.ijk_to_ras @ np.stack([np.zeros_like(k), np.zeros_like(k), k, np.ones_like(k)]))[:3].T
     expected = (LPS_TO_RAS @ positions.T).T
@@ -204,7 +210,7 @@ def verify_placement(vol: Volume, positions: np.ndarray, name: str) -> None:
         )
     err = np.linalg.norm(first_voxels[:, None, :] - expected[None, :, :], axis=2).min(axis=1)
     scale = max(1.0, float(np.abs(expected).max()))
-    if err.max() > max(PLACEMENT_TOLERANCE_MM, 1e-6 * scale):
+    if err.max() > grid_tolerance(vol.spacing[2]) + 1e-6 * scale:
         worst = int(err.argmax())
         raise VolumeLoadError(
             f"{name}: slice {worst} would be shown {err[worst]:.3f} mm from its ImagePositionPatient",
