@@ -33,7 +33,7 @@ AUTO_PRESETS: dict[str, tuple[float, float]] = {
     "pet_auto": (0.0, 99.9),
 }
 PRESET_NAMES = tuple(FIXED_PRESETS) + tuple(AUTO_PRESETS)
-MIN_WINDOW_FRACTION = 0.05  # of the full value range: narrower automatic windows fall back to the full range
+MIN_WINDOW_FRACTION = 0.01  # of the full value range: narrower automatic windows fall back to the full range
 COLORMAPS = ("grey", "pet_heat")
 
 
