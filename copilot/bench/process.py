@@ -20,6 +20,7 @@ from typing import Any
 
 from copilot.bench import parsers as P
 from copilot.bench.coverage import episode_coverage
+from copilot.bench.episode_measures import harness_measures
 from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
 
@@ -241,4 +242,5 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
         },
         "coverage": episode_coverage(events, case),
         "signature": [call_signature(e) for e in agent],
+        **harness_measures(events, case, score, budget),
     }
