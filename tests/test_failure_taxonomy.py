@@ -47,7 +47,7 @@ SCRIPTS: dict[str, tuple[list[dict[str, Any]], str]] = {
         "An enhancing lesion in the right hemisphere with a diameter of 25 mm.\n" + evidence(LESION) + "ANSWER: A",
     ),
     "f4_recorded_then_elsewhere": (
-        SHOW_LESION + [{"handler": "record_point", "args": {"ras": [-30, 38, -14], "label": "other"}}],
+        [*SHOW_LESION, {"handler": "record_point", "args": {"ras": [-30, 38, -14], "label": "other"}}],
         "An enhancing lesion.\n" + evidence([-30, 38, -14], sagittal=-30) + "ANSWER: A",
     ),
     "f1_wrong_structure": (

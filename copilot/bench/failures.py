@@ -199,7 +199,7 @@ def detect_drift(events: list[dict[str, Any]], module: str, text: str) -> Failur
     off = [t for t in terms["off_target"] if t in low]
     if not off or any(t in low for t in terms["target"]):
         return None
-    return Failure("F1", NAMES["F1"], _prompt_seq(events) + [_end_seq(events)],
+    return Failure("F1", NAMES["F1"], [*_prompt_seq(events), _end_seq(events)],
                    f"the rationale is about {', '.join(off)}, not the structure asked about")  # fmt: skip
 
 
@@ -212,7 +212,7 @@ def detect_pseudo_quantification(events: list[dict[str, Any]], text: str) -> Fai
     near = sorted({seq for *_, seq in measured})
     stated = "; ".join(sorted({q.text for q in unsupported}))
     where = f"measurement calls at {near} do not support it" if near else "no measurement call"
-    return Failure("F2", NAMES["F2"], near + [_end_seq(events)], f"stated {stated}: {where}")
+    return Failure("F2", NAMES["F2"], [*near, _end_seq(events)], f"stated {stated}: {where}")
 
 
 def _guard_events(events: list[dict[str, Any]], codes: frozenset[str]) -> list[tuple[int, str]]:
@@ -311,7 +311,7 @@ def detect_discarded_candidate(
         answered_hit = any(_wsi_hit(truth, x, y, target) for x, y in cited["points"])
     if not good or answered_hit:
         return None
-    return Failure("F4", NAMES["F4"], good + [_end_seq(events)],
+    return Failure("F4", NAMES["F4"], [*good, _end_seq(events)],
                    f"recorded in the lesion at call(s) {good}; the answer cites elsewhere")  # fmt: skip
 
 
