@@ -40,7 +40,8 @@ SCRIPTS: dict[str, tuple[list[dict[str, Any]], str]] = {
     "clean": (
         SHOW_LESION + MEASURE,
         "An enhancing lesion in the right hemisphere, measuring 20 mm across on the axial view.\n"
-        + evidence(LESION) + "ANSWER: A",
+        + evidence(LESION)
+        + "ANSWER: A",
     ),
     "f2_unmeasured_diameter": (
         SHOW_LESION,
@@ -53,7 +54,8 @@ SCRIPTS: dict[str, tuple[list[dict[str, Any]], str]] = {
     "f1_wrong_structure": (
         SHOW_LESION,
         "The left lateral ventricle is enlarged and the choroid plexus is prominent.\n"
-        + evidence(LESION) + "ANSWER: C",
+        + evidence(LESION)
+        + "ANSWER: C",
     ),
     "f5_never_shown": (
         [{"handler": "observe", "args": {}}],
