@@ -176,7 +176,7 @@ def measurements(events: list[dict[str, Any]]) -> list[tuple[str, float, int]]:
         if e.get("type") != "handler_call" or not e.get("ok"):
             continue
         result = e.get("result") or {}
-        ev = result.get("evidence") if isinstance(result.get("evidence"), dict) else {}
+        ev: dict[str, Any] = result["evidence"] if isinstance(result.get("evidence"), dict) else {}
         if "distance_mm" in ev:
             out.append(("length", float(ev["distance_mm"]), e["seq"]))
         for key, kind in (("volume_mm3", "volume"), ("area_mm2", "area"), ("distance_mm", "length")):

@@ -230,7 +230,7 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
     response = str(end.get("response", ""))
     cited = _cited(response, case.module)
     refused = [e["handler"] for e in agent if (e.get("error") or {}).get("code") == "not_in_track"]
-    return {
+    out = {
         "evidence_alignment": _alignment(agent, cited, case.kind),
         "closed_loop_verification": _verification(agent),
         "auditability": _auditability(calls(events, None), cited),
@@ -242,5 +242,5 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
         },
         "coverage": episode_coverage(events, case),
         "signature": [call_signature(e) for e in agent],
-        **harness_measures(events, case, score, budget),
     }
+    return {**out, **harness_measures(events, case, score, out)}
