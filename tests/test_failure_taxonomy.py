@@ -80,6 +80,7 @@ def rows(brain_case: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         script.write_text(json.dumps({"calls": calls, "answer": answer}))
         (row,) = run_batch(brain_case, f"scripted:{script}", tmp / "run", progress=None, model=name)
         out[name] = row
+    out["_run"] = {"dir": str(tmp / "run")}
     return out
 
 
@@ -128,3 +129,26 @@ def test_state_guard_is_misbinding() -> None:
     ]  # fmt: skip
     f3 = detect_misbinding(events)
     assert f3 is not None and f3.events == [4] and "stale_view" in f3.detail
+
+
+def test_json_and_html_reports(rows: dict[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench report RUN --format json` carries each episode's stages, labels, checkpoints, claim violations
+    and dimensions, and per model the failure counts; report.html and the episode pages show them."""
+    from copilot.cli import main
+
+    run = Path(rows["_run"]["dir"])
+    assert main(["bench", "report", str(run), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    episodes = {e["model"]: e for e in data["episodes"]}
+    assert [f["code"] for f in episodes["f2_unmeasured_diameter"]["failures"]] == ["F2"]
+    clean = episodes["clean"]
+    assert clean["stages"][-1] == "diagnose" and "act" in clean["stage_path"]
+    assert clean["checkpoints"]["formal_pass"] and clean["claim_violations"] == []
+    assert set(clean["dimensions"]) == set("FREWAVB") and clean["dimensions"]["E"] == 1.0
+    assert data["models"]["f4_recorded_then_elsewhere"]["failures"]["F4"] == 1
+    assert data["models"]["clean"]["failures_by_module"]["brain_mri"]["F1"] == 0
+    assert main(["bench", "report", str(run), "--pages"]) == 0
+    report = (run / "report.html").read_text()
+    assert 'id="process-measures"' in report and "<th>F2</th>" in report
+    page = (run / episodes["f1_wrong_structure"]["trace_dir"] / "episode.html").read_text()
+    assert "<h2>Failure labels</h2>" in page and "objective drift" in page
