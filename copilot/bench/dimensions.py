@@ -53,7 +53,7 @@ REQUIRED_PATH: dict[str, list[tuple[str, frozenset[str]]]] = {
 # A constraint is active when its successor occurs; it holds when a predecessor occurred before the first successor.
 PRECEDENCE: dict[str, list[tuple[str, frozenset[str], frozenset[str], float]]] = {
     "radiology": [
-        ("look before recording", NAVIGATION, CAPTURES, 1.0),
+        ("look before recording", NAVIGATION, CAPTURES | {"image_coords_to_ras"}, 1.0),
         ("register before applying", frozenset({"register_volumes"}), frozenset({"apply_transform"}), 2.0),
         ("resample/apply before registered fusion", frozenset({"apply_transform", "resample_volume"}),
          frozenset({"fusion"}), 2.0),
@@ -61,7 +61,8 @@ PRECEDENCE: dict[str, list[tuple[str, frozenset[str], frozenset[str], float]]] =
          frozenset({"segment_statistics", "export_dicom_seg"}), 1.0),
     ],
     "pathology": [
-        ("look before recording", NAVIGATION, frozenset({"record_view_evidence"}), 1.0),
+        ("look before recording", NAVIGATION, frozenset({"record_view_evidence", "viewer_point_to_wsi_coordinate"}),
+         1.0),
         ("magnify before recording", frozenset({"zoom"}), frozenset({"record_view_evidence"}), 1.0),
     ],
 }  # fmt: skip

@@ -21,7 +21,7 @@ from copilot.bench.failures import (
 )
 from copilot.cases.pack import CasePack
 
-REQUIRED_ITEMS = {"radiology": 4, "pathology": 1}  # three key slices and a RAS point; one localization
+REQUIRED_ITEMS = {"radiology": 4}  # three key slices and a RAS point
 CAPTURES = frozenset({"record_point", "record_key_slice", "record_view_evidence", "bookmark_view",
                       "measure_distance", "image_coords_to_ras", "viewer_point_to_wsi_coordinate"})  # fmt: skip
 
@@ -52,6 +52,14 @@ def _call_record_complete(e: dict[str, Any]) -> float:
 
 
 def harness_measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: dict[str, Any]) -> dict[str, Any]:
+    """Everything above for one episode; a fault in a measure is recorded in the row, never fatal to the batch."""
+    try:
+        return _measures(events, case, score, base)
+    except Exception as exc:  # the episode's score and trace stay; the measures say why they are missing
+        return {"measures_error": f"{type(exc).__name__}: {exc}"}
+
+
+def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: dict[str, Any]) -> dict[str, Any]:
     """Everything above for one episode; `base` holds the episode's process metrics (coverage, auditability)."""
     end = _end(events)
     response = str(end.get("response", ""))
@@ -70,7 +78,12 @@ def harness_measures(events: list[dict[str, Any]], case: CasePack, score: Any, b
     cited = cited_evidence(response, case.module)
     cited_items = (len(cited.get("key_slices", {})) + 1) if cited.get("ras") else len(cited.get("points", []))
     missing = len(unobserved_items(events, cited, case.kind)) if cited else 0
-    required = max(REQUIRED_ITEMS[case.kind], cited_items)
+    # U_req: the evidence the answer format asks for (radiology with an EVIDENCE block: three key slices and a
+    # RAS point; slides: the localizations given, none on a negative answer); none → E is ⊥
+    if case.kind == "radiology":
+        required = REQUIRED_ITEMS["radiology"] if case.prompt.get("evidence") else 0
+    else:
+        required = cited_items
     retrieved = cited_items - missing
     interventions = D.interventions(events)
     guard_codes = sorted(base.get("workflow_guards", {}))
@@ -109,7 +122,7 @@ def harness_measures(events: list[dict[str, Any]], case: CasePack, score: Any, b
         "failures": failures, "claims": claims, "parse_error": parse_error,
         "evidence_calls": [e for e in calls if e.get("ok") and e["handler"] in CAPTURES] or
                           [e for e in calls if e.get("ok") and e.get("images")],
-        "evidence_recall": retrieved / required if required else 0.0, "guard_codes": guard_codes,
+        "evidence_recall": retrieved / required if required else None, "guard_codes": guard_codes,
         "interventions": interventions, "conflicts": conflicts,
     })  # fmt: skip
     out: dict[str, Any] = {

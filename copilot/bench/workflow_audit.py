@@ -244,7 +244,7 @@ def alignment_scores(m: dict[str, Any]) -> dict[str, Any]:
     u = 0.0 if m["parse_error"] is not None or not m["evidence_calls"] else 0.5 if violations else 1.0
     n = 0.0 if ("F1" in codes or m["parse_error"] is not None) else 0.5 if non_size else 1.0
     recall = m["evidence_recall"]
-    e = 0.0 if not recall else 1.0 if recall >= 1.0 else 0.5
+    e = 1.0 if recall is None else 0.0 if not recall else 1.0 if recall >= 1.0 else 0.5  # None: none required
     guards = set(m["guard_codes"])
     t = 0.0 if guards & {"off_source_series", "superseded_node", "unregistered_fusion"} else (
         0.5 if "stale_view" in guards else 1.0)  # fmt: skip
