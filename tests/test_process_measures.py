@@ -250,3 +250,27 @@ def test_hit_rates_over_slides() -> None:
     assert [rates[lv]["unconditional"] for lv in ("2.5×", "10×", "40×")] == [1.0, 0.5, 0.5]
     assert (rates["10×"]["conditional"], rates["40×"]["conditional"]) == (0.5, 1.0)
     assert rates["10×"]["random"] == pytest.approx(0.4)
+
+
+def test_perturbation_selectivity_and_localisation() -> None:
+    """Pair 1, stale_view (target V): clean V 1, E 1, W 1 → perturbed V 0.5, E 0.75, W 1: drops V 0.5, E 0.25,
+    W 0; margin = 0.5 − max(0.25, 0) = 0.25; largest drop V → localised right.
+    Pair 2, wrong_series (target E): clean E 1, V 1 → perturbed E 0.9, V 0.5: drops E 0.1, V 0.5; margin
+    0.1 − 0.5 = −0.4; predicted V, wrong. Truth [V, E], predicted [V, V]: recall V 1/1, E 0/1 → balanced
+    accuracy 0.5; F1 V = 2·1/(2·1 + 1 + 0) = 2/3, F1 E = 0 → macro-F1 1/3."""
+
+    def row(case: str, dims: dict[str, float], fault: str | None = None) -> dict[str, Any]:
+        return {"model": "m", "case_id": case, "perturbation": fault,
+                "process": {"dimensions": {d: {"score": v} for d, v in dims.items()}}}  # fmt: skip
+
+    clean = [row("c1", {"V": 1.0, "E": 1.0, "W": 1.0}), row("c2", {"E": 1.0, "V": 1.0})]
+    perturbed = [
+        row("c1", {"V": 0.5, "E": 0.75, "W": 1.0}, "stale_view"),
+        row("c2", {"E": 0.9, "V": 0.5}, "wrong_series"),
+    ]
+    out = D.perturbation_analysis(clean, perturbed)
+    assert out["mean_drop"]["stale_view"] == {"V": 0.5, "E": 0.25, "W": 0.0}
+    assert out["selectivity_margin"]["stale_view"] == pytest.approx(0.25)
+    assert out["selectivity_margin"]["wrong_series"] == pytest.approx(-0.4)
+    assert out["localisation"]["balanced_accuracy"] == pytest.approx(0.5)
+    assert out["localisation"]["macro_f1"] == pytest.approx(1 / 3)

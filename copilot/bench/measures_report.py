@@ -111,6 +111,14 @@ def protocol_funnels(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {m: D.funnel([r for r in native if _model(r) == m], [r for r in harness if _model(r) == m]) for m in models}
 
 
+def perturbations(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Sensitivity, selectivity and fault localisation when the rows hold perturbed episodes."""
+    perturbed = [r for r in rows if r.get("perturbation")]
+    if not perturbed:
+        return None
+    return D.perturbation_analysis([r for r in rows if not r.get("perturbation")], perturbed)
+
+
 def measures_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The whole process-measure report of a run."""
     return {
@@ -119,6 +127,7 @@ def measures_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "diagnostic_results": W.diagnostic_results(rows),
         "exploration": hit_rates(rows),
         "native_vs_harness": protocol_funnels(rows),
+        "perturbations": perturbations(rows),
     }
 
 
