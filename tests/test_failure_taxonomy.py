@@ -150,5 +150,6 @@ def test_json_and_html_reports(rows: dict[str, dict[str, Any]], capsys: pytest.C
     assert main(["bench", "report", str(run), "--pages"]) == 0
     report = (run / "report.html").read_text()
     assert 'id="process-measures"' in report and "<th>F2</th>" in report
+    assert "Failure labels per model and module" in report
     page = (run / episodes["f1_wrong_structure"]["trace_dir"] / "episode.html").read_text()
     assert "<h2>Failure labels</h2>" in page and "objective drift" in page

@@ -274,3 +274,14 @@ def test_perturbation_selectivity_and_localisation() -> None:
     assert out["selectivity_margin"]["wrong_series"] == pytest.approx(-0.4)
     assert out["localisation"]["balanced_accuracy"] == pytest.approx(0.5)
     assert out["localisation"]["macro_f1"] == pytest.approx(1 / 3)
+
+
+def test_registration_milestones() -> None:
+    """register_volumes → apply_transform → fusion with a foreground reaches all three milestones (Fig. 7);
+    a fusion before any transform is applied does not count, and a fusion warned unregistered does not either."""
+    fused = plane_call(3, "fusion", 0, foreground_volume_ref="CT1")
+    steps = [plane_call(1, "register_volumes", 0), plane_call(2, "apply_transform", 0), fused]
+    assert D.milestones(steps) == ["register", "resample/apply", "registered fusion"]
+    assert D.milestones([plane_call(1, "register_volumes", 0), fused]) == ["register"]
+    warned = {**fused, "result": {"warnings": [{"code": "unregistered_fusion", "message": ""}]}}
+    assert D.milestones([*steps[:2], warned]) == ["register", "resample/apply"]

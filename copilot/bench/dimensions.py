@@ -380,3 +380,26 @@ def perturbation_analysis(clean: list[dict[str, Any]], perturbed: list[dict[str,
             "macro_f1": macro_f1(truth, predicted),
         },
     }
+
+
+# ----- the paper's Fig. 7 milestones -----
+
+MILESTONES = ("register", "resample/apply", "registered fusion")
+
+
+def milestones(events: list[dict[str, Any]]) -> list[str]:
+    """The registration milestones an episode reached in order (paper Fig. 7): a successful register_volumes,
+    then apply_transform or resample_volume, then a fusion with a foreground and no unregistered_fusion warning."""
+    reached: list[str] = []
+    for e in agent_calls(events):
+        if not e.get("ok"):
+            continue
+        h = e["handler"]
+        warned = any(w.get("code") == "unregistered_fusion" for w in (e.get("result") or {}).get("warnings", []))
+        if not reached and h == "register_volumes":
+            reached.append(MILESTONES[0])
+        elif len(reached) == 1 and h in ("apply_transform", "resample_volume"):
+            reached.append(MILESTONES[1])
+        elif len(reached) == 2 and h == "fusion" and (e.get("args") or {}).get("foreground_volume_ref") and not warned:
+            reached.append(MILESTONES[2])
+    return reached

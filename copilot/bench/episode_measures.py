@@ -134,6 +134,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         **alignment,
         "dimensions": dims,
         "interventions": interventions,
+        "milestones": D.milestones(events),
         "usage": usage(events),
         "confidence": W.answer_confidence(response),
     }

@@ -56,6 +56,16 @@ def episode_json(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def milestone_rates(group: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Share of the Track B episodes run with the registration operations (ops all or registration) reaching
+    each milestone of the paper's Fig. 7 in order; None when there are none."""
+    eligible = [r for r in group if r.get("track") == "B" and r.get("ops") in ("", None, "all", "registration")]
+    reached = [(r.get("process") or {}).get("milestones") or [] for r in eligible]
+    if not eligible:
+        return None
+    return {"episodes": len(eligible), **{m: sum(m in x for x in reached) / len(eligible) for m in D.MILESTONES}}
+
+
 def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per model: failure counts (overall and per module), S and the pass sweep, CWAS-3, R6 and its flags, the
     seven dimensions with support, Pass@3, and token, time and cost totals."""
@@ -90,6 +100,7 @@ def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "claim_violations": sum(len(p.get("claims", [])) for p in procs),
             "dimensions": dims.get(model, {}),
             "pass@3": pass3.get(model),
+            "milestones": milestone_rates(group),
             "usage": {
                 "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in usage),
                 "completion_tokens": sum(int(u.get("completion_tokens", 0)) for u in usage),
@@ -166,6 +177,23 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
         "the episodes where each is defined (support in brackets). Definitions: docs/metrics.md.</p>",
         '<table class="measures"><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(body) + "</table>",
     ]
+    per_module = [
+        (model, module, counts)
+        for model, m in data["models"].items()
+        for module, counts in m["failures_by_module"].items()
+        if any(counts.values())
+    ]
+    if per_module:
+        parts.append(
+            '<h3>Failure labels per model and module</h3><table class="failures-by-module"><tr><th>Model</th>'
+            "<th>Module</th>" + "".join(f"<th>{c}</th>" for c in FAILURE_CODES) + "</tr>"
+            + "".join(
+                f'<tr><td class="l">{html.escape(model)}</td><td class="l">{html.escape(module)}</td>'
+                + "".join(f"<td>{counts[c]}</td>" for c in FAILURE_CODES) + "</tr>"
+                for model, module, counts in per_module
+            )
+            + "</table>"
+        )  # fmt: skip
     if data["exploration"]:
         rows_html = "".join(
             f'<tr><td class="l">{html.escape(model)}</td>'
