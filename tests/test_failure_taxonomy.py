@@ -13,6 +13,7 @@ import pytest
 from copilot.batch import run_batch
 from copilot.bench.failures import (
     Quantity,
+    detect_drift,
     detect_misbinding,
     rationale,
     stated_quantities,
@@ -153,3 +154,18 @@ def test_json_and_html_reports(rows: dict[str, dict[str, Any]], capsys: pytest.C
     assert "Failure labels per model and module" in report
     page = (run / episodes["f1_wrong_structure"]["trace_dir"] / "episode.html").read_text()
     assert "<h2>Failure labels</h2>" in page and "objective drift" in page
+
+
+def test_intra_timepoint_registration_is_drift() -> None:
+    """A cross-time-point question (frames OLD and CURRENT): registering OLD_FLAIR to OLD_CT1 (seq 7) is drift
+    into intra-timepoint alignment; registering OLD_CT1 to CURRENT_CT1 (seq 5) is not."""
+    frames = {"OLD_CT1": "OLD", "OLD_FLAIR": "OLD", "CURRENT_CT1": "CURRENT"}
+
+    def reg(seq: int, fixed: str, moving: str) -> dict[str, Any]:
+        return {"type": "handler_call", "actor": "agent", "seq": seq, "ok": True, "handler": "register_volumes",
+                "result": {"provenance": {"fixed": fixed, "moving": moving}}}  # fmt: skip
+
+    cross = reg(5, "CURRENT_CT1", "OLD_CT1")
+    assert detect_drift([cross], "longitudinal_mri", "Stable disease.", frames) is None
+    f1 = detect_drift([cross, reg(7, "OLD_CT1", "OLD_FLAIR")], "longitudinal_mri", "Stable disease.", frames)
+    assert f1 is not None and f1.events == [7] and "within one time point" in f1.detail

@@ -227,10 +227,45 @@ def _prompt_seq(events: list[dict[str, Any]]) -> list[int]:
     return [int(e["seq"]) for e in events if e.get("type") == "task_prompt"][:1]
 
 
-def detect_drift(events: list[dict[str, Any]], module: str, text: str) -> Failure | None:
-    """F1: the rationale names off-target structures of the module and none of its target structures."""
+def _find(value: Any, key: str) -> str | None:
+    """The first string under `key` anywhere in a nested result."""
+    if isinstance(value, dict):
+        if isinstance(value.get(key), str):
+            return str(value[key])
+        for v in value.values():
+            if (found := _find(v, key)) is not None:
+                return found
+    elif isinstance(value, list):
+        for v in value:
+            if (found := _find(v, key)) is not None:
+                return found
+    return None
+
+
+def intra_timepoint_registrations(events: list[dict[str, Any]], frames: dict[str, str]) -> list[int]:
+    """Registrations of two series of the same time point (the same frame of reference): for a question across
+    time points, the paper's G.1 drift into intra-timepoint alignment."""
+    out = []
+    for e in _calls(events):
+        if e["handler"] != "register_volumes" or not e.get("ok"):
+            continue
+        fixed, moving = _find(e.get("result"), "fixed"), _find(e.get("result"), "moving")
+        if fixed in frames and moving in frames and frames[fixed] == frames[moving]:
+            out.append(int(e["seq"]))
+    return out
+
+
+def detect_drift(
+    events: list[dict[str, Any]], module: str, text: str, frames: dict[str, str] | None = None
+) -> Failure | None:
+    """F1: the rationale names off-target structures of the module and none of its target structures, or, for a
+    question across time points (the case names several frames of reference), a registration within one."""
     terms = STRUCTURES.get(module)
     low = text.lower()
+    intra = intra_timepoint_registrations(events, frames or {}) if len(set((frames or {}).values())) > 1 else []
+    if intra:
+        why = f"registration within one time point at call(s) {intra}; the question compares time points"
+        return Failure("F1", NAMES["F1"], [*_prompt_seq(events), *intra], why)
     if not terms or not low.strip():
         return None
     off = [t for t in terms["off_target"] if t in low]
@@ -358,7 +393,7 @@ def detect_failures(events: list[dict[str, Any]], case: CasePack, response: str)
     text = rationale(response)
     cited = cited_evidence(response, case.module)
     found = [
-        detect_drift(events, case.module, text),
+        detect_drift(events, case.module, text, case.inputs.get("frames_of_reference") or {}),
         detect_pseudo_quantification(events, text),
         detect_misbinding(events),
         detect_discarded_candidate(events, case, truth, cited),
