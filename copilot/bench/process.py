@@ -9,6 +9,8 @@ definitions are in docs/ARCHITECTURE.md ("Process metrics"):
 - conduct (Clinical Conduct Boundaries): calls outside the track (refused as not_in_track);
 - workflow continuity: run-time workflow guards (warnings in handler results), counted by code;
 - care action fulfillment: the episode ended with a parseable answer within its budget.
+The measures of the related benchmarks (failure labels, stages, checkpoints, the seven dimensions by their
+equations…) are added by `copilot.bench.episode_measures` (docs/metrics.md).
 """
 
 from __future__ import annotations
