@@ -285,3 +285,29 @@ def test_registration_milestones() -> None:
     assert D.milestones([plane_call(1, "register_volumes", 0), fused]) == ["register"]
     warned = {**fused, "result": {"warnings": [{"code": "unregistered_fusion", "message": ""}]}}
     assert D.milestones([*steps[:2], warned]) == ["register", "resample/apply"]
+
+
+def test_checkpoint_lists_per_module() -> None:
+    """Lung adds D4 (critical): an off_source_series warning fails it. Longitudinal adds A6 (critical): only the
+    CURRENT frame of {OLD, CURRENT} shown → 1/2 → PARTIAL. With no call at all: P1, A1, A4, R1, R2 SKIP; A3 FAIL;
+    D1 PASS; D2 NA; D3 SKIP; A2 SKIP (no coverage); A6 PARTIAL (2·0.5). S = (1·0 + 2·1 + 2·0 + 2·0.5) / (1 + 2 +
+    2 + 2) = 3/7."""
+    ctx = {"calls": [], "interventions": [], "coverage": None, "parse_error": None, "cited_items": 0,
+           "unobserved": 0, "quantities": 0, "f2": False, "verification": None, "guard_codes": ["off_source_series"],
+           "frames_all": {"OLD", "CURRENT"}, "frames_shown": {"CURRENT"}}  # fmt: skip
+    lung = {r["id"]: r["status"] for r in W.checkpoint_results("lung_petct", ctx)}
+    assert lung["D4"] == "FAIL" and "A6" not in lung
+    longitudinal = W.checkpoint_results("longitudinal_mri", ctx)
+    status = {r["id"]: r["status"] for r in longitudinal}
+    assert status["A6"] == "PARTIAL" and status["A3"] == "FAIL" and status["D2"] == "NA" and status["A2"] == "SKIP"
+    assert W.completion_score(longitudinal) == pytest.approx(3 / 7)
+    assert [r["id"] for r in W.checkpoint_results("unknown_module", ctx, "pathology")][-1] == "R2"
+
+
+def test_workflow_precedence_per_module() -> None:
+    """apply_transform then fusion, no registration. Brain MRI: register before applying ✗ (ν 2), resample/apply
+    before fusion ✓ (ν 2) → W = 2 / 4. Longitudinal MRI adds register the time points before a fusion ✗ (ν 2)
+    → W = 2 / (2 + 2 + 2) = 1/3."""
+    events = [plane_call(1, "apply_transform", 0), plane_call(2, "fusion", 0)]
+    assert D.workflow(events, "longitudinal_mri")["score"] == pytest.approx(2 / 6)
+    assert D.workflow(events, "brain_mri")["score"] == pytest.approx(2 / 4)

@@ -67,6 +67,16 @@ PRECEDENCE: dict[str, list[tuple[str, frozenset[str], frozenset[str], float]]] =
         ("magnify before recording", frozenset({"zoom"}), frozenset({"record_view_evidence"}), 1.0),
     ],
 }  # fmt: skip
+PRECEDENCE.update({
+    "brain_mri": PRECEDENCE["radiology"],
+    "lung_petct": PRECEDENCE["radiology"],
+    "longitudinal_mri": [
+        *PRECEDENCE["radiology"],
+        ("register the time points before a fusion", frozenset({"register_volumes"}), frozenset({"fusion"}), 2.0),
+    ],
+    "breast_wsi": PRECEDENCE["pathology"],
+    "lymph_node_wsi": PRECEDENCE["pathology"],
+})  # fmt: skip
 
 
 def agent_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -129,11 +139,12 @@ def alignment(required: int, retrieved: int, object_ok: bool | None) -> dict[str
     return {"score": score, "recall": retrieved / required, "object_ok": object_ok, "support": required}
 
 
-def workflow(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    """W, eq. 8: weighted share of the active precedence constraints (successor observed) that hold."""
+def workflow(events: list[dict[str, Any]], module: str, kind: str = "") -> dict[str, Any]:
+    """W, eq. 8: weighted share of the active precedence constraints (successor observed) that hold; the
+    module's list, or its viewer kind's for a module without one."""
     calls = [e for e in agent_calls(events) if e.get("ok")]
     active = []
-    for name, pred, succ, weight in PRECEDENCE.get(kind, []):
+    for name, pred, succ, weight in PRECEDENCE.get(module, PRECEDENCE.get(kind, [])):
         first = next((n for n, e in enumerate(calls) if e["handler"] in succ), None)
         if first is None:
             continue

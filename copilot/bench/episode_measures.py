@@ -93,7 +93,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "F": D.care(events, case.kind, parse_error is None and end.get("status") == "done"),
         "R": D.resource(events),
         "E": D.alignment(required, retrieved, None if not end else not codes & {"F1", "F3"}),
-        "W": D.workflow(events, case.kind),
+        "W": D.workflow(events, case.module, case.kind),
         "A": D.audit(
             {
                 "cited evidence traced to a call output": [
@@ -111,11 +111,19 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
             },
         ),
     }
-    checkpoints = W.checkpoint_results(case.kind, {
+    frames = case.inputs.get("frames_of_reference") or {}
+    shown_series = {
+        str((e.get("state") or {}).get("active_volume_name"))
+        for e in events
+        if e.get("type") == "handler_call" and e.get("ok") and e.get("images")
+    }
+    checkpoints = W.checkpoint_results(case.module, {
+        "guard_codes": guard_codes, "frames_all": set(frames.values()),
+        "frames_shown": {frames[s] for s in shown_series if s in frames},
         "calls": calls, "interventions": interventions, "coverage": base.get("coverage"),
         "parse_error": parse_error, "cited_items": cited_items, "unobserved": missing,
         "quantities": len(stated_quantities(text)), "f2": "F2" in codes, "verification": verification["score"],
-    })  # fmt: skip
+    }, case.kind)  # fmt: skip
     s = W.completion_score(checkpoints)
     stages = W.stage_sequence(events)
     alignment = W.alignment_scores({

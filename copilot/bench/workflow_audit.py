@@ -92,13 +92,20 @@ COMMON = [
     Checkpoint("R1", "state changes verified by a new view or a measurement", False, "verified"),
     Checkpoint("R2", "guard warnings acted on", False, "warnings_acted"),
 ]
-CHECKPOINTS: dict[str, list[Checkpoint]] = {
-    "radiology": [*COMMON, Checkpoint("A2", "a plane through the lesion was shown", True, "target_seen")],
-    "pathology": [
-        *COMMON,
-        Checkpoint("A2", "a field over the target region was shown", True, "target_seen"),
-        Checkpoint("A5", "the slide was examined at 10× or more", False, "magnified"),
-    ],
+RADIOLOGY = [*COMMON, Checkpoint("A2", "a plane through the lesion was shown", True, "target_seen")]
+PATHOLOGY = [
+    *COMMON,
+    Checkpoint("A2", "a field over the target region was shown", True, "target_seen"),
+    Checkpoint("A5", "the slide was examined at 10× or more", False, "magnified"),
+]
+CHECKPOINTS: dict[str, list[Checkpoint]] = {  # per module; a module without a list uses its viewer kind's
+    "radiology": RADIOLOGY,
+    "pathology": PATHOLOGY,
+    "brain_mri": RADIOLOGY,
+    "lung_petct": [*RADIOLOGY, Checkpoint("D4", "evidence read on the source series", True, "source_series")],
+    "longitudinal_mri": [*RADIOLOGY, Checkpoint("A6", "both time points were shown", True, "both_timepoints")],
+    "breast_wsi": PATHOLOGY,
+    "lymph_node_wsi": PATHOLOGY,
 }
 
 
@@ -119,6 +126,7 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
     if coverage.get("kind") == "pathology":
         bins = coverage.get("bins") or {}
         target_seen = any(b.get("hit") for b in bins.values()) if coverage.get("positive") else None
+    frames = set(ctx.get("frames_all", ()))
     captures = {"record_point", "record_key_slice", "record_view_evidence", "bookmark_view", "measure_distance"}
     return {
         "oriented": lambda: (
@@ -140,15 +148,20 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
         ),
         "target_seen": lambda: "SKIP" if target_seen is None else "PASS" if target_seen else "FAIL",
         "magnified": lambda: "PASS" if any((f[1] or 0) >= 10 for f in coverage.get("fields", [])) else "FAIL",
+        "source_series": lambda: "FAIL" if "off_source_series" in ctx.get("guard_codes", ()) else "PASS",
+        "both_timepoints": lambda: (
+            "SKIP" if len(frames) < 2 else _grade(len(ctx.get("frames_shown", set()) & frames) / len(frames))
+        ),
     }
 
 
-def checkpoint_results(kind: str, ctx: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each checkpoint of the module kind's list with its status."""
+def checkpoint_results(module: str, ctx: dict[str, Any], kind: str = "") -> list[dict[str, Any]]:
+    """Each checkpoint of the module's list (its viewer kind's for a module without one) with its status."""
     rules = _rules(ctx)
+    items = CHECKPOINTS.get(module, CHECKPOINTS.get(kind, []))
     return [
         {"id": c.id, "title": c.title, "critical": c.critical, "status": rules[c.rule]()}
-        for c in sorted(CHECKPOINTS[kind], key=lambda c: ("PADR".index(c.id[0]), c.id))
+        for c in sorted(items, key=lambda c: ("PADR".index(c.id[0]), c.id))
     ]
 
 
