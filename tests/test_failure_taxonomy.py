@@ -113,6 +113,8 @@ def test_quantities_and_tolerance() -> None:
     (|25 − 20.9| = 4.1 > 2.09); a 12 ml volume is supported by 11 500 mm³ (|12 000 − 11 500| = 500 ≤ 1 150)."""
     qs = stated_quantities("The lesion has a diameter of 25 mm. Seen on the slice at S 10 mm, size 2.1 x 1.8 cm.")
     assert [(q.kind, round(q.value, 3)) for q in qs] == [("length", 25.0), ("length", 21.0), ("length", 18.0)]
+    loose = stated_quantities("A 12 mm enhancing lesion, approximately 3 cm of oedema. The cursor is on 40 mm.")
+    assert [q.value for q in loose] == [12.0, 30.0]  # '40 mm' names no size: a position
     measured = [("length", 20.9, 7), ("volume", 11500.0, 9)]
     assert supported(Quantity("length", 20.0, "20 mm"), measured) == 7
     assert supported(Quantity("length", 25.0, "25 mm"), measured) is None

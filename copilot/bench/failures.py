@@ -114,7 +114,11 @@ _SIZE_WORDS = re.compile(
     r"largest|axis|radius|\d\s*[x×]\s*\d",
     re.I,
 )
-_POSITION_BEFORE = re.compile(r"(?:\b[SRA]\s*[:=]?|slice|offset|at|level|position|z\s*=)\s*[-+]?$", re.I)
+_SIZED_NOUN = re.compile(r"\s*(?:-\s*)?(?:\w+\s+)?(lesion|mass|nodule|tumou?r|focus|cyst|node|deposit)", re.I)
+# a slice position: an axis letter with ':' or '=' ("S: 10 mm"), or a position word, optionally with the letter
+_POSITION_BEFORE = re.compile(
+    r"(?:\b[SRA]\s*[:=]|\b(?i:slice|offset|at|level|position|z)(?:\s+[SRA])?\s*[:=]?)\s*[-+]?$"
+)
 _STRUCTURED_LINE = re.compile(r"(?im)^\s*[-*]?\s*(EVIDENCE|KEY_SLICE_\w+|RAS|ANSWER)\s*[:=].*$")
 
 
@@ -150,17 +154,19 @@ class Quantity:
 
 
 def stated_quantities(text: str) -> list[Quantity]:
-    """Sizes stated in free text: a number with a length/area/volume unit in a sentence about size.
-
-    Slice positions ("S: 10 mm", "slice at 21 mm") are not sizes; `25 x 18 mm` states two lengths.
-    """
+    """Sizes stated in free text: a number with a length, area or volume unit; millimetres only in a sentence
+    about size or before a lesion noun. Slice positions ("S: 10 mm", "slice at 21 mm") are not sizes;
+    `25 x 18 mm` states two lengths."""
     out: list[Quantity] = []
     for sentence in re.split(r"(?<=[.;!?])\s+|\n", text):
-        if not _SIZE_WORDS.search(sentence):
-            continue
+        about_size = bool(_SIZE_WORDS.search(sentence))
         pattern = rf"{_NUM}(?:\s*[x×]\s*{_NUM})?\s*(mm²|mm2|mm³|mm3|cm²|cm2|cm³|cm3|mm|cm|µm|um|ml|cc)\b"
         for m in re.finditer(pattern, sentence, flags=re.I):
             if _POSITION_BEFORE.search(sentence[: m.start()]):
+                continue
+            # millimetres also name slice positions: they need a sentence about size or a noun right after
+            # ("a 25 mm lesion"); centimetres, areas and volumes are sizes wherever they stand
+            if m.group(3).lower() == "mm" and not (about_size or _SIZED_NOUN.match(sentence[m.end() :])):
                 continue
             kind, factor = _UNITS[m.group(3).lower()]
             for g in (m.group(1), m.group(2)):
