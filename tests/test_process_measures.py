@@ -311,3 +311,19 @@ def test_workflow_precedence_per_module() -> None:
     events = [plane_call(1, "apply_transform", 0), plane_call(2, "fusion", 0)]
     assert D.workflow(events, "longitudinal_mri")["score"] == pytest.approx(2 / 6)
     assert D.workflow(events, "brain_mri")["score"] == pytest.approx(2 / 4)
+
+
+def test_diagnostic_results_from_rows() -> None:
+    """Lymph-node slides: truth [present, present, no_tumor], given [present (0.8), no_tumor (0.6), no_tumor (0.9)].
+    Accuracy 2/3; recall present 1/2, no_tumor 1/1 → balanced accuracy 0.75. Positive-class probabilities
+    [0.8, 1 − 0.6 = 0.4, 1 − 0.9 = 0.1] with positives [0.8, 0.4] vs negative [0.1] → AUROC 1.0."""
+
+    def row(truth: str, given: str, conf: float) -> dict[str, Any]:
+        return {"model": "m", "module": "lymph_node_wsi", "response": f'{{"confidence": {conf}}}',
+                "details": {"fields": {"tumor_presence": {"given": given, "truth": truth}}}}  # fmt: skip
+
+    rows = [row("tumor_present", "tumor_present", 0.8), row("tumor_present", "no_tumor", 0.6),
+            row("no_tumor", "no_tumor", 0.9)]  # fmt: skip
+    out = W.diagnostic_results(rows)["m / lymph_node_wsi"]
+    assert out["accuracy"] == pytest.approx(2 / 3) and out["balanced_accuracy"] == pytest.approx(0.75)
+    assert out["auroc"] == 1.0 and out["calibration"]["n"] == 3

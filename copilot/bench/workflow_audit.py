@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from copilot.cases.answers import CAMELYON_PRESENCE
+
 STAGES = ("plan", "act", "diagnose", "reflect")
 PLAN_CALLS = frozenset({"get_viewer_state", "get_qupath_state", "get_slice_offset_range", "ping", "open_case",
                         "load_case"})  # fmt: skip
@@ -343,7 +345,7 @@ def auroc(scores: list[float], positive: list[bool]) -> float | None:
     return wins / (len(pos) * len(neg))
 
 
-DIAGNOSTIC_FIELD = {"breast_wsi": ("label", "N"), "lymph_node_wsi": ("tumor_presence", "tumor_absent")}
+DIAGNOSTIC_FIELD = {"breast_wsi": ("label", "N"), "lymph_node_wsi": ("tumor_presence", CAMELYON_PRESENCE[0])}
 
 
 def diagnostic_results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
