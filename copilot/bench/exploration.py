@@ -11,6 +11,7 @@ and reports the probability of a hit at each level (Monte Carlo, fixed seed).
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -60,19 +61,17 @@ def level_hits(kept: dict[str, list[Region]], hit: Callable[[Region], bool]) -> 
 
 
 def grid(slide: tuple[float, float], tile: tuple[float, float], within: Region | None = None) -> list[Region]:
-    """The slide's tiles of one size (whose centres lie within a parent tile, when given)."""
+    """The slide's tiles of one size (whose centres lie within a parent tile, when given); only the parent's
+    span of the lattice is visited, so a 40× level of a large slide stays cheap."""
     w, h = slide
     tw, th = tile
+    x0, y0, x1, y1 = within if within is not None else (0.0, 0.0, w, h)
     tiles = []
-    y = 0.0
-    while y < h:
-        x = 0.0
-        while x < w:
-            r = (x, y, min(x + tw, w), min(y + th, h))
+    for j in range(max(0, int(y0 // th) - 1), min(math.ceil(h / th), int(y1 // th) + 2)):
+        for i in range(max(0, int(x0 // tw) - 1), min(math.ceil(w / tw), int(x1 // tw) + 2)):
+            r = (i * tw, j * th, min((i + 1) * tw, w), min((j + 1) * th, h))
             if within is None or _centre_in(r, within):
                 tiles.append(r)
-            x += tw
-        y += th
     return tiles
 
 
