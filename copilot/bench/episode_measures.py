@@ -19,6 +19,7 @@ from copilot.bench.failures import (
     supported,
     unobserved_items,
 )
+from copilot.bench.scoring import Truth
 from copilot.cases.pack import CasePack
 
 REQUIRED_ITEMS = {"radiology": 4}  # three key slices and a RAS point
@@ -65,7 +66,8 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     response = str(end.get("response", ""))
     parse_error = getattr(score, "parse_error", None)
     text = rationale(response)
-    failures = [f.to_json() for f in detect_failures(events, case, response)]
+    truth = Truth(case)  # read once: the failure detectors and the exploration hits share it
+    failures = [f.to_json() for f in detect_failures(events, case, response, truth)]
     codes = {f["code"] for f in failures}
     calls = D.agent_calls(events)
 
@@ -147,5 +149,5 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "confidence": W.answer_confidence(response),
     }
     if case.kind == "pathology":
-        out["hierarchical_hits"] = hierarchical_hits(events, case)
+        out["hierarchical_hits"] = hierarchical_hits(events, case, truth)
     return out

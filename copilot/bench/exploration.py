@@ -111,9 +111,9 @@ def _rois(case: CasePack, truth: Truth) -> list[Any]:
     return [a for a in truth.annotations if a.cls == "Tumor"]
 
 
-def hierarchical_hits(events: list[dict[str, Any]], case: CasePack) -> dict[str, Any]:
+def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth | None = None) -> dict[str, Any]:
     """The episode's hierarchical hits and the random baseline on its slide (positive slides only)."""
-    truth = Truth(case)
+    truth = truth if truth is not None else Truth(case)
     rois = _rois(case, truth)
     calls = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     fields_all = [f for e in calls for f in shown_fields(e)]

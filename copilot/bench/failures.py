@@ -393,9 +393,11 @@ def detect_discarded_candidate(
                    f"recorded in the lesion at call(s) {good}; the answer cites elsewhere")  # fmt: skip
 
 
-def detect_failures(events: list[dict[str, Any]], case: CasePack, response: str) -> list[Failure]:
+def detect_failures(
+    events: list[dict[str, Any]], case: CasePack, response: str, truth: Truth | None = None
+) -> list[Failure]:
     """Every failure label of one episode, in code order."""
-    truth = Truth(case)
+    truth = truth if truth is not None else Truth(case)
     text = rationale(response)
     cited = cited_evidence(response, case.module)
     found = [
