@@ -327,3 +327,22 @@ def test_diagnostic_results_from_rows() -> None:
     out = W.diagnostic_results(rows)["m / lymph_node_wsi"]
     assert out["accuracy"] == pytest.approx(2 / 3) and out["balanced_accuracy"] == pytest.approx(0.75)
     assert out["auroc"] == 1.0 and out["calibration"]["n"] == 3
+
+
+def test_usage_totals() -> None:
+    """Two model turns: tokens 1200 + 800 in, 150 + 50 out; cost 0.004 + 0.002 = 0.006 $; latency 1.5 + 0.5 s;
+    wall time from the episode's start (t 100.0) to its end (t 103.25): 3.25 s. A model turn without a tool call
+    is a planning turn before any call."""
+    from copilot.bench.episode_measures import usage
+
+    events = [
+        {"type": "episode_start", "seq": 0, "time": 100.0},
+        {"type": "model_turn", "seq": 1, "usage": {"prompt_tokens": 1200, "completion_tokens": 150},
+         "cost_usd": 0.004, "latency_ms": 1500.0, "tool_calls": []},
+        {"type": "model_turn", "seq": 2, "usage": {"prompt_tokens": 800, "completion_tokens": 50},
+         "cost_usd": 0.002, "latency_ms": 500.0, "tool_calls": [{"name": "observe"}]},
+        {"type": "episode_end", "seq": 3, "time": 103.25},
+    ]  # fmt: skip
+    assert usage(events) == {"turns": 2, "prompt_tokens": 2000, "completion_tokens": 200, "cost_usd": 0.006,
+                             "model_latency_s": 2.0, "wall_s": 3.25}  # fmt: skip
+    assert [s["stage"] for s in W.stage_sequence(events)] == ["plan", "diagnose"]
