@@ -120,6 +120,8 @@ def test_quantities_and_tolerance() -> None:
     assert supported(Quantity("length", 25.0, "25 mm"), measured) is None
     assert supported(Quantity("volume", 12000.0, "12 ml"), measured) == 9
     assert "KEY_SLICE" not in rationale("Text.\nKEY_SLICE_AXIAL_MM: 4\nRAS: [1, 2, 3]\nANSWER: A")
+    answer = '{"wsi_label": "IC", "localizations": [[256, 192], [10, 20]], "brief_rationale": "a 2 mm focus"}'
+    assert rationale(answer) == '{"wsi_label": "IC", , "brief_rationale": "a 2 mm focus"}'
 
 
 def test_state_guard_is_misbinding() -> None:

@@ -141,7 +141,7 @@ class Failure:
 def rationale(response: str) -> str:
     """The free text of an answer: without the structured EVIDENCE/ANSWER lines and JSON localizations."""
     text = _STRUCTURED_LINE.sub("", response)
-    return re.sub(r'"localizations"\s*:\s*\[[^\]]*(?:\][^\]]*)*?\]\s*\]?', "", text)
+    return re.sub(r'"localizations"\s*:\s*\[(?:[^\[\]]|\[[^\[\]]*\])*\]', "", text)
 
 
 @dataclass(frozen=True)
