@@ -130,6 +130,16 @@ def _bench_report(ns: argparse.Namespace) -> int:
         write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages)
         print(path)
         return 0
+    if ns.format == "json":
+        from copilot.bench.measures_report import measures_json
+
+        text = json.dumps(measures_json(rows), indent=1, ensure_ascii=False, default=str)
+        if ns.output:
+            Path(ns.output).write_text(text, encoding="utf-8")
+            print(ns.output)
+        else:
+            print(text)
+        return 0
     tables = paper_tables(rows) + process_tables(rows)
     text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables)
     if ns.output:
@@ -359,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     brun.set_defaults(func=_bench_run)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
-    breport.add_argument("--format", choices=["html", "md", "csv"], default="html")
+    breport.add_argument("--format", choices=["html", "md", "csv", "json"], default="html")
     breport.add_argument("--output", default=None, help="file to write (default: report.html, or stdout)")
     breport.add_argument("--pages", action="store_true", help="also rewrite every episode page from its trace")
     breport.set_defaults(func=_bench_report)
