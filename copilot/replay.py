@@ -76,7 +76,13 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
     kind = viewer_kind(head["kind"])
     registry = registry_view(kind.registry, head.get("ops"))
-    viewer = kind.viewer(head.get("backend", "embedded"))  # the backend the trace was recorded on
+    adopted = next((e for e in events if e["type"] == "scene_adopted"), None)  # a clinician's own Slicer scene
+    if adopted is not None:
+        from copilot.slicer_backend.adopt import replay_viewer
+
+        viewer = replay_viewer(adopted, tdir)
+    else:
+        viewer = kind.viewer(head.get("backend", "embedded"))  # the backend the trace was recorded on
     session = Session(viewer, registry, root, head.get("case_inputs"), head.get("track", "A"))
     calls = 0
     for ev in events[1:]:

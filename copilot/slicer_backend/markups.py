@@ -75,9 +75,9 @@ class EvidenceMarkups:
     def sync(self) -> None:
         """Bring the markups up to date when the evidence changed (the points node is updated in place)."""
         items = wanted([*self.evidence, *(self.extra() if self.extra is not None else [])])
-        if items == self.shown and all(self.scene.GetNodeByID(n) is not None for n in self.node_ids):
-            if self.points_id is None or self.scene.GetNodeByID(self.points_id) is not None:
-                return
+        present = [*self.node_ids, *([self.points_id] if self.points_id else [])]
+        if items == self.shown and all(self.scene.GetNodeByID(n) is not None for n in present):
+            return
         for nid in self.node_ids:
             self._remove(nid)
         self.node_ids = []

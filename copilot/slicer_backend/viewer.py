@@ -643,13 +643,15 @@ class SlicerSceneViewer:
         xy_to_slice = np.array([[s, 0, 0, -s * w / 2], [0, s, 0, -s * h / 2], [0, 0, 1, 0], [0, 0, 0, 1.0]])
         return (np_matrix(node.GetSliceToRAS()) @ xy_to_slice @ np.array([x, y, 0.0, 1.0]))[:3]
 
-    def show_evidence(
-        self, evidence: list[dict[str, Any]], extra: Any = None, session_id: str = ""
-    ) -> EvidenceMarkups:
+    def show_evidence(self, evidence: list[dict[str, Any]], extra: Any = None, session_id: str = "") -> EvidenceMarkups:
         """Show a session's evidence list (and the items `extra()` gives, e.g. points an answer cites) as markups,
         brought up to date whenever the state is read."""
         self._markups = EvidenceMarkups(self.scene, evidence, extra, session_id)
         return self._markups
+
+    def stop_showing_evidence(self) -> None:
+        """Leave the evidence markups as they are, no longer kept up to date (the session has ended)."""
+        self._markups = None
 
     def state(self) -> dict[str, Any]:
         """JSON-ready snapshot read from the scene: layers, layout, views, display nodes, derived nodes. The
@@ -684,4 +686,3 @@ class SlicerSceneViewer:
             ],
             "transforms": [{"id": tid, **t.snapshot()} for tid, t in self._transforms.items()],
         }
-
