@@ -94,8 +94,12 @@ class HostConversation:
         agent: Callable[[], Any],
         budget: int = 12,
         on_host: Callable[[Callable[[], Any]], Any] = direct,
+        cites: Callable[[str, str], list[dict[str, Any]]] = answer_evidence,
     ) -> None:
+        """`cites(answer, kind)` reads the evidence an answer cites (by default the EVIDENCE block's RAS and key
+        slices, or a slide answer's localizations)."""
         self.session, self.study, self.agent, self.budget, self.on_host = session, study, agent, budget, on_host
+        self.cites = cites
         self.turns: list[Turn] = []
         self.actions: list[Action] = []
         self.approve_each = True
@@ -181,8 +185,7 @@ class HostConversation:
                 turn.answer = turn.answer or result.error
             k = self.turns.index(turn) + 1
             turn.evidence = [
-                {**ev, "label": f"Q{k} {ev['label']}", "turn": k}
-                for ev in answer_evidence(turn.answer, self.session.kind)
+                {**ev, "label": f"Q{k} {ev['label']}", "turn": k} for ev in self.cites(turn.answer, self.session.kind)
             ]
         except TurnStopped:
             turn.status = "stopped"

@@ -1,0 +1,218 @@
+"""The copilot on the image a pathologist already has open in QuPath, over a real JVM (the Java fixture in
+`tests/java`, QuPath's class names and signatures, served by Py4J's GatewayServer): the session adopts the
+open image, a conversation's answer cites two slide points, and QuPath's hierarchy then holds two locked
+"MedCopilot evidence" point annotations at those level-0 coordinates, read back through the Java API, with
+QuPath's GeoJSON; a Java exception while writing is a named error and leaves the hierarchy unchanged."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from copilot.cases.slides import write_pyramid
+from copilot.errors import HandlerError
+from copilot.host.slicer import model_settings
+from qupath_ext.evidence import EVIDENCE_CLASS, EVIDENCE_RGB, EvidenceWriter, SlideMark
+from qupath_ext.host import MODEL_IMAGE_NAME, OpenImageViewer, adopt_open_image
+from tests.fake_openai import FakeOpenAI, tool
+from tests.qupath_jvm import QuPathJvm, jdk_available
+
+W, H = 3000, 2000
+SLIDE_NAME = "Smith_John_S22-04711.tif"  # a file name that identifies: never sent to the model
+USER_NOTE = "Smith margin check"  # the pathologist's own annotation name: never sent either
+POINTS = [(1200.5, 900.25), (2400.0, 1500.0)]
+FX_THREAD = "JavaFX Application Thread"
+
+
+@pytest.fixture(scope="module")
+def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    img = np.full((H, W, 3), (236, 226, 236), dtype=np.uint8)
+    img[400:1700, 800:2600] = (220, 140, 185)
+    path = tmp_path_factory.mktemp("wsi") / SLIDE_NAME
+    write_pyramid(path, img, mpp=0.25, downsamples=(1, 4, 16), bigtiff=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def jvm() -> Iterator[QuPathJvm]:
+    if not jdk_available():
+        pytest.skip("no JDK (javac); `make test` installs openjdk-17-jdk-headless")
+    server = QuPathJvm()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def viewer(jvm: QuPathJvm, slide: Path) -> Iterator[OpenImageViewer]:
+    """QuPath with the slide opened "by the user" and one annotation of theirs on it."""
+    v = OpenImageViewer.connect(jvm.port, jvm.token)
+    v.open(slide)
+    j = v.jvm
+    roi = j.qupath.lib.roi.ROIs.createRectangleROI(
+        900.0, 500.0, 300.0, 200.0, j.qupath.lib.regions.ImagePlane.getDefaultPlane()
+    )
+    tumor = j.qupath.lib.objects.classes.PathClass.fromString(
+        "Tumor", j.qupath.lib.common.ColorTools.packRGB(200, 0, 0)
+    )
+    own = j.qupath.lib.objects.PathObjects.createAnnotationObject(roi, tumor)
+    own.setName(USER_NOTE)
+    v.image_data().getHierarchy().addObject(own)
+    yield v
+    v.disconnect()
+
+
+def _annotations(v: OpenImageViewer) -> list[Any]:
+    return list(v.image_data().getHierarchy().getAnnotationObjects())
+
+
+def _answer() -> str:
+    locs = [{"x": x, "y": y, "label": f"atypical gland {n + 1}"} for n, (x, y) in enumerate(POINTS)]
+    return "Two atypical glands; please review.\n" + json.dumps({"answer": "atypia", "localizations": locs})
+
+
+SCRIPT = [
+    {"tool_calls": [tool("zoom", {"direction": "in", "amount": 4, "unit": "factor"})]},  # rejected
+    {"tool_calls": [tool("list_annotations", {})]},
+    {"tool_calls": [tool("viewer_point_to_wsi_coordinate", {"x": 400, "y": 450})]},
+    {"content": _answer()},
+]
+
+
+def _converse(host: Any, decisions: list[tuple[str, str]]) -> None:
+    conv = host.conversation
+    conv.ask("Where are the atypical glands?")
+    last = None
+    for decision, reason in decisions:
+        deadline = time.monotonic() + 30
+        while (p := conv.pending) is None or p is last or p.status != "pending":
+            assert time.monotonic() < deadline, "no proposal came"
+            time.sleep(0.01)
+        last = p
+        if decision == "approve":
+            conv.approve()
+        else:
+            conv.reject(reason)
+    assert conv.wait(30)
+
+
+def _texts(requests: list[dict[str, Any]]) -> str:
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "image_url"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return json.dumps(strip(requests))
+
+
+def test_the_answers_points_become_locked_evidence_annotations_in_qupath(
+    viewer: OpenImageViewer, tmp_path: Path
+) -> None:
+    fake = FakeOpenAI(SCRIPT)
+    try:
+        settings = lambda: model_settings(fake.base_url, "m")  # noqa: E731
+        before = _annotations(viewer)
+        events_before = viewer.jvm.medcopilot.fixture.Faults.changeEvents(viewer.image_data().getHierarchy())
+        host = adopt_open_image(viewer, tmp_path / "trace", settings=settings)
+        facts = host.image_facts
+        assert facts["dimensions"] == [W, H] and facts["mpp"] == [0.25, 0.25] and facts["levels"] == 3
+        assert facts["name"] == SLIDE_NAME or facts["path"].endswith(SLIDE_NAME)
+        _converse(host, [("reject", "stay at this magnification"), ("approve", ""), ("approve", "")])
+        conv = host.conversation
+        assert conv.turns[0].status == "done" and host.errors == []
+        assert [(a.handler, a.status) for a in conv.actions if a.actor == "agent"] == [
+            ("zoom", "rejected"), ("list_annotations", "ok"), ("viewer_point_to_wsi_coordinate", "ok")
+        ]  # fmt: skip
+        listed = next(
+            a for a in host.session.trace_events() if a["type"] == "handler_call" and a["handler"] == "list_annotations"
+        )["result"]
+        assert listed["count"] == 1 and listed["annotations"][0]["class"] == "Tumor"
+        assert listed["annotations"][0]["bounds"] == [900.0, 500.0, 300.0, 200.0]
+
+        # read back through QuPath's Java API
+        after = _annotations(viewer)
+        new = [o for o in after if o not in before]
+        assert len(after) == len(before) + 2 and len(new) == 2
+        for obj, (x, y), n in zip(new, POINTS, (1, 2), strict=True):
+            roi = obj.getROI()
+            assert str(roi.getRoiName()) == "Points" and roi.isPoint()
+            assert (roi.getCentroidX(), roi.getCentroidY()) == pytest.approx((x, y), abs=1e-9)
+            assert str(obj.getPathClass().getName()) == EVIDENCE_CLASS and obj.isLocked()
+            assert str(obj.getName()) == f"Q1 atypical gland {n}"
+            feature = EvidenceWriter(viewer).geojson(obj)
+            assert feature["type"] == "Feature" and feature["geometry"]["type"] == "MultiPoint"
+            assert feature["geometry"]["coordinates"] == [[pytest.approx(x), pytest.approx(y)]]
+            props = feature["properties"]
+            assert props["objectType"] == "annotation" and props["isLocked"] is True
+            assert props["classification"] == {"name": EVIDENCE_CLASS, "color": list(EVIDENCE_RGB)}
+        faults = viewer.jvm.medcopilot.fixture.Faults
+        assert str(faults.lastAddThread()) == FX_THREAD
+        assert faults.changeEvents(viewer.image_data().getHierarchy()) == events_before + 1  # one event for both
+        assert [w["qupath_id"] for w in host.written] == [str(o.getID().toString()) for o in new]
+
+        # nothing identifying went to the model; the trace records the write
+        sent = _texts(fake.requests)
+        for secret in (SLIDE_NAME, "Smith", "S22-04711", USER_NOTE):
+            assert secret not in sent, secret
+        assert MODEL_IMAGE_NAME in sent
+        assert "stay at this magnification" in sent
+        host.close()
+        types = [
+            e["type"]
+            for e in json.loads("[" + ",".join((tmp_path / "trace" / "trace.jsonl").read_text().split("\n")[:-1]) + "]")
+        ]
+        assert "host_evidence_written" in types and "clinician_decision" in types
+        assert len(_annotations(viewer)) == len(before) + 2  # closing leaves the annotations for the pathologist
+    finally:
+        fake.stop()
+
+
+def test_a_java_exception_while_writing_is_a_named_error_and_changes_nothing(viewer: OpenImageViewer) -> None:
+    writer = EvidenceWriter(viewer)
+    hierarchy = viewer.image_data().getHierarchy()
+    before = _annotations(viewer)
+    viewer.jvm.medcopilot.fixture.Faults.failAddingAfter(1)  # QuPath takes the first object, then throws
+    with pytest.raises(HandlerError) as err:
+        writer.write([SlideMark("a", *POINTS[0]), SlideMark("b", *POINTS[1])])
+    assert err.value.code == "qupath_error" and "unchanged" in err.value.message
+    assert _annotations(viewer) == before and len(list(hierarchy.getAnnotationObjects())) == len(before)
+    # invalid items are refused before QuPath is touched
+    with pytest.raises(HandlerError) as err:
+        writer.write([SlideMark("inside", 10, 10), SlideMark("outside", W + 5, 10)])
+    assert err.value.code == "out_of_image" and _annotations(viewer) == before
+    # a region becomes a rectangle annotation
+    (obj,) = writer.write([SlideMark("region", 100, 200, 300, 150)])
+    assert str(obj.getROI().getRoiName()) == "Rectangle" and obj.getROI().getArea() == 300 * 150
+    assert EvidenceWriter(viewer).geojson(obj)["geometry"]["type"] == "Polygon"
+
+
+def test_a_refused_write_during_a_conversation_is_shown_and_recorded(viewer: OpenImageViewer, tmp_path: Path) -> None:
+    fake = FakeOpenAI([{"content": _answer()}])
+    try:
+        host = adopt_open_image(viewer, tmp_path / "t", settings=lambda: model_settings(fake.base_url, "m"))
+        host.conversation.approve_each = False
+        before = _annotations(viewer)
+        viewer.jvm.medcopilot.fixture.Faults.failAddingAfter(0)
+        _converse(host, [])
+        assert host.errors and host.errors[0].startswith("qupath_error")
+        assert _annotations(viewer) == before and host.written == []
+        assert any(e["type"] == "host_evidence_failed" for e in host.session.trace_events())
+    finally:
+        fake.stop()
+
+
+def test_no_open_image_is_refused(jvm: QuPathJvm) -> None:
+    v = OpenImageViewer.connect(jvm.port, jvm.token)
+    try:
+        v.close()
+        with pytest.raises(HandlerError, match="no image"):
+            adopt_open_image(v)
+    finally:
+        v.disconnect()
