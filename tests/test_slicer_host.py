@@ -17,11 +17,12 @@ import pytest
 pytest.importorskip("slicer_core")
 SimpleITK = pytest.importorskip("SimpleITK")
 
+from copilot.host.panel import MainThreadCalls  # noqa: E402
 from copilot.host.slicer import SlicerHost, model_settings  # noqa: E402
 from copilot.replay import replay  # noqa: E402
 from copilot.slicer_backend.markups import POINTS_NODE_NAME  # noqa: E402
-from copilot.slicer_backend.mrml import mrml  # noqa: E402
-from copilot.slicer_backend.scene import SlicerScene, standalone_scene  # noqa: E402
+from copilot.slicer_backend.mrml import application, mrml  # noqa: E402
+from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene  # noqa: E402
 from copilot.slicer_backend.viewer import np_matrix  # noqa: E402
 from tests.fake_openai import FakeOpenAI, tool  # noqa: E402
 
@@ -57,13 +58,21 @@ def _write_volume(path: Path) -> None:
 
 def _user_scene(tmp: Path) -> tuple[SlicerScene, Any]:
     """What a radiologist did in Slicer: a volume read by Slicer's reader, filed under a DICOM patient and study,
-    a window/level, a one-up Red layout and the Red view at the lesion's level."""
-    s = standalone_scene()
+    a window/level, a one-up Red layout and the Red view at the lesion's level. Inside the Slicer application
+    this is slicer.mrmlScene (emptied first) with the application's logic; elsewhere slicer-core's scene."""
     path = tmp / "Doe_Jane_t1_post.nrrd"
     _write_volume(path)
-    volumes = mrml().vtkSlicerVolumesLogic()
-    volumes.SetMRMLScene(s.scene)
-    node = volumes.AddArchetypeVolume(str(path), "Doe_Jane_t1_post")
+    app = application()
+    if app is not None:  # pragma: no cover - inside Slicer (tests/run_in_slicer.py)
+        app.mrmlScene.Clear(False)
+        s = attach(app.mrmlScene, app.app.applicationLogic())
+        node = app.util.loadVolume(str(path))
+        node.SetName("Doe_Jane_t1_post")
+    else:
+        s = standalone_scene()
+        volumes = mrml().vtkSlicerVolumesLogic()
+        volumes.SetMRMLScene(s.scene)
+        node = volumes.AddArchetypeVolume(str(path), "Doe_Jane_t1_post")
     node.SetAttribute("DICOM.instanceUIDs", IDENTIFIERS["instance_uids"])
     sh = s.scene.GetSubjectHierarchyNode()
     patient = sh.CreateSubjectItem(sh.GetSceneItemID(), IDENTIFIERS["patient_name"])
@@ -76,7 +85,8 @@ def _user_scene(tmp: Path) -> tuple[SlicerScene, Any]:
     study = sh.CreateStudyItem(patient, f"MRI BRAIN ({IDENTIFIERS['study_date']})")
     sh.SetItemAttribute(study, "DICOM.StudyDate", IDENTIFIERS["study_date"])
     sh.SetItemUID(study, "DICOM", IDENTIFIERS["study_uid"])
-    series = sh.CreateItem(study, node)
+    series = sh.GetItemByDataNode(node) or sh.CreateItem(study, node)
+    sh.SetItemParent(series, study)
     sh.SetItemAttribute(series, "DICOM.Modality", "MR")
     sh.SetItemAttribute(series, "DICOM.SeriesNumber", "3")
     sh.SetItemUID(series, "DICOM", IDENTIFIERS["series_uid"])
@@ -139,22 +149,35 @@ SCRIPT = [
 ]
 
 
-def _drive(host: SlicerHost, question: str, decisions: list[tuple[str, str]]) -> None:
+def _until(cond: Any, calls: MainThreadCalls, what: str) -> None:
+    """Run the agent's queued calls here (the main thread) until `cond()` holds."""
+    deadline = time.monotonic() + 30
+    while not cond():
+        assert time.monotonic() < deadline, what
+        calls.pump()
+        time.sleep(0.005)
+
+
+def _drive(host: SlicerHost, calls: MainThreadCalls, question: str, decisions: list[tuple[str, str]]) -> None:
     """Ask, then answer each proposal as the clinician would, in order."""
     conv = host.conversation
     conv.ask(question)
     last = None
     for decision, reason in decisions:
-        deadline = time.monotonic() + 30
-        while (p := conv.pending) is None or p is last or p.status != "pending":
-            assert time.monotonic() < deadline, "no proposal came"
-            time.sleep(0.01)
-        last = p
+        _until(lambda last=last: (p := conv.pending) is not None and p is not last and p.status == "pending",
+               calls, "no proposal came")  # fmt: skip
+        last = conv.pending
         if decision == "approve":
             conv.approve()
         else:
             conv.reject(reason)
-    assert conv.wait(30)
+    _until(lambda: not conv.busy, calls, "the turn did not end")
+
+
+def _adopt(s: SlicerScene, trace_dir: Path | None, base_url: str, key: str = "") -> tuple[SlicerHost, MainThreadCalls]:
+    calls = MainThreadCalls()
+    settings = lambda: model_settings(base_url, "test-model", key)  # noqa: E731
+    return SlicerHost.adopt(s.scene, s.app_logic, trace_dir, settings=settings, on_host=calls), calls
 
 
 def _texts(requests: list[dict[str, Any]]) -> list[Any]:
@@ -181,8 +204,7 @@ def test_the_copilot_adopts_the_users_scene_and_leaves_it_as_approved(tmp_path: 
     s, node = _user_scene(tmp_path)
     before = _user_state(s, node)
     trace_dir = tmp_path / "trace"
-    settings = lambda: model_settings(fake.base_url, "test-model", "sk-session-only")  # noqa: E731
-    host = SlicerHost.adopt(s.scene, s.app_logic, trace_dir, settings=settings)
+    host, calls = _adopt(s, trace_dir, fake.base_url, "sk-session-only")
 
     # the starting state is the user's: nothing changed by adopting, the model knows the volume by series
     assert _user_state(s, node) == before
@@ -190,8 +212,10 @@ def test_the_copilot_adopts_the_users_scene_and_leaves_it_as_approved(tmp_path: 
     assert host.session.snapshot()["layout"] == "one_up_red"
     assert host.session.snapshot()["display"][node.GetID()]["window"] == pytest.approx(USER_WINDOW)
 
-    _drive(host, "Is there an enhancing lesion?", [("reject", "keep my window"), ("approve", ""), ("approve", "")])
-    _drive(host, "And the other side?", [])
+    _drive(
+        host, calls, "Is there an enhancing lesion?", [("reject", "keep my window"), ("approve", ""), ("approve", "")]
+    )
+    _drive(host, calls, "And the other side?", [])
     conv = host.conversation
     assert [t.status for t in conv.turns] == ["done", "done"]
     assert [(a.handler, a.status) for a in conv.actions if a.actor == "agent"] == [
@@ -247,8 +271,7 @@ def test_the_copilot_adopts_the_users_scene_and_leaves_it_as_approved(tmp_path: 
 
 def test_closing_removes_only_the_copilots_nodes_when_asked(tmp_path: Path, fake: FakeOpenAI) -> None:
     s, node = _user_scene(tmp_path)
-    settings = lambda: model_settings(fake.base_url, "m")  # noqa: E731
-    host = SlicerHost.adopt(s.scene, s.app_logic, None, settings=settings)
+    host, _calls = _adopt(s, None, fake.base_url)
     assert host.session.call("record_point", {"ras": list(LESION_RAS), "label": "x"}, actor="clinician").ok
     own = [n.GetID() for n in host.own_nodes()]
     assert own and all(s.scene.GetNodeByID(i) is not None for i in own)
@@ -263,7 +286,7 @@ def test_the_scene_is_never_cleared_and_a_scene_without_volumes_is_refused(tmp_p
     with pytest.raises(HandlerError, match="no scalar volume"):
         SlicerHost.adopt(standalone_scene().scene, None)
     s, node = _user_scene(tmp_path)
-    host = SlicerHost.adopt(s.scene, s.app_logic, None, settings=lambda: model_settings(fake.base_url, "m"))
+    host, _calls = _adopt(s, None, fake.base_url)
     assert "open_case" not in [spec.name for spec in host.session.registry.specs("A")]
     out = host.session.call("open_case", {"dicom_dir": "x.nrrd"}, actor="clinician")
     assert not out.ok and out.error["code"] == "not_in_track"
@@ -274,12 +297,11 @@ def test_a_stop_ends_the_turn_without_running_the_proposal(tmp_path: Path) -> No
     server = FakeOpenAI([{"tool_calls": [tool("wl", {"window": 80, "level": 40, "view": "red"})]}])
     try:
         s, node = _user_scene(tmp_path)
-        host = SlicerHost.adopt(s.scene, s.app_logic, None, settings=lambda: model_settings(server.base_url, "m"))
+        host, calls = _adopt(s, None, server.base_url)
         host.conversation.ask("window?")
-        while host.conversation.pending is None:
-            time.sleep(0.01)
+        _until(lambda: host.conversation.pending is not None, calls, "no proposal came")
         threading.Timer(0.05, host.conversation.stop).start()
-        assert host.conversation.wait(30)
+        _until(lambda: not host.conversation.busy, calls, "the turn did not end")
         assert host.conversation.turns[0].status == "stopped"
         assert node.GetDisplayNode().GetWindow() == pytest.approx(USER_WINDOW)
     finally:
