@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from PIL import Image
 
@@ -90,7 +90,7 @@ class QuPathViewer:
     @classmethod
     def connect(
         cls, port: int = DEFAULT_PORT, token: str | None = None, read_timeout: float = READ_TIMEOUT_S
-    ) -> QuPathViewer:
+    ) -> Self:
         """Connect to QuPath's Py4J gateway (as qubalab's `create_gateway` does); a wrong token is refused."""
         from py4j.java_gateway import GatewayParameters, JavaGateway
 

@@ -216,3 +216,63 @@ def test_no_open_image_is_refused(jvm: QuPathJvm) -> None:
             adopt_open_image(v)
     finally:
         v.disconnect()
+
+
+def test_the_pathologists_side_panel_drives_the_conversation(
+    qtbot: Any, viewer: OpenImageViewer, tmp_path: Path
+) -> None:
+    """`medcopilot gui --qupath`'s panel: a question typed and asked, proposals approved and rejected with the
+    buttons, the answer's points listed and written into QuPath; a picture of it (docs/qupath_panel.png with
+    MEDCOPILOT_SCREENSHOTS=docs)."""
+    import os
+
+    from copilot.gui.host_panel import HostPanel
+
+    fake = FakeOpenAI(SCRIPT)
+    try:
+        host = adopt_open_image(viewer, tmp_path / "trace", settings=lambda: model_settings(fake.base_url, "m"))
+        panel = HostPanel(host, "MedCopilot — QuPath")
+        qtbot.addWidget(panel)
+        panel.resize(440, 940)
+        panel.show()
+        assert SLIDE_NAME.removesuffix(".tif") in panel.inventory.text()  # shown to the pathologist, not the model
+        assert "3000×2000 px, 0.250 µm/px, 3 levels" in panel.inventory.text()
+        panel.question.setText("Where are the atypical glands?")
+        panel.ask_button.click()
+        conv = host.conversation
+        last = None
+        for n in range(3):
+            qtbot.waitUntil(lambda last=last: conv.pending not in (None, last), timeout=20000)
+            last = conv.pending
+            panel.refresh()
+            assert panel.approve_button.isEnabled() and panel.pending.text().startswith("Proposed:")
+            if n == 0:
+                panel.reason.setText("stay at this magnification")
+                panel.reject_button.click()
+            else:
+                panel.approve_button.click()
+        qtbot.waitUntil(lambda: not conv.busy and panel.evidence_list.count() == 2, timeout=20000)
+        panel.refresh()
+        assert "rejected — stay at this magnification" in panel.action_list.item(1).text()
+        assert len(host.written) == 2 and not panel.approve_button.isEnabled()
+        picture = Path(os.environ.get("MEDCOPILOT_SCREENSHOTS", tmp_path)) / "qupath_panel.png"
+        assert panel.grab().save(str(picture))
+        panel.evidence_list.itemClicked.emit(panel.evidence_list.item(1))  # click: QuPath centres on the point
+        assert (viewer.viewport.cx, viewer.viewport.cy) == pytest.approx(POINTS[1], abs=0.5)
+        host.close()
+    finally:
+        fake.stop()
+
+
+def test_gui_qupath_attaches_to_the_running_qupath(jvm: QuPathJvm, viewer: OpenImageViewer, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, qtbot: Any) -> None:  # fmt: skip
+    from copilot.cli import main
+
+    monkeypatch.setenv("MEDCOPILOT_QUPATH_TOKEN", jvm.token)
+    shot = tmp_path / "panel.png"
+    args = ["gui", "--qupath", str(jvm.port), "--trace-dir", str(tmp_path / "t"), "--screenshot", str(shot)]
+    assert main(args) == 0 and shot.stat().st_size > 5000
+    head = json.loads((tmp_path / "t" / "trace.jsonl").read_text().splitlines()[0])
+    assert head["backend"] == "qupath" and head["module"] == "host_pathology"
+    monkeypatch.setenv("MEDCOPILOT_QUPATH_TOKEN", "wrong")
+    assert main(args) == 2
