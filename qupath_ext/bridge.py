@@ -28,6 +28,7 @@ from typing import Any, Self
 from PIL import Image
 
 from copilot.engine.geometry import Viewport, pyramid_level
+from copilot.engine.peek import Peek, peek_slide
 from copilot.engine.slide import SlideInfo
 from copilot.engine.slide_viewer import IMAGE_TYPES, full_magnification, viewport_state
 from copilot.errors import ViewerError
@@ -88,9 +89,7 @@ class QuPathViewer:
         self.last_action = "none"
 
     @classmethod
-    def connect(
-        cls, port: int = DEFAULT_PORT, token: str | None = None, read_timeout: float = READ_TIMEOUT_S
-    ) -> Self:
+    def connect(cls, port: int = DEFAULT_PORT, token: str | None = None, read_timeout: float = READ_TIMEOUT_S) -> Self:
         """Connect to QuPath's Py4J gateway (as qubalab's `create_gateway` does); a wrong token is refused."""
         from py4j.java_gateway import GatewayParameters, JavaGateway
 
@@ -297,6 +296,18 @@ class QuPathViewer:
         """QuPath's own viewer snapshot (its overlays are whatever QuPath shows)."""
         data = base64.b64decode(str(self.ep.snapshotBase64(self._viewer)))
         return Image.open(io.BytesIO(data)).convert("RGB")
+
+    def peek(self, request: Peek) -> dict[str, Image.Image]:
+        """QuPath's snapshot for a `Peek` (the session puts the viewport back afterwards)."""
+        return peek_slide(self, request)
+
+    def geometry(self, view: str = "viewer") -> Viewport:
+        """The viewport as QuPath's viewer holds it now (a fresh value each time)."""
+        return self.viewport
+
+    def scene_data(self) -> dict[str, Any]:
+        """Slides have no 3D scene."""
+        return {}
 
     @_java_call
     def state(self) -> dict[str, Any]:

@@ -17,9 +17,10 @@ import pytest
 
 from copilot.cases.slides import write_pyramid
 from copilot.errors import HandlerError
+from copilot.host.qupath import adopt_open_image
 from copilot.host.slicer import model_settings
 from qupath_ext.evidence import EVIDENCE_CLASS, EVIDENCE_RGB, EvidenceWriter, SlideMark
-from qupath_ext.host import MODEL_IMAGE_NAME, OpenImageViewer, adopt_open_image
+from qupath_ext.open_image import MODEL_IMAGE_NAME, OpenImageViewer
 from tests.fake_openai import FakeOpenAI, tool
 from tests.qupath_jvm import QuPathJvm, jdk_available
 

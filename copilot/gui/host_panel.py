@@ -140,7 +140,8 @@ def qupath_main(port: int, trace_dir: str | None = None, screenshot: str | None 
     """Attach the panel to the image open in the QuPath whose Py4J gateway listens on `port` (token:
     $MEDCOPILOT_QUPATH_TOKEN); with `screenshot`, save a picture of the panel and exit."""
     from copilot.gui.app import display_problem
-    from qupath_ext.host import OpenImageViewer, adopt_open_image
+    from copilot.host.qupath import adopt_open_image
+    from qupath_ext.open_image import OpenImageViewer
 
     problem = None if screenshot else display_problem()
     if problem is not None:

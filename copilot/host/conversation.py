@@ -109,7 +109,7 @@ class HostConversation:
         self._decision: tuple[str, str] | None = None
         self._decided = threading.Condition()
         self._thread: threading.Thread | None = None
-        session.listeners.append(self._on_call)
+        session.subscribe(self._on_call)
 
     # ----- what the panel shows -----
     @property
@@ -130,7 +130,7 @@ class HostConversation:
     @property
     def evidence(self) -> list[dict[str, Any]]:
         """Recorded evidence, then what the answers cite."""
-        return list(self.session.evidence) + self.answer_items
+        return self.session.evidence() + self.answer_items
 
     def evidence_labels(self) -> list[str]:
         return [evidence_label(ev) for ev in self.evidence]

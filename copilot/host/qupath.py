@@ -1,5 +1,5 @@
 """The copilot on the image a pathologist already has open in QuPath (Qt-free logic; the Py4J side is
-`qupath_ext.host`). The session opens on the image as it is (no case pack, nothing loaded or closed); after
+`qupath_ext.open_image`). The session opens on the image as it is (no case pack, nothing loaded or closed); after
 every answer the places it cites — points, and regions where the model gives them — are written into the
 image's object hierarchy as locked "MedCopilot evidence" annotations, and the write is recorded in the trace."""
 
@@ -17,7 +17,7 @@ from copilot.host.conversation import HostConversation, direct
 from copilot.host.handlers import QUPATH_HOST
 from copilot.host.registry import HIDDEN, HostRegistry
 from copilot.host.slicer import model_settings
-from copilot.runtime import session_header
+from copilot.runtime import new_session, session_header
 from copilot.session import Session
 from copilot.tools import PATHOLOGY
 from copilot.trace.recorder import TraceRecorder
@@ -96,8 +96,8 @@ class PathologyHost:
         tdir = Path(trace_dir) if trace_dir is not None else None
         study = CasePack(tdir or Path.cwd(), "qupath-image", HOST_MODULE, {}, {}, "pathology")
         trace = TraceRecorder(tdir, session_header(study, "A", backend="qupath")) if tdir is not None else None
-        registry = HostRegistry(PATHOLOGY, HIDDEN["pathology"], (QUPATH_HOST,))
-        session = Session(viewer, registry, study.root, {}, "A", trace, case=study)  # type: ignore[arg-type]
+        session = new_session("pathology", viewer=viewer, trace=trace, case=study, case_inputs={})
+        session.registry = HostRegistry(PATHOLOGY, HIDDEN["pathology"], (QUPATH_HOST,))  # type: ignore[assignment]
         session.note("image_adopted", {k: image_facts.get(k) for k in ("dimensions", "mpp", "levels")})
         make = settings or model_settings
         conversation = HostConversation(
@@ -139,3 +139,28 @@ class PathologyHost:
         self.conversation.stop()
         self.conversation.wait(5.0)
         self.session.close({"status": "closed", "turns": len(self.conversation.turns)})
+
+
+def adopt_open_image(
+    viewer: Any,
+    trace_dir: str | Path | None = None,
+    settings: Callable[[], Any] | None = None,
+    client: Any = None,
+    on_host: Callable[[Callable[[], Any]], Any] | None = None,
+    budget: int = 12,
+) -> PathologyHost:
+    """A session on the image open in QuPath's current viewer (a `qupath_ext.open_image.OpenImageViewer`), its
+    evidence written back into the image as annotations."""
+    from qupath_ext.evidence import EvidenceWriter, marks
+
+    writer = EvidenceWriter(viewer)
+    return PathologyHost.adopt(
+        viewer,
+        image_facts=viewer.image_facts(),
+        write_evidence=lambda evidence: [str(o.getID().toString()) for o in writer.write(marks(evidence))],
+        trace_dir=trace_dir,
+        settings=settings,
+        client=client,
+        on_host=on_host,
+        budget=budget,
+    )

@@ -21,7 +21,7 @@ from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
 from copilot.host.conversation import HostConversation, direct
 from copilot.host.registry import HIDDEN, HostRegistry
-from copilot.runtime import open_session, session_header
+from copilot.runtime import new_session, open_session, session_header
 from copilot.session import Session
 from copilot.slicer_backend.adopt import ADOPTED_EVENT, SceneVolume, adoption_record, scene_volumes
 from copilot.slicer_backend.markups import EvidenceMarkups
@@ -73,15 +73,15 @@ class SlicerHost:
         tdir = Path(trace_dir) if trace_dir is not None else None
         study = CasePack(tdir or Path.cwd(), "slicer-scene", HOST_MODULE, {}, {}, "radiology")
         trace = TraceRecorder(tdir, session_header(study, "A", backend="slicer")) if tdir is not None else None
-        registry = HostRegistry(RADIOLOGY, HIDDEN["radiology"])
-        session = Session(viewer, registry, study.root, {}, "A", trace, case=study)  # type: ignore[arg-type]
+        session = new_session("radiology", viewer=viewer, trace=trace, case=study, case_inputs={})
+        session.registry = HostRegistry(RADIOLOGY, HIDDEN["radiology"])  # type: ignore[assignment]
         session.note(ADOPTED_EVENT, adoption_record(viewer, volumes, tdir))
         conversation = HostConversation(
             session, study, lambda: ChatAgent(settings(), client=client), budget=budget, on_host=on_host
         )
-        markups = viewer.show_evidence(
-            session.evidence, extra=lambda: conversation.answer_items, session_id=str(round(time.time() * 1000))
-        )
+        markups = viewer.evidence_markups()  # the session shows its evidence; the answers' points join it
+        markups.extra = lambda: conversation.answer_items
+        markups.session_id = str(round(time.time() * 1000))
         return cls(viewer, session, volumes, conversation, markups)
 
     # ----- what the panel shows -----
