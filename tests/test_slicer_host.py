@@ -306,3 +306,28 @@ def test_a_stop_ends_the_turn_without_running_the_proposal(tmp_path: Path) -> No
         assert node.GetDisplayNode().GetWindow() == pytest.approx(USER_WINDOW)
     finally:
         server.stop()
+
+
+def test_volume_names_never_repeat_an_identifier_and_unusable_volumes_are_left_out(tmp_path: Path) -> None:
+    """Names: a second, non-DICOM volume named after the patient gets a neutral name (identifiers of every volume
+    count); a CT-like volume without DICOM attributes is called CT; a volume under a transform or with colour
+    components is left out, and the panel says why."""
+    from copilot.slicer_backend.adopt import scene_volumes, skipped_volumes
+
+    s, node = _user_scene(tmp_path)
+    volumes = mrml().vtkSlicerVolumesLogic()
+    volumes.SetMRMLScene(s.scene)
+    ct = SimpleITK.GetImageFromArray(np.full((4, 8, 8), -1000, dtype=np.int16))
+    SimpleITK.WriteImage(ct, str(tmp_path / "ct.nrrd"))
+    named = volumes.AddArchetypeVolume(str(tmp_path / "ct.nrrd"), "jane doe ct")
+    plain = volumes.AddArchetypeVolume(str(tmp_path / "ct.nrrd"), "baseline CT")
+    moved = volumes.AddArchetypeVolume(str(tmp_path / "ct.nrrd"), "registered")
+    moved.SetAndObserveTransformNodeID(s.scene.AddNewNodeByClass("vtkMRMLLinearTransformNode").GetID())
+    found = {v.node_id: (v.name, v.modality) for v in scene_volumes(s.scene)}
+    assert found == {
+        node.GetID(): ("MR series 3", "MR"),
+        named.GetID(): ("CT volume 2", "CT"),
+        plain.GetID(): ("baseline CT", "CT"),
+    }
+    assert skipped_volumes(s.scene) == [("registered", "under a transform (the copilot's coordinates would not be "
+                                                      "the ones Slicer shows)")]  # fmt: skip

@@ -23,7 +23,13 @@ from copilot.host.conversation import HostConversation, direct
 from copilot.host.registry import HIDDEN, HostRegistry
 from copilot.runtime import new_session, open_session, session_header
 from copilot.session import Session
-from copilot.slicer_backend.adopt import ADOPTED_EVENT, SceneVolume, adoption_record, scene_volumes
+from copilot.slicer_backend.adopt import (
+    ADOPTED_EVENT,
+    SceneVolume,
+    adoption_record,
+    scene_volumes,
+    skipped_volumes,
+)
 from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.viewer import OWNER_ATTR, SlicerSceneViewer
 from copilot.tools import RADIOLOGY
@@ -90,8 +96,9 @@ class SlicerHost:
         return self.session.trace_dir
 
     def inventory_text(self) -> list[str]:
-        """The adopted volumes as the model knows them."""
-        return [f"{v.name} ({v.modality})" for v in self.volumes]
+        """The adopted volumes as the model knows them, then the volume nodes left out and why."""
+        skipped = [f"not used: {name} ({why})" for name, why in skipped_volumes(self.viewer.scene)]
+        return [f"{v.name} ({v.modality})" for v in self.volumes] + skipped
 
     def own_nodes(self) -> list[Any]:
         """Nodes the copilot made in this scene: evidence markups, derived volumes, segments, transforms."""

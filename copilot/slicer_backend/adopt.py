@@ -84,33 +84,75 @@ def mentions(text: str, identifiers: set[str]) -> bool:
     return any(t and t in low for t in _tokens(identifiers))
 
 
+def _scalar_volume_nodes(scene: Any) -> list[Any]:
+    count = scene.GetNumberOfNodesByClass("vtkMRMLScalarVolumeNode")
+    return [scene.GetNthNodeByClass(i, "vtkMRMLScalarVolumeNode") for i in range(count)]
+
+
+def why_not_adopted(node: Any) -> str | None:
+    """Why a scalar volume node of the scene is not taken in (None: it is)."""
+    if node.IsA("vtkMRMLLabelMapVolumeNode"):
+        return "a label map"
+    if node.GetAttribute(OWNER_ATTR) == "1":
+        return "made by the copilot"
+    image = node.GetImageData()
+    if image is None:
+        return "no voxels"
+    if image.GetNumberOfScalarComponents() != 1:
+        return "not a scalar (single-component) volume"
+    if node.GetParentTransformNode() is not None:
+        return "under a transform (the copilot's coordinates would not be the ones Slicer shows)"
+    return None
+
+
+def skipped_volumes(scene: Any) -> list[tuple[str, str]]:
+    """(node name, reason) of the clinician's volume nodes a session leaves out (shown in the panel only)."""
+    out = []
+    for node in _scalar_volume_nodes(scene):
+        reason = why_not_adopted(node)
+        if reason is not None and reason not in ("a label map", "made by the copilot"):
+            out.append((node.GetName() or node.GetID(), reason))
+    return out
+
+
+def _modality(node: Any, facts: dict[str, str]) -> str:
+    """The series' DICOM modality; without one, CT when the voxels reach below −500 (air in Hounsfield units),
+    else MR."""
+    if facts.get(MODALITY_ATTR):
+        return facts[MODALITY_ATTR]
+    low = node.GetImageData().GetScalarRange()[0]
+    return "CT" if low < -500 else "MR"
+
+
 def scene_volumes(scene: Any) -> list[SceneVolume]:
-    """The clinician's scalar volumes (label maps and the copilot's own nodes left out), each with a name the
-    model may see: the node's name unless it repeats an identifier; for a DICOM series "MR series 3"."""
+    """The clinician's scalar volumes (label maps, the copilot's own nodes and volumes it cannot take in left
+    out), each with a name the model may see: the node's name unless it repeats an identifier of any volume in
+    the scene; otherwise, for a DICOM series, "MR series 3"."""
     sh = _sh(scene)
-    nodes = [scene.GetNthNodeByClass(i, "vtkMRMLScalarVolumeNode") for i in range(scene.GetNumberOfNodesByClass(
-        "vtkMRMLScalarVolumeNode"))]  # fmt: skip
-    out: list[SceneVolume] = []
-    taken: set[str] = set()
-    for n, node in enumerate(nodes):
-        if node.IsA("vtkMRMLLabelMapVolumeNode") or node.GetAttribute(OWNER_ATTR) == "1" or node.GetImageData() is None:
+    found = []
+    for node in _scalar_volume_nodes(scene):
+        if why_not_adopted(node) is not None:
             continue
         item = sh.GetItemByDataNode(node) if sh is not None else 0
         facts, identifiers = _item_facts(sh, item) if item else ({}, set())
-        for name in node.GetAttributeNames() or ():
-            if name.startswith("DICOM") and node.GetAttribute(name):
-                identifiers.add(node.GetAttribute(name))
-        from_dicom = bool(identifiers) or bool(facts)
-        modality = facts.get(MODALITY_ATTR) or "MR"
+        for attr in node.GetAttributeNames() or ():
+            if attr.startswith("DICOM") and node.GetAttribute(attr):
+                identifiers.add(node.GetAttribute(attr))
+        found.append((node, facts, identifiers))
+    every = set().union(*(ids for _, _, ids in found)) if found else set()
+    out: list[SceneVolume] = []
+    taken: set[str] = set()
+    for n, (node, facts, identifiers) in enumerate(found):
+        modality = _modality(node, facts)
         number = facts.get(SERIES_NUMBER_ATTR) or None
         name = node.GetName() or ""
-        if not name or mentions(name, identifiers):
+        if not name or mentions(name, every):
             name = f"{modality} series {number}" if number else f"{modality} volume {n + 1}"
         base, k = name, 2
         while name in taken:
             name, k = f"{base} ({k})", k + 1
         taken.add(name)
-        out.append(SceneVolume(node.GetID(), name, modality, number, from_dicom, identifiers))
+        out.append(SceneVolume(node.GetID(), name, modality, number, bool(identifiers or facts), identifiers))
     return out
 
 
