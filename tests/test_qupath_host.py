@@ -277,3 +277,18 @@ def test_gui_qupath_attaches_to_the_running_qupath(jvm: QuPathJvm, viewer: OpenI
     assert head["backend"] == "qupath" and head["module"] == "host_pathology"
     monkeypatch.setenv("MEDCOPILOT_QUPATH_TOKEN", "wrong")
     assert main(args) == 2
+
+
+def test_an_answer_cites_points_and_regions_with_their_labels() -> None:
+    from copilot.host.qupath import slide_citations
+    from qupath_ext.evidence import marks
+
+    answer = (
+        'Two foci. {"draft": true} Final: {"answer": "DCIS", "localizations": [{"x": 10, "y": 20.5, "label": "focus"},'
+        ' {"x": "bad"}], "regions": [{"x": 100, "y": 200, "width": 50, "height": 40}]}'
+    )
+    items = slide_citations(answer)
+    assert [(e["kind"], e["label"]) for e in items] == [("wsi_point", "focus"), ("wsi_region", "answer region 1")]
+    assert items[1]["center"] == [125.0, 220.0]
+    assert marks(items) == [SlideMark("focus", 10.0, 20.5), SlideMark("answer region 1", 100.0, 200.0, 50.0, 40.0)]
+    assert slide_citations("no JSON here") == []
