@@ -243,7 +243,7 @@ def test_the_pathologists_side_panel_drives_the_conversation(
         conv = host.conversation
         last = None
         for n in range(3):
-            qtbot.waitUntil(lambda last=last: conv.pending not in (None, last), timeout=20000)
+            qtbot.waitUntil(lambda last=last: conv.pending is not None and conv.pending is not last, timeout=20000)
             last = conv.pending
             panel.refresh()
             assert panel.approve_button.isEnabled() and panel.pending.text().startswith("Proposed:")
