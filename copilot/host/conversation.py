@@ -1,7 +1,8 @@
 """A clinician's conversation with the agent about the study open in a host (Qt-free view-model).
 
-Each question is one run of the chat agent (`copilot.agent.loop.ChatAgent`) on the same session, with the
-earlier questions and answers in its task. In approve-each-action mode every action the agent proposes
+Each question is one run of the chat agent on the same session: a `copilot.agent.loop.ChatAgent` made afresh
+with the earlier questions and answers in its task, or one agent kept for the whole conversation when it
+carries the conversation itself (`follow_ups`, the question given as its `instructions`). In approve-each-action mode every action the agent proposes
 waits for the clinician: Approve runs it, Reject (with a reason) answers the model with the reason and runs
 nothing, Stop ends the turn. Decisions and questions are recorded in the session's trace. Handler calls go
 through `on_host`, which runs them on the host's main thread (Slicer's scene and QuPath's objects belong to
@@ -109,6 +110,7 @@ class HostConversation:
         self._decision: tuple[str, str] | None = None
         self._decided = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._agent: Any = None  # kept between questions when it carries the conversation itself (`follow_ups`)
         session.subscribe(self._on_call)
 
     # ----- what the panel shows -----
@@ -178,7 +180,10 @@ class HostConversation:
 
     def _worker(self, turn: Turn) -> None:
         try:
-            agent = self.agent()
+            agent = self._agent if getattr(self._agent, "follow_ups", False) else self.agent()
+            self._agent = agent
+            if getattr(agent, "follow_ups", False):  # an agent that keeps the conversation: the question is its turn
+                agent.instructions = turn.question
             result = agent.run(_Gate(self), self._prompt_case(turn), self.budget)
             turn.answer, turn.status = result.response, result.status
             if result.error:
