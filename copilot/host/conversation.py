@@ -2,11 +2,12 @@
 
 Each question is one run of the chat agent on the same session: a `copilot.agent.loop.ChatAgent` made afresh
 with the earlier questions and answers in its task, or one agent kept for the whole conversation when it
-carries the conversation itself (`follow_ups`, the question given as its `instructions`). In approve-each-action mode every action the agent proposes
-waits for the clinician: Approve runs it, Reject (with a reason) answers the model with the reason and runs
-nothing, Stop ends the turn. Decisions and questions are recorded in the session's trace. Handler calls go
-through `on_host`, which runs them on the host's main thread (Slicer's scene and QuPath's objects belong to
-it); the model requests run in a worker thread, so the host never blocks.
+carries the conversation itself (`follow_ups`, the question given as its `instructions`). In
+approve-each-action mode every action the agent proposes waits for the clinician: Approve runs it, Reject
+(with a reason) answers the model with the reason and runs nothing, Stop ends the turn. Decisions and
+questions are recorded in the session's trace. Handler calls go through `on_host`, which runs them on the
+host's main thread (Slicer's scene and QuPath's objects belong to it); the model requests run in a worker
+thread, so the host never blocks.
 """
 
 from __future__ import annotations
