@@ -117,12 +117,14 @@ class SlicerHost:
         self.session.close({"status": "closed", "turns": len(self.conversation.turns)})
         self.viewer.stop_showing_evidence()
         if remove_own_nodes:
+            scene = self.viewer.scene
             for node in self.own_nodes():
-                displays = [node.GetNthDisplayNode(i) for i in range(node.GetNumberOfDisplayNodes())]
-                self.viewer.scene.RemoveNode(node)
-                for d in displays:
-                    if d is not None and self.viewer.scene.GetNodeByID(d.GetID()) is not None:
-                        self.viewer.scene.RemoveNode(d)
+                extra = [node.GetNthDisplayNode(i) for i in range(node.GetNumberOfDisplayNodes())]
+                extra.append(node.GetStorageNode() if hasattr(node, "GetStorageNode") else None)
+                scene.RemoveNode(node)
+                for d in extra:
+                    if d is not None and scene.GetNodeByID(d.GetID()) is not None:
+                        scene.RemoveNode(d)
         self.closed = True
 
 
