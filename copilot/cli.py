@@ -239,6 +239,10 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
+    if ns.qupath is not None:  # the side panel of a running QuPath, on the image open there
+        from copilot.gui.host_panel import qupath_main
+
+        return qupath_main(ns.qupath, ns.trace_dir, ns.screenshot)
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
 
 
@@ -424,6 +428,10 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
+    gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
+                     help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
+                     "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
+    gui.add_argument("--trace-dir", default=None, help="with --qupath: where the session's trace goes")
     gui.set_defaults(func=_gui)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
