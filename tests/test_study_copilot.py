@@ -115,6 +115,20 @@ def drawn_text(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return drawn
 
 
+@pytest.fixture
+def no_windows_left() -> Any:
+    """Close every window a `medcopilot gui` run left open, so that later Qt tests have the screen to themselves."""
+    yield
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is not None:
+        for widget in QApplication.topLevelWidgets():
+            widget.close()
+            widget.deleteLater()
+        app.processEvents()
+
+
 def assert_nothing_identifying(fake: FakeOpenAI, drawn: list[str], forbidden: list[str]) -> None:
     assert fake.bodies, "no request was made"
     for n, body in enumerate(fake.bodies):
@@ -372,7 +386,7 @@ def test_chat_with_the_service_down_exits_non_zero_with_one_line(
 
 @pytest.mark.heavy  # Qt widgets
 def test_offline_policies_are_unavailable_on_a_plain_study_with_a_reason(
-    dicom_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    dicom_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_windows_left: None
 ) -> None:
     study = study_for(dicom_study)
     assert "benchmark" in (policy_problem("baseline", study) or "")
@@ -450,8 +464,9 @@ def test_a_remote_service_is_announced_once_before_the_first_request(dicom_study
 
 @pytest.mark.heavy  # Qt widgets
 def test_gui_ask_screenshot_exit_codes(
-    dicom_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+    dicom_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    no_windows_left: None,
+) -> None:  # fmt: skip
     monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path / "sessions"))
     fake = FakeOpenAI([{"content": "A block.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 11"}])
     shot = tmp_path / "ok.png"
@@ -485,7 +500,9 @@ def test_a_series_name_holding_an_identifier_is_refused_before_sending(dicom_stu
 
 
 @pytest.mark.heavy  # Qt widgets
-def test_the_panel_greys_offline_policies_on_a_plain_study(dicom_study: Path, qtbot: Any) -> None:
+def test_the_panel_greys_offline_policies_on_a_plain_study(
+    dicom_study: Path, qtbot: Any, no_windows_left: None
+) -> None:
     from copilot.gui.app import build_window
 
     window = build_window(dicom_study)

@@ -588,6 +588,7 @@ def main(
     asks: list[str] | None = None,
     policy: str = "openai",
     base_url: str | None = None,
+    trace_dir: str | None = None,
 ) -> int:
     """Open a study (or the last one); with `screenshot`, optionally run an offline policy or ask the model
     (then show the `fusion` volume over the active one), save a picture of the window and exit: 1 when the run
@@ -610,7 +611,7 @@ def main(
         if problem:
             print(f"medcopilot gui: {problem}", file=sys.stderr)
             return 2
-    if target is not None and not window.open_path(target):
+    if target is not None and not window.open_path(target, trace_dir=trace_dir):
         return 1 if screenshot else int(app.exec())
     if layout:
         window.set_layout(layout)
@@ -655,4 +656,5 @@ def main(
     jpeg = screenshot.lower().endswith((".jpg", ".jpeg"))
     window.grab().save(screenshot, None, 90 if jpeg else 0)  # PNG at the strongest compression
     print(screenshot)
+    window.close()  # the session's trace gets its end
     return 1 if failed else 0
