@@ -27,11 +27,10 @@ def test_register_volumes_replays_every_time(longitudinal_case: Path, tmp_path: 
     trace = tmp_path / "trace"
     session = open_session(longitudinal_case, track="B", trace_dir=trace, backend=backend)
     volumes = {v["name"]: v["id"] for v in session.snapshot()["volumes"]}
-    args = {"fixed_volume": volumes["CURRENT_T1"], "moving_volume": volumes["OLD_T1"], "output_transform": "T"}
-    first = session.call("register_volumes", {**args, "max_iterations": 60, "size": 96})
-    assert first.ok, first.error
-    moved = session.call("register_volumes", {**args, "moving_volume": volumes["OLD_FLAIR"], "output_transform": "F", "max_iterations": 60, "size": 96})
-    assert moved.ok, moved.error
+    common = {"fixed_volume": volumes["CURRENT_T1"], "max_iterations": 60, "size": 96}
+    for moving, output in (("OLD_T1", "T"), ("OLD_FLAIR", "F")):
+        out = session.call("register_volumes", {**common, "moving_volume": volumes[moving], "output_transform": output})
+        assert out.ok, out.error
     session.close()
     reports = [replay(trace) for _ in range(REPLAYS)]
     assert [r.summary() for r in reports if not r.ok] == []
