@@ -22,6 +22,7 @@ import numpy as np
 from PIL import Image
 
 from copilot.cases.pack import CasePack
+from copilot.engine.confine import case_folder
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, ImageOut, Registry
@@ -205,7 +206,8 @@ class Session:
         saved_evidence = copy.deepcopy(self.evidence)
         saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
-            out = spec.impl(self._ctx, **kwargs)
+            with case_folder(self._ctx.case_root):  # every file a load opens is confined to the case
+                out = spec.impl(self._ctx, **kwargs)
             images = [EncodedImage(im.view, im.mime, _encoded(im), im.label) for im in out.images]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was

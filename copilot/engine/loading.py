@@ -11,6 +11,7 @@ from pathlib import Path
 import SimpleITK as sitk
 
 from copilot.engine.dicom import load_dicom_file, load_dicom_series
+from copilot.engine.headers import vet_volume_file
 from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
@@ -46,6 +47,7 @@ def load_volume(
     `accept_missing_geometry` loads DICOM without patient geometry on an assumed grid (flagged in metadata).
     """
     p = Path(path)
+    vet_volume_file(p)  # the file and every file it names stay in the case; its declared size within budget
     if p.is_dir():
         return load_dicom_series(p, name=name, series_uid=series_uid, accept_missing_geometry=accept_missing_geometry)
     if not p.is_file():
@@ -80,6 +82,7 @@ def load_cached(path: Path, accept_missing_geometry: bool = False, series_uid: s
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
+    vet_volume_file(path)  # before the cache too: what was loaded once is not thereby allowed now
     key = _key(path, accept_missing_geometry, series_uid)
     with _LOCK:
         if key in _CACHE:
