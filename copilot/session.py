@@ -61,6 +61,7 @@ class Session:
     ) -> None:
         self._viewer = viewer
         self._lock = threading.RLock()
+        self._committed: dict[str, Any] | None = None  # the state after the last completed call
         self._trace = trace
         self.case = case
         self.registry = registry
@@ -74,10 +75,21 @@ class Session:
         self._ctx = HandlerContext(viewer, root, self.evidence, dict(inputs or {}), output)
 
     # ----- read-only -----
-    def snapshot(self) -> dict[str, Any]:
-        """Viewer state plus the evidence recorded so far (what a call may change)."""
-        with self._lock:
-            return jsonable({**self._viewer.state(), "evidence": self.evidence})
+    def snapshot(self, wait_s: float = -1) -> dict[str, Any]:
+        """Viewer state plus the evidence recorded so far (what a call may change).
+
+        With `wait_s` ≥ 0, a reader that finds a call in progress for longer than that gets the state the last
+        completed call left (calls are atomic: the one in progress is not visible before it ends).
+        """
+        if not self._lock.acquire(timeout=wait_s):
+            if self._committed is not None:
+                return copy.deepcopy(self._committed)
+            self._lock.acquire()
+        try:
+            self._committed = jsonable({**self._viewer.state(), "evidence": self.evidence})
+            return copy.deepcopy(self._committed)
+        finally:
+            self._lock.release()
 
     def handlers(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.registry.specs(self.track)]

@@ -119,3 +119,180 @@ def test_fifo_is_refused_not_waited_for(case: Path) -> None:
     t0 = time.monotonic()
     assert open_code(case, "images/pipe.nhdr") == "path_outside_case"
     assert time.monotonic() - t0 < 5
+
+
+# ----- parsers that cannot take the server down -----
+def _ifd0(b: bytearray) -> tuple[int, int, list[tuple[int, int, int]]]:
+    off = struct.unpack("<I", b[4:8])[0]
+    n = struct.unpack("<H", b[off : off + 2])[0]
+    return off, n, [(off + 2 + 12 * i, *struct.unpack("<HH", b[off + 2 + 12 * i : off + 6 + 12 * i])) for i in range(n)]
+
+
+def hostile_tiffs(folder: Path) -> dict[str, Path]:
+    """A sound tiled JPEG TIFF and three patched copies: 2^20-px tiles, a first IFD that points to itself, and a
+    stripped image whose dimensions claim 40000 × 40000 px."""
+    import tifffile
+
+    pixels = np.random.default_rng(0).integers(0, 255, (512, 512, 3), dtype=np.uint8)
+    tifffile.imwrite(folder / "tiled.tif", pixels, tile=(256, 256), compression="jpeg", photometric="rgb")
+    tifffile.imwrite(folder / "strips.tif", pixels, rowsperstrip=64, photometric="rgb")
+    out = {}
+    for name, source in (("huge_tiles", "tiled"), ("loop", "tiled"), ("dims", "strips")):
+        b = bytearray((folder / f"{source}.tif").read_bytes())
+        off, n, entries = _ifd0(b)
+        for pos, tag, _ in entries:
+            if name == "huge_tiles" and tag in (322, 323):
+                b[pos : pos + 12] = struct.pack("<HHII", tag, 4, 1, 1 << 20)
+            if name == "dims" and tag in (256, 257):
+                b[pos : pos + 12] = struct.pack("<HHII", tag, 4, 1, 40000)
+        if name == "loop":
+            b[off + 2 + 12 * n : off + 6 + 12 * n] = struct.pack("<I", off)
+        out[name] = folder / f"{name}.tif"
+        out[name].write_bytes(bytes(b))
+    return out
+
+
+@pytest.fixture(scope="module")
+def slide_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from copilot.medflow import make_cases
+
+    (path,) = make_cases("breast_wsi", 1, 5, tmp_path_factory.mktemp("slide"), slide_size=(1024, 768), mpp=2.0)
+    hostile_tiffs(Path(path) / "images")
+    return Path(path)
+
+
+@pytest.mark.parametrize(("name", "code"), [("huge_tiles", "too_large"), ("loop", "invalid_structure")])
+def test_hostile_tiff_refused_while_server_answers(slide_case: Path, tmp_path: Path, name: str, code: str) -> None:
+    """load_image of the file over HTTP is refused by name within 10 s; meanwhile and after, ping and GET /state
+    answer; the process is still alive (no SIGABRT) and the refusal changed nothing."""
+    session = open_session(slide_case, trace_dir=tmp_path / "trace")
+    srv = RunningServer(session)
+    try:
+        before = srv.client.state()
+        result: dict[str, object] = {}
+
+        def load() -> None:
+            t0 = time.monotonic()
+            result["reply"] = RemoteViewer(srv.url, srv.token).call("load_image", {"path": f"images/{name}.tif"})
+            result["seconds"] = time.monotonic() - t0
+
+        worker = threading.Thread(target=load)
+        worker.start()
+        answered = 0
+        while worker.is_alive() and answered < 50:
+            assert srv.client.call("get_qupath_state", {}).ok  # the slide viewer's ping
+            srv.client.state()
+            answered += 1
+        worker.join(10)
+        assert not worker.is_alive()
+        reply = result["reply"]
+        assert reply.status == 422 and reply.body["error"]["code"] == code  # type: ignore[attr-defined]
+        assert float(result["seconds"]) < 10  # type: ignore[arg-type]
+        assert srv.client.call("get_qupath_state", {}).ok and srv.client.state() == before
+    finally:
+        srv.stop()
+
+
+def test_patched_strip_dimensions_refused_in_one_line(slide_case: Path) -> None:
+    """A stripped TIFF whose dimensions were patched to 40000 px: one named refusal, no traceback on stderr."""
+    code = (
+        "from copilot.runtime import open_session\n"
+        f"s = open_session({str(slide_case)!r})\n"
+        "o = s.call('load_image', {'path': 'images/dims.tif'})\n"
+        "print(o.error['code'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    assert proc.stdout.strip() == "invalid_structure"
+    assert "Traceback" not in proc.stderr
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def gzip_bomb_nifti(path: Path, side: int = 1024, declared: int | None = None) -> None:
+    """A NIfTI-1 file whose gzip stream inflates to side³ bytes (1 GiB) from about a megabyte: many identical gzip
+    members of 1 MiB of zeros. `declared` (default: side) is the size its header claims."""
+    d = declared or side
+    header = bytearray(352)
+    struct.pack_into("<i", header, 0, 348)
+    struct.pack_into("<8h", header, 40, 3, d, d, d, 1, 1, 1, 1)
+    struct.pack_into("<hh", header, 70, 2, 8)  # uint8
+    struct.pack_into("<8f", header, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into("<f", header, 108, 352.0)
+    header[344:348] = b"n+1\x00"
+    member = gzip.compress(bytes(1 << 20), compresslevel=9)
+    with path.open("wb") as fh:
+        fh.write(gzip.compress(bytes(header)))
+        for _ in range(side**3 >> 20):
+            fh.write(member)
+
+
+@pytest.mark.parametrize("declared", [1024, 64])
+def test_gzip_bomb_refused_with_bounded_memory(case: Path, declared: int) -> None:
+    """1 GiB of zeros in a 1 MB .nii.gz: a header that claims it all is refused `too_large` before inflating; one
+    that claims 64³ reads 64³ and no further. Either way the loading process stays under 512 MB resident."""
+    gzip_bomb_nifti(case / "images" / "bomb.nii.gz", declared=declared)
+    assert (case / "images" / "bomb.nii.gz").stat().st_size < 2 << 20
+    code = (
+        "import resource\n"
+        "from copilot.runtime import open_session\n"
+        f"s = open_session({str(case)!r}, preload=False)\n"
+        "o = s.call('open_case', {'dicom_dir': 'images/bomb.nii.gz', 'size': 64})\n"
+        "print(o.error['code'] if not o.ok else 'opened')\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
+    outcome, peak_kib = proc.stdout.split()
+    assert outcome == ("too_large" if declared == 1024 else "opened"), proc.stderr
+    assert int(peak_kib) < 512 * 1024
+    assert time.monotonic() - t0 < 30
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 512 * 1024
+
+
+def test_compressed_metaimage_bomb_refused(case: Path) -> None:
+    """A compressed .mha that declares 2048³ voxels is refused `too_large` without inflating a byte."""
+    image = sitk.Image(8, 8, 8, sitk.sitkUInt8)
+    sitk.WriteImage(image, str(case / "images" / "small.mha"), True)
+    raw = (case / "images" / "small.mha").read_bytes()
+    head, sep, body = raw.partition(b"ElementDataFile = LOCAL\n")
+    head = head.replace(b"DimSize = 8 8 8", b"DimSize = 2048 2048 2048")
+    (case / "images" / "bomb.mha").write_bytes(head + sep + body)
+    assert open_code(case, "images/bomb.mha") == "too_large"
+
+
+# ----- DICOM geometry that is no geometry -----
+@pytest.mark.parametrize(
+    ("keyword", "raw"),
+    [
+        ("ImagePositionPatient", "abc\\def\\ghi"),
+        ("ImagePositionPatient", "1e308\\1e308\\1e308"),
+        ("ImageOrientationPatient", "x\\y\\z\\a\\b\\c"),
+    ],
+)
+def test_dicom_with_unusable_positions_is_a_named_422(case: Path, keyword: str, raw: str) -> None:
+    import copy
+    import warnings
+
+    import pydicom
+    from pydicom.data import get_testdata_file
+
+    base = pydicom.dcmread(get_testdata_file("CT_small.dcm"))
+    folder = case / "images" / "series"
+    folder.mkdir()
+    for k in range(3):
+        ds = copy.deepcopy(base)
+        ds.ImagePositionPatient = [0, 0, 2.5 * k]
+        tag = ds[keyword].tag
+        ds[tag] = pydicom.dataelem.RawDataElement(tag, "DS", len(raw), raw.encode(), 0, True, True)
+        ds.SOPInstanceUID = pydicom.uid.generate_uid()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds.save_as(folder / f"s{k}.dcm")
+    session = open_session(case, preload=False)
+    for target in ("images/series", "images/series/s1.dcm"):
+        out = session.call("open_case", {"dicom_dir": target, "size": 64})
+        assert not out.ok and out.status == 422
+        assert out.error["code"] in ("invalid_geometry", "missing_geometry")  # type: ignore[index]
+        assert "\n" not in out.error["message"] and "GDCM" not in out.error["message"]  # type: ignore[index]

@@ -224,9 +224,59 @@ def check_declared_size(path: Path) -> None:
         raise _too_large(path, f"{voxels * itemsize} bytes of voxel data")
 
 
+MAX_POSITION_MM = 1e6  # |ImagePositionPatient| beyond a kilometre is no patient geometry
+_GEOMETRY = {
+    (0x0020, 0x0032): ("ImagePositionPatient", 3, MAX_POSITION_MM),
+    (0x0020, 0x0037): ("ImageOrientationPatient", 6, 1.0 + 1e-3),
+}
+
+
+def check_dicom_geometry(path: Path) -> None:
+    """Refuse (`invalid_geometry`) a DICOM file whose patient position or orientation is present but is not
+    finite numbers within range (text, 1e308): readers would otherwise place it at the origin or overflow."""
+    import pydicom
+
+    try:
+        ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=[pydicom.tag.Tag(*t) for t in _GEOMETRY])
+    except Exception:  # not readable as DICOM here: the loader names the failure
+        return
+    for tag, (keyword, n, bound) in _GEOMETRY.items():
+        if tuple(tag) not in [(e.tag.group, e.tag.element) for e in ds]:
+            continue
+        try:
+            value = ds[tag].value
+        except Exception:  # pydicom refusing to convert the text itself
+            value = "?"
+        values = str(value).split("\\") if isinstance(value, (str, bytes)) or value is None else list(value)
+        shown = "\\".join(str(v) for v in values)[:60]
+        try:
+            floats = [float(v) for v in values]
+        except (TypeError, ValueError):
+            raise VolumeLoadError(f"{path.name}: {keyword} is not numeric ({shown!r})", "invalid_geometry") from None
+        if len(floats) != n or not all(np.isfinite(floats)) or max(map(abs, floats)) > bound:
+            raise VolumeLoadError(f"{path.name}: {keyword} {shown!r} is not a usable geometry", "invalid_geometry")
+
+
+def _dicom_members(path: Path) -> list[Path]:
+    if path.is_dir():
+        return [c for c in sorted(path.iterdir()) if c.is_file() and (c.suffix.lower() == ".dcm" or _dicm(c))]
+    return [path] if path.suffix.lower() == ".dcm" or _dicm(path) else []
+
+
+def _dicm(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(128)
+            return fh.read(4) == b"DICM"
+    except OSError:
+        return False
+
+
 def vet_volume_file(path: Path) -> None:
     """Everything a volume file must pass before a reader opens it: confinement of the file and of every file
-    it names, and its declared size."""
+    it names, its declared size, and (DICOM) a patient geometry that is numbers."""
     check_sources(path, referenced_files(path) if path.is_file() else [])
     if path.is_file():
         check_declared_size(path)
+    for member in _dicom_members(path):
+        check_dicom_geometry(member)

@@ -125,3 +125,5 @@ def load_case_volumes(
         return [load_cached(s, accept_missing_geometry, series_uid) for s in sources]
     except VolumeLoadError as exc:
         raise HandlerError(exc.code, str(exc)) from exc
+    except (RuntimeError, OverflowError, MemoryError) as exc:  # a reader's own failure: one named line, not a 500
+        raise HandlerError("load_failed", f"cannot read the image: {sitk_reason(exc)}") from exc

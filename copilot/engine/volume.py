@@ -167,17 +167,6 @@ def check_nifti_complete(path: Path) -> None:
     """Refuse a NIfTI file whose voxel data is shorter than its header says (ITK would fill with zeros)."""
     import nibabel as nib
 
-    size = path.stat().st_size
-    if path.name.lower().endswith(".gz"):
-        size = 0
-        try:
-            with gzip.open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    size += len(chunk)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise VolumeLoadError(
-                f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
-            ) from exc
     try:
         header: Any = nib.load(str(path)).header
         shape = header.get_data_shape()
@@ -185,6 +174,17 @@ def check_nifti_complete(path: Path) -> None:
         expected = int(header.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * itemsize
     except Exception as exc:  # nibabel raises several types for a damaged header
         raise VolumeLoadError(f"cannot read {path.name}: not a valid NIfTI header ({exc})", "load_failed") from exc
+    size = path.stat().st_size
+    if path.name.lower().endswith(".gz"):
+        size = 0
+        try:
+            with gzip.open(path, "rb") as fh:
+                while size < expected and (chunk := fh.read(1 << 20)):  # no further than the header promises
+                    size += len(chunk)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise VolumeLoadError(
+                f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
+            ) from exc
     if size < expected:
         raise VolumeLoadError(
             f"{path.name} is truncated: its header promises {expected} bytes of image {list(shape)}, "

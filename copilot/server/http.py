@@ -42,6 +42,7 @@ from copilot.session import Session
 
 API = "/medcopilot/v1"
 MAX_BODY = DEFAULT_LIMITS.max_body
+STATE_WAIT_S = 1.0  # GET /state waits this long for a call in progress, then answers the last completed state
 Scope = dict[str, Any]
 
 
@@ -158,7 +159,7 @@ class HandlerApp:
         if path.startswith(f"{API}/handlers/") and method == "POST":
             return await self._call(path[len(f"{API}/handlers/") :], parse_json_body(body, self.server.limits))
         if path == f"{API}/state" and method == "GET":
-            state = await run_in_threadpool(session.snapshot)
+            state = await run_in_threadpool(session.snapshot, STATE_WAIT_S)
             return self._response(200, _body({"ok": True, "state": state}))
         if path == f"{API}/trace" and method == "GET":
             events = await run_in_threadpool(session.trace_events)
