@@ -15,7 +15,6 @@ always refused.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import ipaddress
 import json
 import socket
@@ -33,6 +32,7 @@ from copilot.errors import HandlerError
 from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
 from copilot.server.dispatch import dispatch
+from copilot.server.fairness import token_matches
 from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length
 from copilot.server.protocol import error_body as _error_body
 from copilot.server.protocol import protocol_for
@@ -83,10 +83,7 @@ class HandlerApp:
         return Response(body, status_code=status, media_type=ctype, headers=headers)
 
     def _authorised(self, headers: Headers) -> bool:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            token.strip().encode("utf-8", "replace"), self.server.token.encode()
-        )
+        return token_matches(headers.get("authorization"), self.server.token)
 
     @staticmethod
     def _loopback(scope: Scope) -> bool:

@@ -36,7 +36,10 @@ class Limits:
     body_timeout_s: float = 30.0  # time to receive a whole body
     call_timeout_s: float = 30.0  # a synchronous handler call; longer work runs as a job
     keep_alive_s: int = 5  # idle time before a kept-alive connection is closed
-    max_connections: int = 64  # open connections and in-flight requests, each
+    max_connections: int = 64  # open connections and in-flight requests, each (the 64th is served; see fairness.py)
+    max_pending_per_client: int = 16  # connections of one client address without the token, older than the grace
+    pending_grace_s: float = 1.0  # a new connection's time to present its headers before it may be closed for others
+    max_open_connections: int = 256  # connections of every kind (beyond: the oldest pending one is closed)
     max_jobs: int = 4  # queued or running jobs
     kept_jobs: int = 64  # finished jobs kept for polling (oldest dropped first)
     allowed_hosts: tuple[str, ...] = field(default=LOOPBACK_HOSTS)
