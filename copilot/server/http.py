@@ -39,6 +39,7 @@ from copilot.server.protocol import protocol_for
 from copilot.server.routes import API
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
+from copilot.trace.redact import register_secret
 
 MAX_BODY = DEFAULT_LIMITS.max_body
 Scope = dict[str, Any]
@@ -196,6 +197,7 @@ class HandlerServer:
         extra = () if host in ("", "0.0.0.0", "::") or host in limits.allowed_hosts else (host.lower(),)
         self.limits = replace(limits, allowed_hosts=(*limits.allowed_hosts, *extra))
         self.session, self.token, self.slicer_compat = session, token, slicer_compat
+        register_secret(token)  # cut out of every trace event, wherever a client puts it
         self.compat = SlicerCompat(session)
         self.jobs = JobManager(session, max_active=limits.max_jobs, kept=limits.kept_jobs)
         self.socket = _bind(host, address[1])

@@ -96,11 +96,19 @@ def parse_json_body(body: bytes | str | None, limits: Limits = DEFAULT_LIMITS) -
 
 
 def host_name(header: str) -> str:
-    """The host part of a `Host` header value (brackets of an IPv6 literal removed, port dropped)."""
+    """The host part of a `Host` header value (brackets of an IPv6 literal removed, port dropped); anything after
+    the host other than `:digits` leaves the value whole, so that it matches no allowed name."""
     value = header.strip().lower()
     if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        end = value.find("]")
+        rest = value[end + 1 :] if end >= 0 else ""
+        if end < 0 or (rest and not (rest[:1] == ":" and rest[1:].isdigit())):
+            return value
+        return value[1:end]
+    if value.count(":") == 1:
+        name, port = value.split(":")
+        return name if port.isdigit() else value
+    return value
 
 
 def check_host(host: str | None, limits: Limits = DEFAULT_LIMITS) -> None:
