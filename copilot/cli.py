@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from copilot import oneline
 from copilot.medflow.policies import POLICY_HELP
 from copilot.medflow.registry import modules
 
@@ -438,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; bad input ends with one `error:` line and exit code 2 (MEDCOPILOT_DEBUG=1: traceback)."""
     ns = build_parser().parse_args(argv)
+    oneline.install()  # background failures and log records: one line each on stderr
     try:
         return int(ns.func(ns))
     except KeyboardInterrupt:

@@ -296,3 +296,24 @@ def test_dicom_with_unusable_positions_is_a_named_422(case: Path, keyword: str, 
         assert not out.ok and out.status == 422
         assert out.error["code"] in ("invalid_geometry", "missing_geometry")  # type: ignore[index]
         assert "\n" not in out.error["message"] and "GDCM" not in out.error["message"]  # type: ignore[index]
+
+
+def test_background_failures_are_one_line_each() -> None:
+    """Failures nobody waits for (pool threads, finalisers, a server's error log) reach stderr as one line each."""
+    code = (
+        "import logging, threading\n"
+        "from copilot import oneline\n"
+        "oneline.install()\n"
+        "def boom():\n"
+        "    raise RuntimeError('cannot decode a tile\\nsecond line')\n"
+        "threads = [threading.Thread(target=boom, name=f'tiles_{i}') for i in range(30)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "try:\n"
+        "    1 / 0\n"
+        "except ZeroDivisionError:\n"
+        "    logging.getLogger('uvicorn.error').exception('Exception in ASGI application')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    lines = proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr
+    assert len(lines) == 31 and all(line.startswith("error: ") for line in lines)

@@ -206,6 +206,7 @@ class HandlerServer:
             HandlerApp(self),
             lifespan="off",
             log_level="error",
+            log_config=None,  # records reach the process's handlers (one line each: copilot.oneline)
             access_log=False,
             http=protocol_for(self),
             limit_concurrency=limits.max_connections,

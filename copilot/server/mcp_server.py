@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import os
 import sys
 from typing import Any
@@ -22,6 +21,7 @@ import mcp_types
 from mcp.server.lowlevel import Server
 
 import copilot
+from copilot import oneline
 from copilot.server.mcp_guard import INVALID_REQUEST, MAX_LINE_BYTES, reply, screen
 from copilot.session import Session
 
@@ -112,32 +112,12 @@ class _ScreenedLines:
                 return line
 
 
-class _OneLineFormatter(logging.Formatter):
-    """Log records as one line each: the exception's type and message, never its traceback."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
-        if record.exc_info and record.exc_info[1] is not None:
-            exc = record.exc_info[1]
-            text += f" ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-        return text.replace("\n", " ")
-
-
-def quiet_logging() -> None:
-    """Every log record of the process to stderr as one line (no tracebacks on stdout or stderr)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLineFormatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-
-
 async def serve_stdio(session: Session) -> None:
     """Serve over stdin/stdout: stray prints of libraries go to stderr (fd 1 is pointed there), the protocol
     writes to a private duplicate of the original stdout."""
     from mcp.server.stdio import stdio_server
 
-    quiet_logging()
+    oneline.install()
     sys.stdout.flush()
     wire = _Wire(os.dup(1))
     os.dup2(2, 1)
