@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import hostile_files
 from copilot.medflow import make_cases
 from copilot.runtime import open_session
 from copilot.server.client import RemoteViewer
 from copilot.server.http import make_server
-from benchmarks import hostile_files
 from tests.schema_fuzz import Fuzzer, FuzzStats, handler_call, hints_for
 
 TRAVERSALS = [
