@@ -148,8 +148,8 @@ def _meta(path: Path) -> tuple[list[str], list[int], int]:
         if key.strip().lower() == "elementdatafile":  # always the last field; binary data or a LIST follows
             rest = lines[n + 1 :]
             break
-    value = fields.get("elementdatafile")
-    files = _data_files(path, value, rest, ("LOCAL",)) if value is not None else []
+    data_file = fields.get("elementdatafile")
+    files = _data_files(path, data_file, rest, ("LOCAL",)) if data_file is not None else []
     sizes = _ints(path, fields.get("dimsize", ""))
     channels = _ints(path, fields.get("elementnumberofchannels", "1")) or [1]
     itemsize = _METATYPE_BYTES.get(fields.get("elementtype", "").upper(), 8) * max(1, channels[0])
