@@ -317,3 +317,36 @@ def test_background_failures_are_one_line_each() -> None:
     lines = proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr
     assert len(lines) == 31 and all(line.startswith("error: ") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("child", "code"),
+    [
+        ("import time; time.sleep(60)", "timeout"),
+        ("x = bytearray(8 << 30)", "too_large"),
+        ("import os; os.abort()", "invalid_structure"),
+    ],
+)
+def test_slide_probe_names_a_child_that_hangs_bloats_or_dies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str, code: str
+) -> None:
+    """The child-process probe (formats without an in-process structure check) turns a reader that would hang,
+    exhaust memory or abort into a named refusal within its limits, and the calling process carries on."""
+    from copilot.engine import probe
+
+    header = "\n".join(probe._CHILD.strip().splitlines()[:5])  # the limits the real probe sets
+    monkeypatch.setattr(probe, "_CHILD", header + "\n" + child + "\n")
+    monkeypatch.setattr(probe, "WALL_S", 3.0)
+    slide = tmp_path / "slide.mrxs"
+    slide.write_bytes(b"not a slide")
+    t0 = time.monotonic()
+    with pytest.raises(probe.ProbeError) as refused:
+        probe._probe.__wrapped__(str(slide), 11, 0)
+    assert refused.value.code == code and time.monotonic() - t0 < 10
+
+
+def test_unknown_format_is_refused_by_the_reader_after_the_probe(slide_case: Path) -> None:
+    (slide_case / "images" / "garbage.mrxs").write_bytes(b"\x00" * 4096)
+    session = open_session(slide_case)
+    out = session.call("load_image", {"path": "images/garbage.mrxs"})
+    assert not out.ok and out.status == 422 and out.error["code"] == "load_failed"  # type: ignore[index]
