@@ -10,6 +10,7 @@ stored; `MEDCOPILOT_MAX_VOXELS` overrides the first) bounds what a compressed fi
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -232,10 +233,19 @@ _GEOMETRY = {
 
 
 def check_dicom_geometry(path: Path) -> None:
+    """Refuse (`invalid_geometry`) a DICOM file whose patient position or orientation is not finite numbers in
+    range; a file that passed is remembered by identity (path, size, modification time)."""
+    st = path.stat()
+    _check_dicom_geometry(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8192)
+def _check_dicom_geometry(name: str, size: int, mtime_ns: int) -> None:
     """Refuse (`invalid_geometry`) a DICOM file whose patient position or orientation is present but is not
     finite numbers within range (text, 1e308): readers would otherwise place it at the origin or overflow."""
     import pydicom
 
+    path = Path(name)
     try:
         ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=[pydicom.tag.Tag(*t) for t in _GEOMETRY])
     except Exception:  # not readable as DICOM here: the loader names the failure
