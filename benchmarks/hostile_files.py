@@ -188,9 +188,9 @@ def run(mutant_count: int, seed_value: int, out: Path) -> Tally:
     tally = Tally()
     brain = make_cases("brain_mri", 1, 6, out / "cases", spacing=2.0)[0]
     slide = make_cases("breast_wsi", 1, 5, out / "cases", slide_size=(1024, 768), mpp=2.0)[0]
+    sound_nifti = sorted((brain / "images").glob("*.nii.gz"))[0]  # picked before the gzip bomb joins them
     fixed = fixed_radiology(brain)
     tiffs = hostile_tiffs(slide / "images")
-    sound_nifti = next((brain / "images").glob("*.nii.gz"))
     for n, data in enumerate(nifti_mutants(sound_nifti, mutant_count // 3, rng)):
         (brain / "images" / f"mutant_{n:03d}.nii.gz").write_bytes(data)
     header = (brain / "images" / "to_proc.nhdr").read_bytes().replace(b"/proc/self/environ", b"ok.raw")
