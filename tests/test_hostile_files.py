@@ -350,3 +350,15 @@ def test_unknown_format_is_refused_by_the_reader_after_the_probe(slide_case: Pat
     session = open_session(slide_case)
     out = session.call("load_image", {"path": "images/garbage.mrxs"})
     assert not out.ok and out.status == 422 and out.error["code"] == "load_failed"  # type: ignore[index]
+
+
+def test_app_exits_2_on_an_unreadable_study(case: Path, tmp_path: Path) -> None:
+    """`gui --screenshot` on a study that cannot be read: one line on stderr and exit code 2 (bad input)."""
+    pytest.importorskip("PySide6")
+    bad = tmp_path / "bad.nii.gz"
+    bad.write_bytes(next((case / "images").glob("*.nii.gz")).read_bytes()[:5000])
+    env = {**_env(), "QT_QPA_PLATFORM": "offscreen"}
+    cmd = [sys.executable, "-m", "copilot.cli", "gui", str(bad), "--screenshot", str(tmp_path / "shot.png")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "truncated" in proc.stderr
+    assert "Traceback" not in proc.stderr
