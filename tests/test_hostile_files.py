@@ -362,3 +362,14 @@ def test_app_exits_2_on_an_unreadable_study(case: Path, tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2 and "truncated" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_compressed_size_beyond_the_file_is_refused(case: Path) -> None:
+    """A compressed .mha that declares 10^11 bytes of compressed data in a 400-byte file: refused before ITK
+    allocates for it."""
+    sitk.WriteImage(sitk.Image(8, 8, 8, sitk.sitkUInt8), str(case / "images" / "c.mha"), True)
+    raw = (case / "images" / "c.mha").read_bytes()
+    start = raw.index(b"CompressedDataSize = ")
+    end = raw.index(b"\n", start)
+    (case / "images" / "claims.mha").write_bytes(raw[:start] + b"CompressedDataSize = 100000000000" + raw[end:])
+    assert open_code(case, "images/claims.mha") == "truncated_image"

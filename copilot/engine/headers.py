@@ -151,6 +151,12 @@ def _meta(path: Path) -> tuple[list[str], list[int], int]:
             break
     data_file = fields.get("elementdatafile")
     files = _data_files(path, data_file, rest, ("LOCAL",)) if data_file is not None else []
+    declared = _ints(path, fields.get("compresseddatasize", "0"))[:1] or [0]
+    if declared[0] > path.stat().st_size and (data_file or "").upper() == "LOCAL":  # declared vs available bytes
+        raise VolumeLoadError(
+            f"{path.name} declares {declared[0]} bytes of compressed data; the file holds {path.stat().st_size}",
+            "truncated_image",
+        )
     sizes = _ints(path, fields.get("dimsize", ""))
     channels = _ints(path, fields.get("elementnumberofchannels", "1")) or [1]
     itemsize = _METATYPE_BYTES.get(fields.get("elementtype", "").upper(), 8) * max(1, channels[0])
