@@ -62,7 +62,24 @@ PATHOLOGY_KIND = ViewerKind(
     stepwise=True,
     slicer_api=False,
 )
-KINDS = {k.name: k for k in (RADIOLOGY_KIND, PATHOLOGY_KIND)}
+KINDS: dict[str, ViewerKind] = {}
+
+
+def register_kind(kind: ViewerKind) -> ViewerKind:
+    """Declare a viewer kind (a third kind is this call and its viewer and handlers); a second kind of the same
+    name, or a registry of another kind, is an error."""
+    if kind.name in KINDS and KINDS[kind.name] is not kind:
+        raise ValueError(f"viewer kind {kind.name!r} is declared twice")
+    if kind.registry.kind != kind.name:
+        raise ValueError(f"viewer kind {kind.name!r} has the handlers of {kind.registry.kind!r}")
+    if kind.open_handler not in kind.registry:
+        raise ValueError(f"viewer kind {kind.name!r}: its open handler {kind.open_handler!r} is not declared")
+    KINDS[kind.name] = kind
+    return kind
+
+
+for _kind in (RADIOLOGY_KIND, PATHOLOGY_KIND):
+    register_kind(_kind)
 
 
 def viewer_kind(name: str) -> ViewerKind:

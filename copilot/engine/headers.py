@@ -189,6 +189,9 @@ def _nifti(path: Path) -> tuple[list[str], list[int], int]:
     else:
         raise _invalid(path, "not a NIfTI/Analyze header (sizeof_hdr is not 348)")
     dims = struct.unpack(order + "8h", head[40:56])
+    vox_offset = struct.unpack(order + "f", head[108:112])[0]
+    if not (np.isfinite(vox_offset) and 0 <= vox_offset <= MAX_VOXEL_BYTES):  # never inflated that far
+        raise VolumeLoadError(f"{path.name}: voxel data offset {vox_offset} is not a valid position", "truncated_image")
     bitpix = struct.unpack(order + "h", head[72:74])[0]
     ndim = dims[0]
     if not 0 < ndim <= 7 or any(d < 0 for d in dims[1 : ndim + 1]):
