@@ -352,6 +352,8 @@ def test_unknown_format_is_refused_by_the_reader_after_the_probe(slide_case: Pat
     assert not out.ok and out.status == 422 and out.error["code"] == "load_failed"  # type: ignore[index]
 
 
+@pytest.mark.gui
+@pytest.mark.heavy
 def test_app_exits_2_on_an_unreadable_study(case: Path, tmp_path: Path) -> None:
     """`gui --screenshot` on a study that cannot be read: one line on stderr and exit code 2 (bad input)."""
     pytest.importorskip("PySide6")
