@@ -375,3 +375,21 @@ def test_compressed_size_beyond_the_file_is_refused(case: Path) -> None:
     end = raw.index(b"\n", start)
     (case / "images" / "claims.mha").write_bytes(raw[:start] + b"CompressedDataSize = 100000000000" + raw[end:])
     assert open_code(case, "images/claims.mha") == "truncated_image"
+
+
+def test_state_answers_while_a_call_holds_the_session(slide_case: Path) -> None:
+    """GET /state during a 4 s call answers within about a second, with the state the last completed call left."""
+    session = open_session(slide_case)
+    srv = RunningServer(session)
+    try:
+        before = srv.client.state()
+        worker = threading.Thread(target=lambda: RemoteViewer(srv.url, srv.token).call("sleep", {"seconds": 4}))
+        worker.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        during = srv.client.state()
+        waited = time.monotonic() - t0
+        worker.join(10)
+        assert during == before and waited < 3
+    finally:
+        srv.stop()
