@@ -393,3 +393,28 @@ def test_state_answers_while_a_call_holds_the_session(slide_case: Path) -> None:
         assert during == before and waited < 3
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize(
+    ("files", "slide"),
+    [
+        (
+            {"evil.mrxs": "", "evil/Slidedat.ini": "[DATAFILE]\nFILE_COUNT = 1\nFILE_0 = ../../hidden/truth.json\n"},
+            "evil.mrxs",
+        ),
+        ({"evil.vms": "[Virtual Microscope Specimen]\nImageFile = ../hidden/truth.json\n"}, "evil.vms"),
+        ({"linked.mrxs": ""}, "linked.mrxs"),
+    ],
+)
+def test_multi_file_slide_siblings_are_confined(slide_case: Path, tmp_path: Path, files: dict, slide: str) -> None:
+    """MIRAX data files listed in Slidedat.ini, VMS image files, and a MIRAX data folder linked elsewhere."""
+    images = tmp_path / "case" / "images"
+    case = Path(shutil.copytree(slide_case, tmp_path / "case", symlinks=True))
+    for rel, text in files.items():
+        (images / rel).parent.mkdir(parents=True, exist_ok=True)
+        (images / rel).write_text(text, encoding="utf-8")
+    if slide == "linked.mrxs":
+        os.symlink(case / "hidden", images / "linked")
+    session = open_session(case)
+    out = session.call("load_image", {"path": f"images/{slide}"})
+    assert not out.ok and out.error["code"] == "path_outside_case"  # type: ignore[index]
