@@ -378,19 +378,19 @@ def test_compressed_size_beyond_the_file_is_refused(case: Path) -> None:
 
 
 def test_state_answers_while_a_call_holds_the_session(slide_case: Path) -> None:
-    """GET /state during a 4 s call answers within about a second, with the state the last completed call left."""
+    """GET /state during a 3 s call answers within about a second, with the state the last completed call left."""
     session = open_session(slide_case)
     srv = RunningServer(session)
     try:
         before = srv.client.state()
-        worker = threading.Thread(target=lambda: RemoteViewer(srv.url, srv.token).call("sleep", {"seconds": 4}))
+        worker = threading.Thread(target=lambda: RemoteViewer(srv.url, srv.token).call("sleep", {"seconds": 3}))
         worker.start()
         time.sleep(0.5)
         t0 = time.monotonic()
         during = srv.client.state()
         waited = time.monotonic() - t0
         worker.join(10)
-        assert during == before and waited < 3
+        assert during == before and waited < 2
     finally:
         srv.stop()
 

@@ -24,8 +24,16 @@ from copilot.engine.confine import check_sources
 from copilot.engine.volume import VolumeLoadError
 
 MAX_HEADER_BYTES = 1 << 20  # text header (and a LIST of data files) read at most
-MAX_VOXELS = int(os.environ.get("MEDCOPILOT_MAX_VOXELS", 1 << 28))  # 2^28 voxels: 1 GiB as float32
-MAX_VOXEL_BYTES = 1 << 30  # bytes of voxel data as stored (before conversion to float32)
+
+
+def _env_int(name: str, default: int) -> int:
+    """A positive integer setting from the environment (the default when unset or not a positive integer)."""
+    text = os.environ.get(name, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else default
+
+
+MAX_VOXELS = _env_int("MEDCOPILOT_MAX_VOXELS", 1 << 28)  # 2^28 voxels: 1 GiB as float32
+MAX_VOXEL_BYTES = 4 * MAX_VOXELS  # bytes of voxel data as stored: no more than its float32 copy (1 GiB)
 MAX_FILES = 10_000  # data files one header may name
 _METATYPE_BYTES = {
     "MET_CHAR": 1, "MET_UCHAR": 1, "MET_SHORT": 2, "MET_USHORT": 2, "MET_INT": 4, "MET_UINT": 4,
