@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import resource
 import shutil
 import struct
 import subprocess
@@ -247,8 +246,7 @@ def test_gzip_bomb_refused_with_bounded_memory(case: Path, declared: int) -> Non
     outcome, peak_kib = proc.stdout.split()
     assert outcome == ("too_large" if declared == 1024 else "opened"), proc.stderr
     assert int(peak_kib) < 512 * 1024
-    assert time.monotonic() - t0 < 30
-    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 512 * 1024
+    assert time.monotonic() - t0 < 30  # the child's own peak is checked above (RUSAGE_CHILDREN counts earlier tests)
 
 
 def test_compressed_metaimage_bomb_refused(case: Path) -> None:
