@@ -100,6 +100,7 @@ def test_supporting_events(rows: dict[str, dict[str, Any]]) -> None:
     (f4,) = rows["f4_recorded_then_elsewhere"]["process"]["failures"]
     trace = Path(rows["f4_recorded_then_elsewhere"]["trace_dir"])
     assert len(f4["events"]) == 2 and "recorded in the lesion" in f4["detail"]
+    assert rows["f4_recorded_then_elsewhere"]["process"]["r6"]["C"] == 0.5  # the answer conflicts with the recording
     assert f4["events"][0] < f4["events"][1]  # the recording, then the episode's end
     (f2,) = rows["f2_unmeasured_diameter"]["process"]["failures"]
     assert "25 mm" in f2["detail"] and "no measurement call" in f2["detail"]
