@@ -106,6 +106,7 @@ def test_supporting_events(rows: dict[str, dict[str, Any]]) -> None:
     assert "25 mm" in f2["detail"] and "no measurement call" in f2["detail"]
     assert len(f2["events"]) == 1 and trace.parts[0] == "episodes"
     assert rows["clean"]["strict"] == 1.0  # the clean script is also correct
+    assert rows["f5_never_shown"]["strict"] == 1.0  # right coordinates never looked at: Strict passes, F5 does not
 
 
 def test_quantities_and_tolerance() -> None:
