@@ -1,4 +1,4 @@
-"""`medcopilot` command line: cases make, serve, replay, demo."""
+"""`medcopilot` command line: cases make, serve, chat, replay, demo."""
 
 from __future__ import annotations
 
@@ -244,7 +244,8 @@ def _gui(ns: argparse.Namespace) -> int:
         from copilot.gui.host_panel import qupath_main
 
         return qupath_main(ns.qupath, ns.trace_dir, ns.screenshot)
-    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
+    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
+                    base_url=ns.base_url, trace_dir=ns.trace_dir)  # fmt: skip
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -436,11 +437,20 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
+    gui.add_argument("--ask", action="append", default=[], metavar="QUESTION",
+                     help="with --screenshot: ask the model this first (repeat for follow-ups)")  # fmt: skip
+    gui.add_argument("--policy", default="openai", help="the model policy for --ask: openai[:MODEL]")
+    gui.add_argument("--base-url", default=None, help="OpenAI-compatible service for --ask (default: $OPENAI_BASE_URL)")
     gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
                      help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
                      "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
-    gui.add_argument("--trace-dir", default=None, help="with --qupath: where the session's trace goes")
+    gui.add_argument("--trace-dir", default=None,
+                     help="where the session's trace goes (default: a new folder of the per-user sessions folder)")
     gui.set_defaults(func=_gui)
+
+    from copilot.study.chat import add_parser as add_chat
+
+    add_chat(sub)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
     rp.add_argument("trace_dir")

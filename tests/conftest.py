@@ -21,6 +21,14 @@ from copilot.server.client import LocalClient, RemoteViewer
 from copilot.server.http import make_server
 from copilot.session import Session
 
+
+@pytest.fixture(autouse=True)
+def _sessions_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Desktop and chat sessions of the tests keep their traces in a temporary folder, never the user's."""
+    if "MEDCOPILOT_SESSIONS" not in os.environ:
+        monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path_factory.getbasetemp() / "sessions"))
+
+
 # Tests that need Qt widgets, slicer-core's MRML scene, a JVM or an external server: `make test-fast` leaves them out.
 HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui")
 

@@ -1,6 +1,6 @@
 """A test double of an OpenAI-compatible chat-completions service on loopback: it plays a script of
 responses (tool calls, final text) and can inject faults (HTTP 500, 429 with Retry-After, a stall
-longer than the client's timeout). It records every request for assertions."""
+longer than the client's timeout). It records every request for assertions: parsed, and the exact body bytes."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class FakeOpenAI:
     def __init__(self, script: list[Step] | Callable[[dict[str, Any]], Step]) -> None:
         self.script = script
         self.requests: list[dict[str, Any]] = []
+        self.bodies: list[bytes] = []  # every request body exactly as it arrived
         self._n = 0
         self._lock = threading.Lock()
         fake = self
@@ -35,7 +36,10 @@ class FakeOpenAI:
                 return
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with fake._lock:
+                    fake.bodies.append(raw)
+                body = json.loads(raw)
                 step = fake._next(body)
                 if step.get("stall_s"):
                     time.sleep(step["stall_s"])

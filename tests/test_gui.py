@@ -86,7 +86,8 @@ def test_timeline_and_evidence_clicks(qtbot, window, tmp_path: Path) -> None:
     assert model.session._viewer.state()["views"]["green"]["offset"] == -30.0
     assert [e.actor for e in model.timeline][-2:] == ["clinician", "clinician"]  # audited like the agent
     report = model.export_report(tmp_path / "report.html").read_text(encoding="utf-8")
-    assert report.count("<img") == 3 + 1 and "ANSWER: A" in report
+    assert report.count('class="evidence-view"') == 3 and "ANSWER: A" in report  # the three views, evidence drawn
+    assert report.count('id="call-') >= len(CALLS)  # and every call of the session
 
 
 def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, window, tmp_path: Path) -> None:

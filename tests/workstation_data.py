@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import locale
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,11 @@ def write_dicom_series(folder: Path, data: np.ndarray, uid: str, description: st
         for key, value in tags.items():
             image.SetMetaData(key, value)
         writer.SetFileName(str(folder / f"{number:02d}_{k:03d}.dcm"))
-        writer.Execute(image)
+        saved = locale.setlocale(locale.LC_ALL)
+        try:
+            writer.Execute(image)
+        finally:  # GDCM's writer switches the process to the C locale (text files would then open as ASCII)
+            locale.setlocale(locale.LC_ALL, saved)
 
 
 def dicom_two_series(root: Path) -> Path:

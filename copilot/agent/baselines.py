@@ -67,11 +67,30 @@ class _Episode:
         if self.rounds >= self.budget:
             raise _BudgetSpent
         self.rounds += 1
-        return self.session.call(name, args, actor="agent")
+        outcome = self.session.call(name, args, actor="agent")
+        if not outcome.ok:  # rejected by the clinician or refused: the heuristic cannot read what it needed
+            raise Refused(outcome, self.rounds)
+        return outcome
 
 
 class _BudgetSpent(Exception):
     pass
+
+
+class Refused(Exception):
+    """A call the baseline needed was rejected or refused; it ends its reading and says which and why."""
+
+    def __init__(self, outcome: CallOutcome, rounds: int) -> None:
+        error = outcome.error or {}
+        super().__init__(f"{outcome.name}: {error.get('message') or error.get('code') or 'refused'}")
+        self.outcome, self.rounds = outcome, rounds
+
+    def result(self) -> EpisodeResult:
+        """What the baseline answers: no finding, and the call that stopped it."""
+        code = (self.outcome.error or {}).get("code", "")
+        what = "was rejected" if code == "rejected_by_clinician" else "was refused"
+        text = f"The baseline stopped reading: {self.outcome.name} {what} ({self}). No answer is given."
+        return EpisodeResult(text, "rejected" if code == "rejected_by_clinician" else "done", self.rounds)
 
 
 def _scan_axial(ep: _Episode, size: int, calls: int = 3) -> list[tuple[float, np.ndarray]]:
@@ -313,4 +332,9 @@ class BaselinePolicy:
         self.baselines = baselines
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
-        return self.baselines[case.module]().run(session, case, budget)
+        if case.module not in self.baselines:
+            raise ValueError(f"no baseline for this study (module {case.module!r}); it needs a MedFlow case pack")
+        try:
+            return self.baselines[case.module]().run(session, case, budget)  # type: ignore[no-any-return]
+        except Refused as refused:  # told why, it ends without a crash
+            return refused.result()

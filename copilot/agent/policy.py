@@ -43,6 +43,8 @@ class PriorPolicy:
         self.answers = answers
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
+        if case.module not in self.answers:
+            raise ValueError(f"no prior answer for this study (module {case.module!r}); it needs a MedFlow case pack")
         fmt: dict[str, str | float] = {"evidence": ""}
         if case.kind == "radiology":
             views = session.call("get_viewer_state", {"include_volumes": False}).result.get("views", {})

@@ -38,6 +38,10 @@ def _fields(case: CasePack, budget: int) -> dict[str, Any]:
 
 def task_prompt(case: CasePack, budget: int = DEFAULT_BUDGET) -> TaskPrompt:
     """System instruction and task text for a case (the scene inventory or screenshots are attached apart)."""
+    if not (resources_dir() / "prompts" / f"{case.module}.txt").is_file() or not case.module:
+        raise ValueError(
+            f"no benchmark task for this study (module {case.module!r}); ask the model a question instead (study mode)"
+        )
     fields = _Defaults(_fields(case, budget))
     system = template(f"{case.kind}_system")
     return TaskPrompt(system.format_map(fields), template(case.module).format_map(fields))

@@ -1,7 +1,7 @@
 """Agent settings: model service, sampling, limits, retries and prices, from arguments or the environment.
 
 Environment: `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MEDCOPILOT_MODEL`, `MEDCOPILOT_TEMPERATURE`,
-`MEDCOPILOT_TIMEOUT_S`, `MEDCOPILOT_WALL_CLOCK_S`, `MEDCOPILOT_PRICES` (a JSON file
+`MEDCOPILOT_TIMEOUT_S`, `MEDCOPILOT_WALL_CLOCK_S`, `MEDCOPILOT_MAX_RETRIES`, `MEDCOPILOT_PRICES` (a JSON file
 `{"model": {"input_per_mtok": 0.4, "output_per_mtok": 1.6}}`).
 """
 
@@ -42,6 +42,7 @@ class AgentSettings:
             "temperature": float(env.get("MEDCOPILOT_TEMPERATURE", cls.temperature)),
             "timeout_s": float(env.get("MEDCOPILOT_TIMEOUT_S", cls.timeout_s)),
             "wall_clock_s": float(env.get("MEDCOPILOT_WALL_CLOCK_S", cls.wall_clock_s)),
+            "max_retries": int(env.get("MEDCOPILOT_MAX_RETRIES", cls.max_retries)),
             "prices": prices,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -36,6 +36,11 @@ figcaption{font-size:12px;color:#555} .legend span{display:inline-block;margin-r
 """
 MAG_COLOURS = {"2.5×": (40, 110, 230), "10×": (240, 140, 0), "40×": (150, 40, 180)}
 VIEW_AXIS = {"red": "S", "yellow": "R", "green": "A"}
+# what a desktop or chat session adds to an episode's events
+SESSION_EVENTS = (
+    "clinician_instruction", "clinician_approval", "clinician_rejection", "clinician_stop", "answer_evidence",
+    "final_answer", "agent_error", "model_disclosure", "clinician_question", "clinician_decision",
+)  # fmt: skip
 RAS = {"R": 0, "A": 1, "S": 2}
 
 
@@ -248,7 +253,7 @@ def _timeline(events: list[dict[str, Any]]) -> str:
                 f"<pre>args: {html.escape(_json(e.get('args'), 1500))}</pre>{warns}<pre>{html.escape(body)}</pre>"
                 f'<div class="shots">{shots}</div></div>'
             )
-        elif kind in ("agent_start", "model_retry", "score"):
+        elif kind in ("agent_start", "model_retry", "score", *SESSION_EVENTS):
             payload = {k: v for k, v in e.items() if k not in ("prev", "hash", "seq", "type", "time")}
             parts.append(
                 f"<div class=turn><b>{html.escape(kind)}</b> <code>{html.escape(json.dumps(payload))}</code></div>"

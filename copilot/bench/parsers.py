@@ -37,6 +37,10 @@ def _clean(text: str) -> str:
     return text.replace("**", "").replace("__", "")
 
 
+NUMBER = _NUM  # a decimal number as the answer formats write it
+clean_answer = _clean  # an answer without code fences, emphasis markers and carriage returns
+
+
 def parse_answer_letter(text: str, allowed: str) -> str:
     """The letter of the last `ANSWER: X` line (one of `allowed`)."""
     found = re.findall(r"(?im)^\s*(?:final\s+)?answer\s*[:=]\s*\(?([A-Za-z])\)?\s*[.)]?\s*$", _clean(text))

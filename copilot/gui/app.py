@@ -10,6 +10,7 @@ and never waits for the session lock.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -110,6 +111,7 @@ class MainWindow(QMainWindow):
             ("Open DICOM or case folder…", self._open_folder_dialog, None),
             ("Open trace for replay…", self._open_trace_dialog, None),
             ("Save screenshot…", self._save_screenshot, None),
+            ("Export session report…", self._export_report, None),
         ):
             action = QAction(text, self)
             action.triggered.connect(slot)
@@ -193,6 +195,11 @@ class MainWindow(QMainWindow):
         if path:
             self.grab().save(path)
 
+    def _export_report(self) -> None:
+        """The session's audit page (the copilot panel's export)."""
+        if self.model is not None:
+            self.panel.export_dialog()
+
     def dragEnterEvent(self, event: Any) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
@@ -257,10 +264,12 @@ class MainWindow(QMainWindow):
         return True
 
     def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
+        """Open a study with its session traced (by default in the per-user sessions folder)."""
         from copilot.panel.studies import open_study
+        from copilot.study.sessions import new_session_dir
 
         study = study_for(path, series)
-        session = open_study(study, trace_dir)
+        session = open_study(study, trace_dir if trace_dir is not None else new_session_dir(study.kind))
         self.set_session(session, study)
 
     def _open_case_index(self, index: int) -> None:
@@ -292,6 +301,7 @@ class MainWindow(QMainWindow):
         if self.model is not None:
             self.model.stop()
             self.model.listeners.clear()
+            self.model.session.close({"status": "closed"})
         if self.replay_dock is not None:
             self.removeDockWidget(self.replay_dock)
             self.replay_dock.deleteLater()
@@ -520,6 +530,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: Any) -> None:
         if self.model is not None:
             self.model.stop()
+            self.model.session.close({"status": "closed"})
         self._scene_reset()
         super().closeEvent(event)
 
@@ -547,16 +558,42 @@ def display_problem() -> str | None:
     return None
 
 
+def _announce(model: PanelModel, line: str) -> None:
+    model.messages.append(("system", line))
+    print(f"medcopilot gui: {line}", file=sys.stderr)
+
+
+def _run_problem(spec: str, target: str | Path) -> str | None:
+    """Why a policy cannot run on the study at a path (None when it can, or for a trace): a study that is no
+    case pack has no benchmark module, whatever its series."""
+    from copilot.cases.pack import load_case
+    from copilot.study.policies import policy_problem
+
+    try:
+        what = classify(target)
+        if what == "trace":
+            return None
+        case = load_case(case_packs(target)[0] if what == "case_folder" else target) if "case" in what else None
+    except (StudyError, OSError, ValueError):
+        return None
+    return policy_problem(spec, case)
+
+
 def main(
     path: str | None,
     screenshot: str | None = None,
     run: str | None = None,
     layout: str | None = None,
     fusion: str | None = None,
+    asks: list[str] | None = None,
+    policy: str = "openai",
+    base_url: str | None = None,
+    trace_dir: str | None = None,
 ) -> int:
-    """Open a study (or the last one); with `screenshot`, optionally run an offline policy (then show the
-    `fusion` volume over the active one), save a picture of the window and exit."""
-    from copilot.medflow.policies import make_policy
+    """Open a study (or the last one); with `screenshot`, optionally run an offline policy or ask the model
+    (then show the `fusion` volume over the active one), save a picture of the window and exit: 1 when the run
+    failed, 2 when it could not start (the reason on one line)."""
+    from copilot.study.policies import PolicyUnavailable, study_policy
 
     problem = display_problem()
     if problem is not None:
@@ -569,17 +606,40 @@ def main(
     if target is not None and not Path(target).exists():
         print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
         return 2
-    if target is not None and not window.open_path(target):
+    if run and target is not None and screenshot is not None:  # refused before the study is even opened
+        problem = _run_problem(run, target)
+        if problem:
+            print(f"medcopilot gui: {problem}", file=sys.stderr)
+            return 2
+    if target is not None and not window.open_path(target, trace_dir=trace_dir):
         return 2 if screenshot else int(app.exec())  # an unreadable study is bad input: exit code 2, as everywhere
     if layout:
         window.set_layout(layout)
     window.show()
     if screenshot is None:
         return int(app.exec())
-    if run and window.model is not None:
-        window.model.run_episode(make_policy(run))
+    failed = False
+    turns = [(run, "")] if run else [(policy, q) for q in asks or []]
+    conversation = None
+    for spec, question in turns if window.model is not None else []:
+        assert window.model is not None
+        try:
+            if conversation is None:
+                conversation = study_policy(spec, window.model.case, window.model.session.kind, question,
+                                            base_url=base_url)  # fmt: skip
+                if hasattr(conversation, "announce"):  # the remote-service notice, in the chat and on stderr
+                    conversation.announce = functools.partial(_announce, window.model)
+        except PolicyUnavailable as exc:
+            print(f"medcopilot gui: {exc}", file=sys.stderr)
+            return 2
+        window.model.run_episode(conversation, question)
         while not window.model.wait(0.05):
             app.processEvents()
+        if window.model.status in ("error", "stopped"):
+            reason = window.model.messages[-1][1] if window.model.messages else window.model.status
+            print(f"medcopilot gui: the run failed: {reason}", file=sys.stderr)
+            failed = True
+            break
     if fusion and window.screen_path is not None:
         ids = {name: vid for vid, name in window.screen_path.volumes()}
         if fusion not in ids:
@@ -596,4 +656,5 @@ def main(
     jpeg = screenshot.lower().endswith((".jpg", ".jpeg"))
     window.grab().save(screenshot, None, 90 if jpeg else 0)  # PNG at the strongest compression
     print(screenshot)
-    return 0
+    window.close()  # the session's trace gets its end
+    return 1 if failed else 0

@@ -41,6 +41,7 @@ class PanelWidget(QWidget):
         row = QHBoxLayout()
         self.policy = QComboBox()
         self.policy.addItems(list(policies))
+        self._grey_unavailable()
         self.run_button = QPushButton("Run")
         self.stop_button = QPushButton("Stop")
         row.addWidget(self.policy)
@@ -67,31 +68,59 @@ class PanelWidget(QWidget):
         self.chat = QTextBrowser()
         layout.addWidget(self.chat, 2)
         self.instruction = QLineEdit()
-        self.instruction.setPlaceholderText("Instruction for the model (sent with the task when you press Run)")
+        self.instruction.setPlaceholderText(
+            "Question for the model (Run asks it; follow-ups continue the conversation), or a rejection's reason"
+        )
         layout.addWidget(self.instruction)
-        self.export_button = QPushButton("Export evidence report…")
+        self.export_button = QPushButton("Export session report…")
         layout.addWidget(self.export_button)
         self.status = QLabel("idle")
         layout.addWidget(self.status)
+        trace_dir = model.session.trace_dir
+        self.trace_label = QLabel(f"Trace: {trace_dir}" if trace_dir else "Trace: not kept (replay)")
+        self.trace_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.trace_label.setWordWrap(True)
+        layout.addWidget(self.trace_label)
         self.run_button.clicked.connect(self._run)
         self.stop_button.clicked.connect(model.stop)
         self.approve_mode.toggled.connect(model.set_approve_mode)
         self.approve_button.clicked.connect(model.approve)
-        self.reject_button.clicked.connect(model.reject)
+        self.reject_button.clicked.connect(self._reject)
         self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
-        self.export_button.clicked.connect(self._export)
+        self.export_button.clicked.connect(self.export_dialog)
+
+    def _grey_unavailable(self) -> None:
+        """Offline policies that need a benchmark module are greyed on other studies, the reason as a tooltip."""
+        from copilot.study.policies import policy_problem
+
+        items = self.policy.model()
+        for n, name in enumerate(self.policies):
+            problem = policy_problem(name.split(" ")[0], self.model.case)
+            if problem and hasattr(items, "item"):
+                items.item(n).setEnabled(False)
+                self.policy.setItemData(n, problem, Qt.ItemDataRole.ToolTipRole)
+                if self.policy.currentIndex() == n:
+                    self.policy.setCurrentIndex(min(n + 1, self.policy.count() - 1))
 
     def _run(self) -> None:
+        m, name = self.model, self.policy.currentText()
         try:
-            policy = self.policies[self.policy.currentText()]()
-        except RuntimeError as exc:
+            same = m.policy is not None and getattr(m.policy, "follow_ups", False) and m.policy_label == name
+            policy = m.policy if same else self.policies[name]()
+        except (RuntimeError, ValueError) as exc:  # cancelled settings, a policy unavailable here
             self.status.setText(str(exc))
             return
-        self.model.run_episode(policy, self.instruction.text().strip())
+        m.policy_label = name
+        m.run_episode(policy, self.instruction.text().strip())
         self.instruction.clear()
 
-    def _export(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Evidence report", "evidence_report.html", "HTML (*.html)")
+    def _reject(self) -> None:
+        """Reject the pending proposal; the text in the instruction field, if any, is the reason."""
+        self.model.reject(self.instruction.text().strip())
+        self.instruction.clear()
+
+    def export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Session report", "session_report.html", "HTML (*.html)")
         if path:
             self.model.export_report(path)
 
@@ -171,11 +200,20 @@ class SettingsDialog(QDialog):
 def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
     from copilot.agent.loop import ChatAgent
     from copilot.medflow.policies import baseline_policy, prior_policy
+    from copilot.medflow.registry import modules
+    from copilot.study.policies import conversation
 
     def openai_agent() -> Any:
+        """A conversation about the study; on a benchmark case pack without a question, the benchmark episode."""
         dialog = SettingsDialog(parent)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             raise RuntimeError("model settings were cancelled")
+        model = getattr(parent, "model", None)
+        panel = getattr(parent, "panel", None)
+        question = panel.instruction.text().strip() if panel is not None else ""
+        if model is not None and (question or getattr(model.case, "module", "") not in modules()):
+            return conversation(dialog.settings(), model.case, model.session.kind,
+                                announce=lambda line: model.messages.append(("system", line)))  # fmt: skip
         return ChatAgent(dialog.settings())
 
     return {

@@ -1,21 +1,94 @@
 """Evidence items from the agent's final answer (Qt-free): the EVIDENCE block's key slices and RAS point,
 and the slide localizations of a pathology JSON answer, in the same form as the records of the
-record_* handlers, so that the panel lists them, draws them and moves the views to them alike."""
+record_* handlers, so that the panel lists them, draws them and moves the views to them alike.
+
+A study conversation's answer may end with the free-form block (docs/study_mode.md), any subset of lines:
+
+    EVIDENCE:
+    KEY_SLICE_AXIAL_MM: -12.5          (also SAGITTAL, CORONAL: canonical offsets in mm)
+    RAS: [R, A, S] optional label      (one line per point)
+    DISTANCE_MM: [R, A, S] -> [R, A, S] optional label
+    WSI: [x, y] optional label         (level-0 slide pixels)
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
-from copilot.bench.parsers import ParseError, parse_evidence, parse_localizations
+from copilot.bench.parsers import NUMBER, ParseError, clean_answer, parse_evidence, parse_localizations
+from copilot.cases.answers import EVIDENCE_KEYS
 
 AXIS_VIEW = {"S": "red", "R": "yellow", "A": "green"}
+_TRIPLE = rf"\[?\s*({NUMBER})\s*,\s*({NUMBER})\s*,\s*({NUMBER})\s*\]?"
+_PAIR = rf"\[?\s*({NUMBER})\s*,\s*({NUMBER})\s*\]?"
+_LINE = {
+    "key_slice": re.compile(rf"(?i)^\s*[-*]?\s*({'|'.join(EVIDENCE_KEYS)})\s*[:=]\s*({NUMBER})\s*(?:mm)?\s*$"),
+    "point": re.compile(rf"(?i)^\s*[-*]?\s*RAS\s*[:=]\s*{_TRIPLE}\s*(.*)$"),
+    "distance": re.compile(rf"(?i)^\s*[-*]?\s*DISTANCE(?:_MM)?\s*[:=]\s*{_TRIPLE}\s*(?:->|→|to|,)\s*{_TRIPLE}\s*(.*)$"),
+    "wsi_point": re.compile(rf"(?i)^\s*[-*]?\s*WSI(?:_POINT)?\s*[:=]\s*{_PAIR}\s*(.*)$"),
+}
 
 
 def answer_evidence(text: str, kind: str) -> list[dict[str, Any]]:
     """The evidence an answer states; an answer without any gives an empty list."""
     if not text:
         return []
-    return _radiology(text) if kind == "radiology" else _pathology(text)
+    strict = _radiology(text) if kind == "radiology" else _pathology(text)
+    free = free_evidence(text, kind)
+    return free if len(free) > len(strict) else strict
+
+
+def _label(rest: str, default: str) -> str:
+    rest = rest.strip().strip("-—:()").strip()
+    return rest[:80] if rest else default
+
+
+def free_evidence(text: str, kind: str) -> list[dict[str, Any]]:
+    """The items of the last free-form EVIDENCE block (lines it cannot read are skipped; none: [])."""
+    lines = clean_answer(text).split("\n")
+    starts = [n for n, line in enumerate(lines) if re.match(r"(?i)^\s*EVIDENCE\s*:\s*$", line)]
+    if not starts:
+        return []
+    items: list[dict[str, Any]] = []
+    for line in lines[starts[-1] + 1 :]:
+        if not line.strip():
+            continue
+        item = _free_line(line, kind, len(items) + 1)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _free_line(line: str, kind: str, n: int) -> dict[str, Any] | None:
+    m = _LINE["key_slice"].match(line)
+    if m and kind == "radiology":
+        axis = EVIDENCE_KEYS[next(k for k in EVIDENCE_KEYS if k.lower() == m.group(1).lower())]
+        offset = float(m.group(2))
+        return None if not math.isfinite(offset) else {
+            "kind": "key_slice", "label": f"answer key slice {axis}", "view": AXIS_VIEW[axis], "axis": axis,
+            "offset_mm": offset, "source": "answer"}  # fmt: skip
+    m = _LINE["distance"].match(line)
+    if m and kind == "radiology":
+        a, b = [float(v) for v in m.groups()[:3]], [float(v) for v in m.groups()[3:6]]
+        if not all(math.isfinite(v) for v in a + b):
+            return None
+        return {"kind": "distance", "label": _label(m.group(7), f"answer distance {n}"), "a": {"ras": a},
+                "b": {"ras": b}, "distance_mm": round(math.dist(a, b), 3), "source": "answer"}  # fmt: skip
+    m = _LINE["point"].match(line)
+    if m and kind == "radiology":
+        ras = [float(v) for v in m.groups()[:3]]
+        label = _label(m.group(4), f"answer point {n}")
+        return None if not all(math.isfinite(v) for v in ras) else {
+            "kind": "point", "label": label, "ras": ras, "source": "answer"}  # fmt: skip
+    m = _LINE["wsi_point"].match(line)
+    if m and kind == "pathology":
+        x, y = float(m.group(1)), float(m.group(2))
+        return None if not (math.isfinite(x) and math.isfinite(y)) else {
+            "kind": "wsi_point", "label": _label(m.group(3), f"answer point {n}"), "point": {"x": x, "y": y},
+            "source": "answer"}  # fmt: skip
+    return None
 
 
 def _radiology(text: str) -> list[dict[str, Any]]:

@@ -9,8 +9,6 @@ episode. The viewer the clinician sees is the session's viewer: one scene, one s
 
 from __future__ import annotations
 
-import base64
-import html
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.pack import CasePack
-from copilot.engine.render import encode_png
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
@@ -54,16 +51,21 @@ class ApprovalGate:
         if m.stop_event.is_set():
             raise EpisodeStopped
         if actor == "agent" and m.approve_mode:
-            decision = m.await_approval(name, args or {})
+            decision, reason = m.await_approval(name, args or {})
+            proposal = {"handler": name, "args": dict(args or {})}
             if decision == "stop":
+                self._session.note("clinician_stop", {"during": "approval", **proposal})
                 raise EpisodeStopped
             if decision == "reject":
+                why = reason or "no reason given"
+                self._session.note("clinician_rejection", {**proposal, "reason": why})
                 return CallOutcome(
                     name,
                     False,
                     403,
-                    error={"code": "rejected_by_clinician", "message": "the clinician rejected this action"},
+                    error={"code": "rejected_by_clinician", "message": f"the clinician rejected this action: {why}"},
                 )
+            self._session.note("clinician_approval", proposal)
         return self._session.call(name, args, actor=actor, **kw)
 
 
@@ -83,11 +85,15 @@ class PanelModel:
         self.pending: TimelineEntry | None = None
         self.stop_event = threading.Event()
         self._decision: str | None = None
+        self._reason = ""
+        self.policy: Any = None  # the policy of the last run; a conversation continues with the next question
+        self.policy_label = ""  # the name the clinician chose it by
         self._decided = threading.Condition()
         self._thread: threading.Thread | None = None
         self.listeners: list[Callable[[str], None]] = []
         self.crosshair: list[float] | None = None  # RAS of the linked cursor shown in every slice view
         self.answer_items: list[dict[str, Any]] = []  # evidence stated in the final answer
+        self._recorded: list[dict[str, Any]] = session.evidence()  # as of the last call, for reads during a run
         self.selected: int | None = None  # the evidence item last jumped to
         session.subscribe(self._on_call)
 
@@ -97,6 +103,8 @@ class PanelModel:
             fn(what)
 
     def _on_call(self, outcome: CallOutcome, args: dict[str, Any] | None, actor: str) -> None:
+        if outcome.ok and outcome.state:
+            self._recorded = list(outcome.state.get("evidence") or [])
         thumb = None  # the agent's first image; the clinician's own moves are on screen already
         if actor != "clinician" and outcome.images and outcome.images[0].mime in ("image/png", "image/jpeg"):
             thumb = outcome.images[0].data
@@ -116,8 +124,10 @@ class PanelModel:
 
     @property
     def evidence(self) -> list[dict[str, Any]]:
-        """Recorded evidence, then what the final answer states (key slices, RAS point, slide points)."""
-        return self.session.evidence() + list(self.answer_items)
+        """Recorded evidence, then what the final answer states (key slices, RAS point, slide points). While a run
+        is in progress, the evidence as of its last call: the GUI thread never waits for the session's lock."""
+        recorded = self._recorded if self.status == "running" else self.session.evidence()
+        return list(recorded) + list(self.answer_items)
 
     # ----- the episode -----
     def run_episode(self, policy: Any, instruction: str = "") -> None:
@@ -127,7 +137,11 @@ class PanelModel:
             raise RuntimeError("an episode is already running")
         self.stop_event.clear()
         self.status = "running"
-        self.messages.append(("clinician", f"Run {getattr(policy, 'name', 'policy')} on {self.case.case_id}"))
+        name = getattr(policy, "name", "policy")
+        if policy is not self.policy:
+            self.messages.append(("clinician", f"Run {name} on {self.case.case_id}"))
+        self.policy = policy
+        self.session.note("clinician_instruction", {"text": instruction, "policy": name})
         if instruction:
             self.messages.append(("clinician", instruction))
             if hasattr(policy, "instructions"):
@@ -139,8 +153,11 @@ class PanelModel:
     def _worker(self, policy: Any) -> None:
         try:
             result = policy.run(ApprovalGate(self.session, self), self.case, self.budget)
-            self.messages.append(("agent", result.response))
-            self.take_answer(result.response)
+            if result.status == "error":
+                self.messages.append(("system", result.error or "the model service failed"))
+            else:
+                self.messages.append(("agent", result.response))
+                self.take_answer(result.response)
             self.status = result.status
         except EpisodeStopped:
             self.status = "stopped"
@@ -152,11 +169,17 @@ class PanelModel:
             self._notify("status")
 
     def take_answer(self, text: str) -> None:
-        """Evidence from the final answer joins the list, and the views go to the answered point."""
-        self.answer_items = answer_evidence(text, self.session.kind)
-        focus = focus_point(self.answer_items)
+        """Evidence from the final answer joins the list, and the views go to the answered point. In a conversation
+        the evidence of every answer stays listed (an item stated again is listed once)."""
+        items = answer_evidence(text, self.session.kind)
+        self.session.note("answer_evidence", {"items": items})
+        kept = self.answer_items if getattr(self.policy, "follow_ups", False) else []
+        seen = {_where(e) for e in kept}
+        self.answer_items = kept + [e for e in items if _where(e) not in seen]
+        focus = focus_point(items)
         if focus is not None:
-            self.jump_to_evidence(self.evidence.index(focus), actor="system")
+            listed = [_where(e) for e in self.evidence]
+            self.jump_to_evidence(listed.index(_where(focus)), actor="system")
         for view in blank_views(self.session):  # never leave a view past the anatomy: back to its middle
             span = self.act("get_slice_offset_range", {"view": view}, actor="system")
             if span.ok:
@@ -174,32 +197,38 @@ class PanelModel:
         self.approve_mode = on
         self._notify("status")
 
-    def await_approval(self, name: str, args: dict[str, Any]) -> str:
+    def await_approval(self, name: str, args: dict[str, Any]) -> tuple[str, str]:
+        """Wait for the clinician's decision on a proposed call: (approve | reject | stop, reason)."""
         entry = TimelineEntry(name, dict(args), "agent", "pending")
         with self._decided:
-            self.pending, self._decision = entry, None
+            self.pending, self._decision, self._reason = entry, None, ""
             self.timeline.append(entry)
             self._notify("timeline")
             while self._decision is None and not self.stop_event.is_set():
                 self._decided.wait(0.05)
             decision = "stop" if self.stop_event.is_set() else self._decision
+            reason = self._reason
         if decision != "approve":
             entry.status = "rejected" if decision == "reject" else "stopped"
+            entry.error = reason or None
             self.pending = None
             self._notify("timeline")
-        return decision or "stop"
+        return decision or "stop", reason
 
     def approve(self) -> None:
         with self._decided:
             self._decision = "approve"
             self._decided.notify_all()
 
-    def reject(self) -> None:
+    def reject(self, reason: str = "") -> None:
+        """Reject the pending proposal; the model is told so, with the reason."""
         with self._decided:
-            self._decision = "reject"
+            self._decision, self._reason = "reject", reason.strip()
             self._decided.notify_all()
 
     def stop(self) -> None:
+        if not self.stop_event.is_set() and self.status == "running" and self.pending is None:
+            self.session.note("clinician_stop", {"during": "run"})
         self.stop_event.set()
         with self._decided:
             self._decided.notify_all()
@@ -262,27 +291,21 @@ class PanelModel:
 
     # ----- report -----
     def export_report(self, path: str | Path) -> Path:
-        """HTML evidence report: the final answer, each evidence item and the views it cites (rendered without
-        moving the viewer)."""
-        parts = [
-            f"<!doctype html><html><head><meta charset='utf-8'><title>Evidence report {html.escape(self.case.case_id)}"
-            "</title></head><body>",
-            f"<h1>Evidence report — {html.escape(self.case.case_id)}</h1>",
-        ]
-        answer = next((t for who, t in reversed(self.messages) if who == "agent"), "")
-        parts.append(f"<h2>Answer</h2><pre>{html.escape(answer)}</pre><h2>Evidence</h2>")
-        for n, ev in enumerate(self.session.evidence()):
-            parts.append(
-                f"<h3>{n + 1}. {html.escape(ev.get('kind', ''))} {html.escape(ev.get('label', ''))}</h3>"
-                f"<pre>{html.escape(str({k: v for k, v in ev.items() if k != 'view_state'}))}</pre>"
-            )
-            for view, image in (self.session.peek(cited_views(ev, self.session.kind)) or {}).items():
-                data = base64.b64encode(encode_png(image)).decode()
-                parts.append(f'<img alt="{view}" src="data:image/png;base64,{data}" width="256">')
-        parts.append("</body></html>")
-        out = Path(path)
-        out.write_text("".join(parts), encoding="utf-8")
-        return out
+        """The session's audit page (conversation, every call with its arguments, result and images, the evidence
+        drawn on the views), as `medcopilot` writes it per episode; identifiers in it are marked."""
+        from copilot.panel.report import write_session_report
+
+        return write_session_report(self, path)
+
+
+def _where(ev: dict[str, Any]) -> tuple[Any, ...]:
+    """What an evidence item points at (its kind and coordinates), to list a restated item once."""
+    return (
+        ev.get("kind"),
+        str(ev.get("ras") or ev.get("point") or ev.get("offset_mm")),
+        str(ev.get("a")),
+        str(ev.get("b")),
+    )
 
 
 def cited_views(ev: dict[str, Any], kind: str) -> Peek:

@@ -156,9 +156,11 @@ def study_for(path: str | Path, series: Series | None = None) -> Study | CasePac
     return Study(p, f"{p.name} — {series.description or series.uid}", "", "radiology", inputs)
 
 
-def open_study(study: Study | CasePack, trace_dir: str | Path | None = None, backend: str = "embedded") -> Session:
-    """A session with the study loaded by the system's audited open call."""
-    return open_session(study, trace_dir=trace_dir, backend=backend)
+def open_study(
+    study: Study | CasePack, trace_dir: str | Path | None = None, backend: str = "embedded", track: str = "A"
+) -> Session:
+    """A session with the study loaded by the system's audited open call (`track` B: with the operators)."""
+    return open_session(study, track=track, trace_dir=trace_dir, backend=backend)
 
 
 def case_packs(folder: str | Path) -> list[Path]:

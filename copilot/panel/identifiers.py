@@ -1,0 +1,126 @@
+"""The identifiers a study's own files carry: every DICOM header of the opened series (patient name and its
+parts, ID, birth date, age, accession number, institution, physicians, operators, station, study and series
+UIDs, dates and times), the text properties of a slide that name people, dates or files, and the study's
+paths. Study mode removes them from every request to a model; the session report marks where they occur.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from copilot.engine.loading import is_dicom
+from copilot.panel.studies import dicom_series
+
+MIN_LENGTH = 3  # shorter values (a sex letter, a one-digit number) cannot be told from ordinary text; never sent
+MAX_HEADERS = 400  # headers read per series (UIDs of every instance); the rest share patient and study tags
+
+DICOM_IDENTIFIERS = (
+    "PatientName", "PatientID", "PatientBirthDate", "PatientBirthTime", "PatientAge", "PatientAddress",
+    "PatientTelephoneNumbers", "OtherPatientIDs", "OtherPatientNames", "PatientMotherBirthName",
+    "MilitaryRank", "EthnicGroup", "AccessionNumber", "InstitutionName", "InstitutionAddress",
+    "InstitutionalDepartmentName", "ReferringPhysicianName", "ReferringPhysicianAddress", "PerformingPhysicianName",
+    "NameOfPhysiciansReadingStudy", "PhysiciansOfRecord", "RequestingPhysician", "OperatorsName", "StationName",
+    "DeviceSerialNumber", "StudyID", "StudyInstanceUID", "SeriesInstanceUID", "SOPInstanceUID",
+    "FrameOfReferenceUID", "StudyDate", "SeriesDate", "AcquisitionDate", "ContentDate", "InstanceCreationDate",
+    "AcquisitionDateTime", "StudyTime", "SeriesTime", "AcquisitionTime", "ContentTime", "IssuerOfPatientID",
+    "RequestedProcedureID", "ScheduledProcedureStepID", "PerformedProcedureStepID",
+)  # fmt: skip
+SLIDE_IDENTIFIER_KEYS = re.compile(
+    r"(?i)(filename|date|time|user|barcode|label|patient|accession|operator|name|artist|hostcomputer|institution)"
+)
+DATE = re.compile(r"^(\d{4})[:.-]?(\d{2})[:.-]?(\d{2})")
+
+
+def _variants(value: str) -> set[str]:
+    """A value as it may be written: as stored, its name parts, a DICOM date also as YYYY-MM-DD and DD/MM/YYYY."""
+    value = value.strip()
+    out = {value}
+    if "^" in value:
+        parts = [p.strip() for p in value.split("^") if p.strip()]
+        out |= set(parts) | {" ".join(parts), " ".join(reversed(parts)), ", ".join(parts)}
+    m = DATE.match(value)
+    if m:
+        y, mo, d = m.groups()
+        out |= {f"{y}{mo}{d}", f"{y}-{mo}-{d}", f"{d}/{mo}/{y}", f"{mo}/{d}/{y}", f"{y}.{mo}.{d}", f"{d}.{mo}.{y}"}
+    return {v for v in out if len(v) >= MIN_LENGTH}
+
+
+def dicom_identifiers(files: Iterable[Path]) -> set[str]:
+    """Identifier strings of the given DICOM files (headers only)."""
+    import pydicom
+
+    found: set[str] = set()
+    for n, f in enumerate(files):
+        if n >= MAX_HEADERS:
+            break
+        try:
+            ds = pydicom.dcmread(f, stop_before_pixels=True)
+        except Exception:  # not a DICOM file among the series' neighbours
+            continue
+        for key in DICOM_IDENTIFIERS:
+            value = getattr(ds, key, None)
+            if value in (None, ""):
+                continue
+            values = value if isinstance(value, list | tuple) or type(value).__name__ == "MultiValue" else [value]
+            for v in values:
+                found |= _variants(str(v))
+    return found
+
+
+def _slide_properties(path: Path) -> dict[str, str]:
+    try:
+        import openslide
+
+        with openslide.OpenSlide(str(path)) as slide:
+            return {str(k): str(v) for k, v in slide.properties.items() if v is not None}
+    except Exception:  # not an OpenSlide format: tiffslide reads the TIFF tags
+        pass
+    try:
+        import tiffslide
+
+        with tiffslide.TiffSlide(str(path)) as slide:
+            return {str(k): str(v) for k, v in slide.properties.items() if v is not None}
+    except Exception:  # an unreadable property table: nothing to add
+        return {}
+
+
+def slide_identifiers(path: Path) -> set[str]:
+    """Identifier strings of a slide: property values (and `key = value` parts of descriptions) that name
+    files, people, dates, barcodes or labels."""
+    found: set[str] = set()
+    for key, value in _slide_properties(path).items():
+        if key.startswith(("tiffslide.", "openslide.")):
+            continue
+        if SLIDE_IDENTIFIER_KEYS.search(key):
+            found |= _variants(value)
+        for part in value.split("|"):  # Aperio-style descriptions: `Key = value` fields
+            name, sep, field = part.partition("=")
+            if sep and SLIDE_IDENTIFIER_KEYS.search(name):
+                found |= _variants(field)
+    if path.suffix.lower() == ".dcm":
+        found |= dicom_identifiers([path])
+    return found
+
+
+def study_identifiers(root: Path, inputs: dict[str, Any], kind: str) -> set[str]:
+    """Everything identifying that a study's own files say about it, plus its folder and file names."""
+    root = Path(root)
+    found: set[str] = {str(root), str(root.resolve())}
+    if kind == "pathology":
+        slide = root / str(inputs.get("slide", ""))
+        if slide.is_file():
+            found |= slide_identifiers(slide)
+        return {v for v in found if len(v) >= MIN_LENGTH}
+    for rel in inputs.get("volumes", []):
+        p = (root / str(rel)).resolve()
+        if p.is_file() and (p.suffix.lower() == ".dcm" or is_dicom(p)):
+            found |= dicom_identifiers([p])
+        elif p.is_dir():
+            uid = inputs.get("series_uid")
+            for series in dicom_series(p):
+                if uid is None or series.uid == uid:
+                    found |= dicom_identifiers(sorted(series.folder.iterdir()))
+    return {v for v in found if len(v) >= MIN_LENGTH}

@@ -1,0 +1,230 @@
+"""`medcopilot chat STUDY`: a conversation with the model about a study, in a terminal or without one.
+
+Interactive: type a question; the model's messages and each call with its result are printed as they come;
+`/approve`, `/reject REASON` answer a proposal (with --approve), `/stop` ends the running question,
+`/report [FILE]` writes the session report, `/quit` (or end of input) ends the session. With `--ask`, one
+question per turn and no terminal: the answers and their evidence are printed, and the exit status is 1 when
+the model service failed (the reason in one line), 2 for a study or setting that cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_SERVICE, EXIT_INPUT = 0, 1, 2
+
+
+def add_parser(sub: Any) -> None:
+    """Register the `chat` subcommand."""
+    chat = sub.add_parser("chat", help="a conversation with the model about a study (a terminal, or --ask)")
+    chat.add_argument("study", help="a DICOM folder or file, a NIfTI/NRRD/MHA file, a slide, or a case pack")
+    chat.add_argument("--series", default=None, help="a DICOM folder's series: its number or the end of its UID")
+    chat.add_argument("--ask", action="append", default=[], metavar="QUESTION",
+                      help="ask this (repeat for follow-ups) without a terminal")  # fmt: skip
+    chat.add_argument("--policy", default="openai", help="openai[:MODEL] (or an offline policy on a case pack)")
+    chat.add_argument("--model", default=None)
+    chat.add_argument("--base-url", default=None, help="OpenAI-compatible service (default: $OPENAI_BASE_URL)")
+    chat.add_argument("--trace-dir", default=None, help="where the session's trace goes (default: the sessions folder)")
+    chat.add_argument("--approve", action="store_true", help="ask the clinician before each proposed action")
+    chat.add_argument("--track", choices=["A", "B"], default="A", help="B: the model may also run the operators")
+    chat.add_argument("--budget", type=int, default=20, help="tool-calling rounds per question")
+    chat.set_defaults(func=run_chat)
+
+
+def resolve_study(path: str, series: str | None) -> Any:
+    """The study a path and an optional series choice name (StudyError with the series list when ambiguous)."""
+    from copilot.panel.studies import StudyError, classify, dicom_series, study_for
+
+    if classify(path) == "dicom" and Path(path).is_dir():
+        found = dicom_series(path)
+        if series is not None:
+            chosen = [s for s in found if str(s.number) == series or (s.uid and s.uid.endswith(series))]
+            if len(chosen) != 1:
+                raise StudyError(f"no single series {series!r} in {Path(path).name}; series: {_titles(found)}")
+            return study_for(path, chosen[0])
+        if len(found) > 1:
+            raise StudyError(f"{Path(path).name} holds {len(found)} series; pick one with --series: {_titles(found)}")
+    return study_for(path)
+
+
+def _titles(found: list[Any]) -> str:
+    return "; ".join(f"{s.title} (…{s.uid[-6:]})" for s in found)
+
+
+class Terminal:
+    """The clinician's side: lines from stdin (read by a thread, so /stop works while the model runs), output."""
+
+    def __init__(self, out: Any = None, err: Any = None) -> None:
+        self.out, self.err = out or sys.stdout, err or sys.stderr
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._reader: threading.Thread | None = None
+        self.eof = False
+
+    def start(self) -> None:
+        def read() -> None:
+            for line in sys.stdin:
+                self.lines.put(line.rstrip("\n"))
+            self.lines.put(None)
+
+        self._reader = threading.Thread(target=read, daemon=True, name="chat-stdin")
+        self._reader.start()
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def note(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def peek(self) -> str | None:
+        """The next line without taking it (None when none is waiting)."""
+        with self.lines.mutex:
+            head = self.lines.queue[0] if self.lines.queue else None
+        return head.strip() if head else None
+
+    def next_line(self, timeout: float | None = None) -> str | None:
+        """The next line (None at end of input); raises queue.Empty after `timeout`."""
+        if self.eof:
+            return None
+        if self._reader is None:
+            self.start()
+        line = self.lines.get(timeout=timeout) if timeout is not None else self.lines.get()
+        self.eof = line is None
+        return line
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
+    """One question: run it, answer proposals from the terminal, print the answer and evidence; the status."""
+    from copilot.panel.answer_evidence import evidence_label
+
+    model.run_episode(policy, question)
+    asked = decided = None
+    while not model.wait(0.05):
+        pending = model.pending
+        if pending is not None and pending is not asked:
+            asked = pending
+            term.say(f"proposed: {pending.handler}({_short(pending.args)}) — /approve, /reject REASON or /stop")
+        undecided = pending is not None and pending is not decided
+        if not undecided:
+            if term.peek() == "/stop":  # typed while the model works
+                term.next_line(0.05)
+                model.stop()
+            continue
+        if term.eof:
+            model.stop()  # nobody is left to decide
+            continue
+        try:
+            line = term.next_line(0.05)
+        except queue.Empty:
+            continue
+        command = (line or "").strip()
+        if command == "/stop":
+            model.stop()
+        elif command in ("/approve", "y", "yes"):
+            model.approve()
+            decided = pending
+        elif command.startswith("/reject") or command in ("n", "no"):
+            model.reject(command.partition(" ")[2])
+            decided = pending
+        elif command:
+            term.note(f"(not a decision: {command!r}; use /approve, /reject REASON or /stop)")
+    if model.status == "error":
+        term.note(f"error: {model.messages[-1][1] if model.messages else 'the model service failed'}")
+        return "error"
+    if model.status == "stopped":
+        term.say("(stopped)")
+        return "stopped"
+    answer = next((t for who, t in reversed(model.messages) if who == "agent"), "")
+    term.say(f"answer: {answer}")
+    for ev in model.answer_items:
+        term.say(f"evidence: {evidence_label(ev)}")
+    return str(model.status)
+
+
+def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
+    """The `chat` command; input problems are raised (the command line prints them as one `error:` line)."""
+    from copilot.panel.model import PanelModel
+    from copilot.panel.studies import open_study
+    from copilot.study.observation import study_summary
+    from copilot.study.policies import PolicyUnavailable, is_model, model_settings, policy_problem, service_problem
+    from copilot.study.policies import conversation as new_conversation
+    from copilot.study.sessions import new_session_dir
+
+    term = term or Terminal()
+    study = resolve_study(ns.study, ns.series)
+    problem = policy_problem(ns.policy, study)
+    settings = model_settings(ns.policy, ns.model, ns.base_url) if is_model(ns.policy) else None
+    if problem is None and settings is not None:
+        problem = service_problem(settings)
+    if problem:
+        raise PolicyUnavailable(problem)
+    policy: Any
+    if settings is not None:
+        policy = new_conversation(settings, study, study.kind, on_text=lambda t: term.say(f"model: {t}"),
+                                  announce=term.note)  # fmt: skip
+    else:
+        from copilot.medflow.policies import make_policy
+
+        policy = make_policy(ns.policy)
+    trace_dir = Path(ns.trace_dir) if ns.trace_dir else new_session_dir(study.kind)
+    session = open_study(study, trace_dir, track=ns.track)
+    term.note(f"session: {trace_dir}")
+    for line in study_summary(session, study):
+        term.say(f"study {line}")
+    model = PanelModel(session, study, ns.budget)
+    model.set_approve_mode(ns.approve)
+
+    def on_call(outcome: Any, args: Any, actor: str) -> None:
+        if actor == "agent":
+            result = outcome.result if outcome.ok else outcome.error
+            term.say(f"  {outcome.name}({_short(args or {}, 120)}) → {'ok' if outcome.ok else 'refused'}: "
+                     f"{_short(result, 200)}")  # fmt: skip
+
+    session.subscribe(on_call)
+    code = EXIT_OK
+    try:
+        if ns.ask:
+            for question in ns.ask:
+                if ask(model, policy, question, term) == "error":
+                    code = EXIT_SERVICE
+                    break
+        else:
+            code = _interactive(model, policy, term)
+    finally:
+        model.stop()
+        session.close({"status": "error" if code else "closed", "questions": getattr(policy, "questions", None)})
+        report = model.export_report(trace_dir / "report.html")
+        term.note(f"report: {report}")
+    return code
+
+
+def _interactive(model: Any, policy: Any, term: Terminal) -> int:
+    code = EXIT_OK
+    term.say("Ask about the study (/report [FILE], /quit).")
+    while True:
+        term.out.write("you> ")
+        term.out.flush()
+        line = term.next_line()
+        if line is None or line.strip() in ("/quit", "/exit"):
+            term.say("")
+            return code
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("/report"):
+            target = line.partition(" ")[2].strip() or str(Path(model.session.trace_dir or ".") / "report.html")
+            term.say(f"report: {model.export_report(target)}")
+        elif line.startswith("/"):
+            term.say("commands: /report [FILE], /quit; /approve, /reject REASON, /stop while a question runs")
+        elif ask(model, policy, line, term) == "error":
+            code = EXIT_SERVICE

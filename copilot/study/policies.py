@@ -1,0 +1,75 @@
+"""Which policies can run on a study, and the model conversation for it.
+
+The offline policies (`baseline`, `prior`) answer benchmark questions: they need a case pack of a MedFlow
+module and are unavailable, with a one-line reason, on any other study. A model policy on a study without a
+module, or with a question typed, is a study conversation; on a case pack without a question it is the
+benchmark episode.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from copilot.agent.settings import AgentSettings
+from copilot.medflow.policies import make_policy
+from copilot.medflow.registry import modules
+from copilot.study.agent import StudyConversation
+from copilot.study.privacy import Redactor, study_identifiers
+
+
+class PolicyUnavailable(ValueError):
+    """A policy that cannot run on this study (the message says why, in one line)."""
+
+
+def is_model(spec: str) -> bool:
+    return spec == "openai" or spec.startswith("openai:")
+
+
+def policy_problem(spec: str, case: Any) -> str | None:
+    """Why a policy cannot run on a study (one line), or None."""
+    if spec in ("baseline", "prior") and getattr(case, "module", "") not in modules():
+        return (
+            f"the {spec} policy answers benchmark questions and needs a MedFlow case pack; this study has no "
+            "benchmark module — ask the model instead (--policy openai)"
+        )
+    return None
+
+
+def service_problem(settings: AgentSettings) -> str | None:
+    """Why no request can be made (one line naming the setting), or None."""
+    if not settings.base_url and not os.environ.get("OPENAI_API_KEY"):
+        return (
+            "no model service configured: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible server, or "
+            "OPENAI_API_KEY for https://api.openai.com/v1"
+        )
+    return None
+
+
+def model_settings(spec: str, model: str | None = None, base_url: str | None = None, **more: Any) -> AgentSettings:
+    """Settings of `openai[:MODEL]` from the environment and the given overrides."""
+    chosen = model or (spec.split(":", 1)[1] if ":" in spec else None)
+    return AgentSettings.from_env(model=chosen, base_url=base_url, **more)
+
+
+def redactor_for(case: Any, kind: str) -> Redactor:
+    """The identifiers of a study's own files, ready to be removed from requests."""
+    return Redactor(study_identifiers(case.root, dict(case.inputs or {}), kind))
+
+
+def conversation(settings: AgentSettings, case: Any, kind: str, **hooks: Any) -> StudyConversation:
+    """A study conversation for a study (raises PolicyUnavailable when no service is configured)."""
+    problem = service_problem(settings)
+    if problem:
+        raise PolicyUnavailable(problem)
+    return StudyConversation(settings, redactor_for(case, kind), **hooks)
+
+
+def study_policy(spec: str, case: Any, kind: str, question: str = "", **settings: Any) -> Any:
+    """The policy a spec names on a study: a conversation for a model with a question or without a module."""
+    problem = policy_problem(spec, case)
+    if problem:
+        raise PolicyUnavailable(problem)
+    if is_model(spec) and (question or getattr(case, "module", "") not in modules()):
+        return conversation(model_settings(spec, **settings), case, kind)
+    return make_policy(spec, **settings)
