@@ -69,6 +69,9 @@ screenshots: sysdeps $(STAMP)
 	$(SHOT) $(DEMO_OUT)/cases/lung_petct_004_0000 --screenshot docs/gui_petct_3d.png --run baseline --fusion PET_AC
 	$(SHOT) $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.jpg --run baseline
 	$(SHOT) $(DEMO_OUT)/replay_trace --screenshot docs/gui_replay.png
+	$(BIN)/python -m tests.qupath_jvm  # the host panels below: Slicer's (no Slicer needed) and QuPath's (fixture JVM)
+	MEDCOPILOT_SCREENSHOTS=docs QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests/test_slicer_panel.py \
+	  tests/test_qupath_host.py -k "panel"
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .hypothesis
