@@ -236,7 +236,10 @@ def _reference(source: np.ndarray, left: int, top: int, d: float) -> np.ndarray:
 
 
 def _rmse(a: Any, b: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((np.asarray(a.convert("RGB"), dtype=np.float64) - b) ** 2)))
+    """RMS difference over the view less its outermost 2 px (there a resize's filter meets the read region's
+    edge: OpenSlide's read stops at the view, the viewer reads on)."""
+    diff = np.asarray(a.convert("RGB"), dtype=np.float64) - b
+    return float(np.sqrt(np.mean(diff[2:-2, 2:-2] ** 2)))
 
 
 def bench_aliasing(tmp: Path) -> list[dict[str, Any]]:
@@ -270,7 +273,7 @@ def bench_aliasing(tmp: Path) -> list[dict[str, Any]]:
                 rows.append(row)
                 print(
                     f"| {compression} | {where} | {d:.2f} | {row['viewer_rmse']:.2f} | {row['openslide_rmse']:.2f} "
-                    f"| {row['ratio']:.2f} |",
+                    f"| {row['ratio']:.3f} |",
                     flush=True,
                 )
                 ours_slide.close()

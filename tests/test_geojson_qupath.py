@@ -104,3 +104,28 @@ def test_legacy_measurement_list_is_read() -> None:
     feature = _feature("x", {"type": "Polygon", "coordinates": [SQUARE]}, objectType="annotation",
                        measurements=[{"name": "Area", "value": 1.5}])  # fmt: skip
     assert parse_geojson(feature)[0][0].measurements == {"Area": 1.5}
+
+
+def test_bracs_adapter_reports_what_is_not_ground_truth(tmp_path: Path) -> None:
+    """A BRACS GeoJSON export holding detections and a point: only the annotation becomes a region; the adapter's
+    report names what was left out and why."""
+    from copilot.adapters.bracs import adapt_bracs
+    from copilot.cases.slides import write_pyramid
+
+    img = np.full((512, 768, 3), 235, np.uint8)
+    write_pyramid(tmp_path / "BRACS_WSI" / "train" / "Group_MT" / "Type_DCIS" / "BRACS_1.svs", img, 0.25, (1, 4))
+    folder = tmp_path / "BRACS_WSI_Annotations" / "train" / "Group_MT" / "Type_DCIS"
+    folder.mkdir(parents=True)
+    feats = [
+        _feature("a", {"type": "Polygon", "coordinates": [SQUARE]}, objectType="annotation",
+                 classification={"name": "DCIS-sure"}),
+        _feature("d", {"type": "Polygon", "coordinates": [_shift(SQUARE, 200)]}, objectType="detection",
+                 classification={"name": "DCIS-sure"}),
+        _feature("p", {"type": "MultiPoint", "coordinates": [[5, 5]]}, classification={"name": "DCIS-sure"}),
+    ]  # fmt: skip
+    (folder / "BRACS_1.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    report = adapt_bracs(tmp_path / "BRACS_WSI", tmp_path / "packs")
+    truth = read_geojson(tmp_path / "packs" / "BRACS_1" / "hidden" / "annotations.geojson")
+    assert len(truth) == 1 and truth[0].contains(50, 50) and not truth[0].contains(250, 250)
+    (note,) = [n for n in report.notes if "BRACS_1" in n]
+    assert "2 GeoJSON object(s)" in note and "detection" in note and "MultiPoint" in note

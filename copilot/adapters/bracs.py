@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from copilot.adapters.common import AdapterReport, place
-from copilot.cases.annotations import Annotation, parse_features, to_geojson
+from copilot.cases.annotations import Annotation, parse_geojson, to_geojson
 from copilot.cases.answers import BRACS_LABELS
 from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import write_pack
@@ -87,11 +87,16 @@ def adapt_bracs(
     return report
 
 
-def _annotations(found: dict[str, Path], reader: QpdataReader | None) -> tuple[list[Annotation] | None, str, str]:
-    """(annotations or None, source path, why none)."""
+def _annotations(
+    found: dict[str, Path], reader: QpdataReader | None, skipped: list[dict[str, str]] | None = None
+) -> tuple[list[Annotation] | None, str, str]:
+    """(annotations or None, source path, why none); GeoJSON objects that are not ground truth go to `skipped`."""
     if "geojson" in found:
         data = json.loads(found["geojson"].read_text(encoding="utf-8"))
-        return parse_features(data), str(found["geojson"]), ""
+        anns, read = parse_geojson(data)
+        if skipped is not None:
+            skipped.extend(read.skipped)
+        return anns, str(found["geojson"]), ""
     if "qpdata" in found:
         if reader is None:
             why = "annotations only as .qpdata and paquo/QuPath are not available: export them with "
@@ -111,7 +116,14 @@ def _one(
     unmapped: Counter[str],
 ) -> None:
     case = out / slide.stem
-    anns, source, why = _annotations(found, reader)
+    not_truth: list[dict[str, str]] = []
+    anns, source, why = _annotations(found, reader, not_truth)
+    if not_truth:
+        reasons = Counter(item["reason"] for item in not_truth)
+        report.notes.append(
+            f"{slide.stem}: {len(not_truth)} GeoJSON object(s) not used as ground truth ("
+            + "; ".join(f"{reason} ×{n}" for reason, n in sorted(reasons.items())) + ")"
+        )
     mapped: list[Annotation] = []
     for a in anns or []:
         name = bracs_label(a.cls)

@@ -29,6 +29,7 @@ from copilot.engine.slide_checks import SlideFileError, check_tiff_structure, is
 from copilot.engine.slide_jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
 from copilot.errors import HandlerError
 
+RESHRINK_MIN = 8.0  # a reduced-scale decode then shrunk by at least this much is as sharp as a full decode
 DEFAULT_TILE = 512  # read unit when the file does not say its tile size
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 BACKGROUND_RGB = (255, 255, 255)  # what a slide shows where it has no data (glass)
@@ -142,10 +143,11 @@ class SlideSource:
 
     def serving_level(self, downsample: float) -> tuple[int, int]:
         """(level, scale) to decode for a downsample: the level OpenSlide's get_best_level_for_downsample
-        gives, or a raw JPEG level decoded at 1/scale (2, 4, 8) when that lands exactly on the downsample.
+        gives, or a raw JPEG level decoded at 1/scale (2, 4, 8) when that lands exactly on the downsample or
+        leaves at least `RESHRINK_MIN` to shrink with the bilinear filter.
 
         A reduced-scale decode is a 2 × 2 … 8 × 8 box average and decimation: exact when its pixels are the
-        screen's, but followed by a further resize it blurs and aliases (fine lines break up), so in between
+        screen's, but followed by a small further resize it blurs and aliases (fine lines break up), so there
         the level is decoded in full and shrunk with Pillow's widened bilinear filter, as OpenSlide users do.
         Ties go to the real level.
         """
@@ -154,7 +156,8 @@ class SlideSource:
         for level in reversed(self.raw_levels):  # coarsest first: ties go to the level with less to decode
             for scale in SCALES[1:]:
                 v = self.info.level_downsamples[level] * scale
-                if best_ds * (1 + 1e-9) < v and math.isclose(v, downsample, rel_tol=1e-9):
+                exact = math.isclose(v, downsample, rel_tol=1e-9)
+                if best_ds * (1 + 1e-9) < v and (exact or downsample >= RESHRINK_MIN * v):
                     best, best_ds = (level, scale), v
         return best
 

@@ -266,19 +266,22 @@ def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:
     1, 2, 4, 8, 16 …), tiles are copied at the nearest whole-pixel offset without resampling.
     """
     level, scale = slide.serving_level(vp.downsample)
-    g = _grid(slide, level, scale, vp.bounds())
+    ds = slide.info.level_downsamples[level] * scale
+    exact = math.isclose(vp.downsample, ds, rel_tol=1e-9)
+    x0, y0, x1, y1 = vp.bounds()
+    reach = 0.0 if exact else max(vp.downsample, ds)  # the resampling filter reads this far past the view
+    g = _grid(slide, level, scale, (x0 - reach, y0 - reach, x1 + reach, y1 + reach))
     if g.tx1 < g.tx0 or g.ty1 < g.ty0:
         return Image.new("RGB", (vp.width, vp.height), OUTSIDE_RGB)
     tiles = slide.read_tiles(level, g.tiles(), scale)
-    ds = slide.info.level_downsamples[level] * scale
-    if math.isclose(vp.downsample, ds, rel_tol=1e-9):
+    if exact:
         return Image.fromarray(_paste_1to1(tiles, g, vp.width, vp.height))
     t = g.tile
     mosaic = filled(((g.ty1 - g.ty0 + 1) * t, (g.tx1 - g.tx0 + 1) * t), OUTSIDE_RGB)
     for (tx, ty), tile in tiles.items():
         oy, ox = (ty - g.ty0) * t, (tx - g.tx0) * t
         mosaic[oy : oy + tile.shape[0], ox : ox + tile.shape[1]] = tile
-    box = (g.left - g.tx0 * t, g.top - g.ty0 * t, g.right - g.tx0 * t, g.bottom - g.ty0 * t)
+    box = (x0 / ds - g.tx0 * t, y0 / ds - g.ty0 * t, x1 / ds - g.tx0 * t, y1 / ds - g.ty0 * t)
     return resample_view(mosaic, box, vp.width, vp.height)
 
 
