@@ -229,7 +229,7 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
-    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
+    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, ns.series, ns.frame)
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -412,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--layout", default=None, choices=["one_up", "three_up", "four_up", "side_by_side"],
                      help="the view layout to start in (default: the study's)")  # fmt: skip
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
+    gui.add_argument("--series", default=None, help="the series of a DICOM folder to open, without the picker: "
+                     "its number, a word of its description or the end of its UID")  # fmt: skip
+    gui.add_argument("--frame", type=int, default=None, help="the frame of a 4D image to open (from 0)")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
     gui.set_defaults(func=_gui)

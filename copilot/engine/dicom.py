@@ -17,6 +17,7 @@ import pydicom
 import pydicom.misc
 import SimpleITK as sitk
 
+from copilot.engine.suv import suv_metadata
 from copilot.engine.volume import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
 
 LPS_TO_RAS_4 = np.diag([-1.0, -1.0, 1.0, 1.0])  # the assumed grid: 1 mm voxels, LPS axes, origin 0
@@ -125,7 +126,7 @@ def _modality(ds: pydicom.Dataset) -> str:
 
 def _metadata(ds: pydicom.Dataset) -> dict[str, str]:
     keys = ("Modality", "SeriesDescription", "SeriesInstanceUID", "StudyInstanceUID", "SeriesNumber")
-    return {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None}
+    return {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None} | suv_metadata(ds)
 
 
 def _dataset(path: str | Path) -> pydicom.Dataset:

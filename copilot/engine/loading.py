@@ -11,6 +11,7 @@ from pathlib import Path
 import SimpleITK as sitk
 
 from copilot.engine.dicom import load_dicom_file, load_dicom_series
+from copilot.engine.frames import FRAME_KEY, FRAMES_KEY, pick_frame
 from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
@@ -23,7 +24,7 @@ from copilot.engine.volume import (
 )
 from copilot.errors import HandlerError
 
-_CACHE: OrderedDict[tuple[str, int, int, bool, str | None], Volume] = OrderedDict()
+_CACHE: OrderedDict[tuple[object, ...], Volume] = OrderedDict()
 _CACHE_SIZE = 24
 _LOCK = threading.Lock()
 
@@ -38,9 +39,10 @@ def load_volume(
     name: str | None = None,
     accept_missing_geometry: bool = False,
     series_uid: str | None = None,
+    frame: int | None = None,
 ) -> Volume:
     """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder (its first series, or the one
-    with `series_uid`).
+    with `series_uid`); a 4D file at `frame` (default its first).
 
     A NIfTI file shorter than its header says is refused (`truncated_image`) instead of zero-filled;
     `accept_missing_geometry` loads DICOM without patient geometry on an assumed grid (flagged in metadata).
@@ -60,8 +62,14 @@ def load_volume(
         reason = sitk_reason(exc)
         code = "truncated_image" if ("fread" in reason or "not read completely" in reason) else "load_failed"
         raise VolumeLoadError(f"cannot read {p.name}: {reason}", code) from exc
+    frames = 1
+    if image.GetDimension() == 4:
+        image, frames = pick_frame(image, frame, p.name)
     vname = name or volume_name_for(p)
-    return volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
+    vol = volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
+    if frames > 1:
+        vol.metadata.update({FRAME_KEY: str(frame or 0), FRAMES_KEY: str(frames)})
+    return vol
 
 
 def is_dicom(path: Path) -> bool:
@@ -74,19 +82,21 @@ def is_dicom(path: Path) -> bool:
         return False
 
 
-def load_cached(path: Path, accept_missing_geometry: bool = False, series_uid: str | None = None) -> Volume:
+def load_cached(
+    path: Path, accept_missing_geometry: bool = False, series_uid: str | None = None, frame: int | None = None
+) -> Volume:
     """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file.
 
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
-    key = _key(path, accept_missing_geometry, series_uid)
+    key = (*_key(path, accept_missing_geometry, series_uid), frame)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
     name = path.name if path.is_dir() and series_uid is None else None  # a picked series: its description
-    vol = load_volume(path, name=name, accept_missing_geometry=accept_missing_geometry, series_uid=series_uid)
+    vol = load_volume(path, name, accept_missing_geometry, series_uid, frame)
     with _LOCK:
         _CACHE[key] = vol
         while len(_CACHE) > _CACHE_SIZE:
@@ -111,14 +121,14 @@ def expand_case_path(path: Path) -> list[Path]:
 
 
 def load_case_volumes(
-    paths: list[Path], accept_missing_geometry: bool = False, series_uid: str | None = None
+    paths: list[Path], accept_missing_geometry: bool = False, series_uid: str | None = None, frame: int | None = None
 ) -> list[Volume]:
-    """Every volume under the given paths, in order (with `series_uid`, that series of a DICOM folder); a
-    refusal named by the loader's code when one fails."""
+    """Every volume under the given paths, in order (with `series_uid`, that series of a DICOM folder; with
+    `frame`, that frame of a 4D file); a refusal named by the loader's code when one fails."""
     sources = [s for p in paths for s in expand_case_path(p)]
     if not sources:
         raise HandlerError("not_found", "no image volumes found at the given path")
     try:
-        return [load_cached(s, accept_missing_geometry, series_uid) for s in sources]
+        return [load_cached(s, accept_missing_geometry, series_uid, frame) for s in sources]
     except VolumeLoadError as exc:
         raise HandlerError(exc.code, str(exc)) from exc

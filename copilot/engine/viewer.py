@@ -17,6 +17,7 @@ from PIL import Image
 from copilot.engine import view_rules as rules
 from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
 from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
+from copilot.engine.frames import frame_facts
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
 from copilot.engine.render import Layer, compose, corner_text, draw_corners
 from copilot.engine.volume import Volume
@@ -138,6 +139,7 @@ class EmbeddedVolumeViewer:
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in v.ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
                     **({"geometry": "assumed"} if v.metadata.get("geometry") == "assumed" else {}),
+                    **frame_facts(v.metadata),
                 }
             )
         return out
@@ -265,13 +267,15 @@ class EmbeddedVolumeViewer:
         return self._s.background
 
     def scene_data(self) -> dict[str, Any]:
-        """For a host's 3D view: the active volume (immutable, shared), its window/level and the segments; {}
-        without a volume."""
+        """For a host's 3D view and value readout: the active volume (immutable, shared), its window/level, the
+        segments and the foreground volume (or None); {} without a volume."""
         s, vid = self._s, self._s.background
         if vid is None:
             return {}
         d = s.display[vid]
-        return {"volume": s.volumes[vid], "window": d.window, "level": d.level, "segments": list(s.segments.values())}
+        fg = s.volumes[s.foreground] if s.foreground else None
+        return {"volume": s.volumes[vid], "window": d.window, "level": d.level, "segments": list(s.segments.values()),
+                "foreground": fg}  # fmt: skip
 
     # ----- rendering and conversions -----
     def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image:
@@ -324,7 +328,7 @@ class EmbeddedVolumeViewer:
             "slice_step_mm": s.slice_step,
             "views": {n: v.snapshot() for n, v in s.views.items()},
             "display": {vid: d.snapshot() for vid, d in s.display.items()},
-            "volumes": [{"id": vid, "name": v.name} for vid, v in s.volumes.items()],
+            "volumes": [{"id": vid, "name": v.name, **frame_facts(v.metadata)} for vid, v in s.volumes.items()],
             "segments": [
                 {"id": sid, "name": sg.name, "source": sg.source, "voxels": sg.voxels()}
                 for sid, sg in s.segments.items()
