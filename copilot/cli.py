@@ -229,7 +229,8 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
-    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, ns.series, ns.frame)
+    cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
+    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, ns.series, ns.frame, cursor)
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -413,8 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the view layout to start in (default: the study's)")  # fmt: skip
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--series", default=None, help="the series of a DICOM folder to open, without the picker: "
-                     "its number, a word of its description or the end of its UID")  # fmt: skip
+                     "its number, a word of its description or the end of its UID; several, comma-separated, open "
+                     "together (the first as the background)")  # fmt: skip
     gui.add_argument("--frame", type=int, default=None, help="the frame of a 4D image to open (from 0)")
+    gui.add_argument("--cursor", default=None, metavar="R,A,S",
+                     help="with --screenshot: the linked cursor at this RAS point (mm), its values in the status bar "
+                     "(a slide: X,Y level-0 pixels)")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
     gui.set_defaults(func=_gui)

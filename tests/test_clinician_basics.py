@@ -30,7 +30,14 @@ from copilot.panel.answer_words import answer_in_words
 from copilot.panel.orientation import direction_letters, edge_letters, marker_axes
 from copilot.panel.probe import readout, slide_readout, value_text, voxel_value
 from copilot.panel.screen import Screen
-from copilot.panel.studies import StudyError, dicom_series, open_study, select_series, study_for
+from copilot.panel.studies import (
+    StudyError,
+    dicom_series,
+    open_study,
+    select_series,
+    select_series_list,
+    study_for,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 IDENTIFIERS = {
@@ -232,6 +239,26 @@ def test_series_option_picks_by_number_uid_end_or_description(study: Path) -> No
         select_series(found, "knee")
 
 
+def test_several_series_open_together_and_read_both_values(study: Path) -> None:
+    found = dicom_series(study)
+    ct, pet = select_series_list(found, "Thorax,3")
+    with pytest.raises(StudyError, match="twice"):
+        select_series_list(found, "2,Thorax")
+    opened = study_for(study, [ct, pet])
+    assert opened.case_id == "exam — #2 Thorax 1.0 B31f + #3 PET WB AC"
+    session = open_study(opened)
+    ids = {v["name"]: v["id"] for v in session.snapshot()["volumes"]}
+    assert list(ids) == ["Thorax 1.0 B31f", "PET WB AC"] and session.snapshot()["background_volume"] == ids[
+        "Thorax 1.0 B31f"]  # fmt: skip
+    screen = Screen(session)
+    args = {"background_volume_ref": ids["Thorax 1.0 B31f"], "foreground_volume_ref": ids["PET WB AC"],
+            "foreground_opacity": 0.4}  # fmt: skip
+    assert session.call("fusion", args).ok
+    point = session.scene_data()["volume"].ijk_to_ras_point([5, 5, 1]).tolist()
+    suv = 50.0 * 70000.0 / (370e6 * 2 ** (-3600.0 / F18_HALF_LIFE))  # 100 stored × slope 0.5 = 50 Bq/ml
+    assert screen.readout(point).endswith(f"B: Thorax 1.0 B31f 40 HU   F: PET WB AC SUVbw {suv:.2f} (50 Bq/ml)")
+
+
 def test_gui_series_option_never_waits_on_a_dialog(study: Path, tmp_path: Path) -> None:
     pytest.importorskip("PySide6")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT),
@@ -415,3 +442,32 @@ def test_slide_overview_click_goes_there(qtbot, tmp_path: Path) -> None:
     assert centre == pytest.approx([256.0, 576.0], abs=8.0)
     assert window.model.timeline[-1].handler == "center_on_wsi_coordinate"
     assert "µm" in window.screen_path.slide_readout(100.0, 100.0)
+
+
+def test_case_pack_written_as_a_dicom_study_reads_back_hu_and_suv(tmp_path: Path) -> None:
+    import json
+
+    from copilot.cases.dicom_study import write_dicom_study
+
+    case = tmp_path / "case"
+    (case / "images").mkdir(parents=True)
+    ct = np.full((5, 12, 10), -1000, dtype=np.int16)
+    ct[2, 4:8, 3:7] = 45
+    suv = np.zeros((5, 12, 10), dtype=np.float32)
+    suv[2, 5, 5] = 7.5
+    for name, data in (("CT_chest", ct), ("PET_AC", suv)):
+        image = sitk.GetImageFromArray(data)
+        image.SetSpacing((2.0, 2.5, 3.0))
+        image.SetOrigin((-10.0, 20.0, -30.0))
+        sitk.WriteImage(image, str(case / "images" / f"{name}.nii.gz"))
+    volumes = ["images/CT_chest.nii.gz", "images/PET_AC.nii.gz"]
+    (case / "case.json").write_text(json.dumps({"inputs": {"volumes": volumes}}), encoding="utf-8")
+    out = write_dicom_study(case, tmp_path / "dicom")
+    found = dicom_series(out)
+    assert [s.title.split(" · UID")[0] for s in found] == ["#2 CT chest · CT · 5 images · 2024-03-15 10:00",
+                                                           "#3 PET AC · PT · 5 images · 2024-03-15 10:00"]  # fmt: skip
+    ct_vol, pet_vol = load_volume(found[0].folder), load_volume(found[1].folder)
+    point = ct_vol.ijk_to_ras_point([5, 5, 2])
+    assert point.tolist() == pytest.approx([-(-10.0 + 10.0), -(20.0 + 12.5), -30.0 + 6.0])  # LPS → RAS
+    assert value_text(ct_vol, voxel_value(ct_vol, point)) == "45 HU"
+    assert value_text(pet_vol, voxel_value(pet_vol, point)).startswith("SUVbw 7.50 (")

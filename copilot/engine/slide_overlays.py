@@ -54,7 +54,7 @@ def draw_slide_overlays(image: Image.Image, slide: SlideSource, vp: Viewport, ma
     per_px = vp.downsample * (mpp if mpp else 1.0)
     length = _nice_length(150 * per_px)
     bar = max(1, round(length / per_px))
-    unit = "µm" if mpp else "px"
+    unit = "um" if mpp else "px"
     label = f"{length / 1000:g} mm" if mpp and length >= 1000 else f"{length:g} {unit}"
     bx, by = MARGIN + 4, vp.height - MARGIN - 10
     draw.rectangle((bx - 4, by - 22, bx + bar + 4, by + 6), fill=(255, 255, 255))

@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
     QFileDialog,
-    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -47,11 +46,12 @@ from copilot.panel.studies import (
     case_packs,
     classify,
     dicom_series,
-    select_series,
+    select_series_list,
     study_for,
 )
 
 SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
+Picked = Series | list[Series]  # what the series picker or --series chose
 
 
 def wl_choices() -> list[tuple[str, str]]:
@@ -118,7 +118,7 @@ class MainWindow(QMainWindow):
         self.busy_label.setStyleSheet("color: #f0f0f0; background: rgba(30, 30, 40, 220); padding: 14px; "
                                       "border-radius: 6px; font-size: 15px")  # fmt: skip
         self.busy_label.hide()
-        self._opened: tuple[Path, Series | None, str | Path | None] | None = None
+        self._opened: tuple[Path, Picked | None, str | Path | None] | None = None
         self._user_preset: str | None = None
         self.dock = QDockWidget("Copilot", self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
@@ -252,21 +252,24 @@ class MainWindow(QMainWindow):
             self.open_path(urls[0])
 
     # ----- opening studies -----
-    def pick_series(self, found: list[Series]) -> Series | None:
-        """The series picker (a list of the folder's series)."""
-        titles = [s.title for s in found]
-        title, ok = QInputDialog.getItem(self, "Series", "This folder holds several series; open:", titles, 0, False)
-        return found[titles.index(title)] if ok else None
+    def pick_series(self, found: list[Series]) -> Picked | None:
+        """The series picker: one series, or several shown together."""
+        from copilot.gui.series_dialog import SeriesDialog
+
+        dialog = SeriesDialog(found, self)
+        if dialog.exec() != SeriesDialog.DialogCode.Accepted or not dialog.chosen():
+            return None
+        return dialog.chosen()
 
     def open_path(
-        self, path: str | Path, series: Series | None = None, trace_dir: str | Path | None = None,
+        self, path: str | Path, series: Picked | None = None, trace_dir: str | Path | None = None,
         series_spec: str | None = None, frame: int | None = None,
     ) -> bool:  # fmt: skip
         """Open whatever a path holds (a DICOM folder's series as `series_spec` names it: number, UID end or
         description); errors are shown, never raised."""
         pick = None
         if series_spec is not None:
-            pick = lambda found: select_series(found, series_spec)  # noqa: E731
+            pick = lambda found: select_series_list(found, series_spec)  # noqa: E731
         elif self.no_dialogs:
             pick = self._first_series
         try:
@@ -284,10 +287,10 @@ class MainWindow(QMainWindow):
     def open_study_path(
         self,
         path: str | Path,
-        series: Series | None = None,
+        series: Picked | None = None,
         trace_dir: str | Path | None = None,
         cases: list[Path] | None = None,
-        pick: Callable[[list[Series]], Series | None] | None = None,
+        pick: Callable[[list[Series]], Picked | None] | None = None,
         frame: int | None = None,
     ) -> bool:
         """Open a trace, a folder of case packs, a case pack, a DICOM folder (`pick` chooses among several series;
@@ -336,12 +339,13 @@ class MainWindow(QMainWindow):
             app.processEvents()
 
     def load_study(
-        self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None, frame: int | None = None
+        self, path: Path, series: Picked | None = None, trace_dir: str | Path | None = None, frame: int | None = None
     ) -> None:
         from copilot.panel.studies import open_study
 
         study = study_for(path, series, frame)
-        label = series.title if series is not None else Path(path).name
+        chosen = [series] if isinstance(series, Series) else list(series or [])
+        label = " + ".join(s.label for s in chosen) or Path(path).name
         self.progress(f"Opening {label}…")
         try:
             session = open_study(study, trace_dir)
@@ -662,6 +666,18 @@ class MainWindow(QMainWindow):
             self._interactive3d = False
         widget.set_frame(Frame("3d", pixels))
 
+    def place_cursor(self, ras: list[float]) -> None:
+        """The linked cursor at a RAS point (every slice view through it) and its values in the status bar, as
+        when the pointer rests there; on a slide, a level-0 point (x, y) in pixels and µm."""
+        if self.model is None or self.screen_path is None:
+            return
+        if self.screen_path.kind != "radiology":
+            if len(ras) == 2:
+                self.readout.setText(self.screen_path.slide_readout(float(ras[0]), float(ras[1])))
+            return
+        self.model.jump(list(ras))
+        self.readout.setText(self.screen_path.readout(list(ras)))
+
     def _fitting_preset(self, volume: Any) -> str:
         """The 3D preset for the series shown: the case's own (lung CT), else by modality, description and
         window preset."""
@@ -721,10 +737,12 @@ def main(
     fusion: str | None = None,
     series: str | None = None,
     frame: int | None = None,
+    cursor: list[float] | None = None,
 ) -> int:
     """Open a study (or the last one; a DICOM folder's series as `series` names it, a 4D file at `frame`); with
-    `screenshot`, optionally run an offline policy (then show the `fusion` volume over the active one), save a
-    picture of the window and exit."""
+    `screenshot`, optionally run an offline policy (then show the `fusion` volume over the active one and put the
+    linked cursor at the RAS point `cursor`, its values in the status bar), save a picture of the window and
+    exit."""
     from copilot.medflow.policies import make_policy
 
     problem = display_problem()
@@ -759,6 +777,8 @@ def main(
             return 2
         window.fusion_box.setCurrentIndex(window.fusion_box.findData(ids[fusion]))
         window.set_fusion(ids[fusion])
+    if cursor is not None:
+        window.place_cursor(cursor)
     for _ in range(30):
         app.processEvents()
         time.sleep(0.02)

@@ -84,6 +84,15 @@ class Series:
         return " · ".join(parts)
 
 
+def select_series_list(found: list[Series], spec: str) -> list[Series]:
+    """The series a `--series` value names, several separated by commas (shown together, the first as the
+    background): each as `select_series` reads it."""
+    picked = [select_series(found, part) for part in spec.split(",")]
+    if len({s.uid for s in picked}) < len(picked):
+        raise StudyError(f"--series {spec!r} names a series twice")
+    return picked
+
+
 def select_series(found: list[Series], spec: str) -> Series:
     """The series a `--series` value names: a series number, else the end of a series UID, else a word of the
     description (case-insensitive); a value that names none or several is refused with the choices listed."""
@@ -199,9 +208,11 @@ def _dicom_time(text: str) -> str:
     return f"{text[:2]}:{text[2:4]}" if len(text) >= 4 and text[:4].isdigit() else ""
 
 
-def study_for(path: str | Path, series: Series | None = None, frame: int | None = None) -> Study | CasePack:
-    """The study a path opens (a case pack as itself); a DICOM folder with several series needs `series`; a 4D
-    volume file opens at `frame` (default its first)."""
+def study_for(
+    path: str | Path, series: Series | list[Series] | None = None, frame: int | None = None
+) -> Study | CasePack:
+    """The study a path opens (a case pack as itself); a DICOM folder with several series needs `series` (one, or
+    several shown together: the first is the background); a 4D volume file opens at `frame` (default its first)."""
     p = Path(path).resolve()
     what = classify(p)
     if what == "case_pack":
@@ -218,11 +229,15 @@ def study_for(path: str | Path, series: Series | None = None, frame: int | None 
         if len(found) != 1:
             raise StudyError(f"{p.name} holds {len(found)} series; pick one")
         series = found[0]
-    rel = os.path.relpath(series.folder, p)
-    inputs: dict[str, Any] = {"volumes": [rel]}
-    if series.uid:
-        inputs["series_uid"] = series.uid  # open_case opens this series of the folder
-    return Study(p, f"{p.name} — {series.label}", "", "radiology", inputs)
+    chosen = [series] if isinstance(series, Series) else list(series)
+    if not chosen:
+        raise StudyError(f"{p.name}: no series chosen")
+    inputs: dict[str, Any] = {"volumes": [os.path.relpath(s.folder, p) for s in chosen]}
+    if len(chosen) == 1 and chosen[0].uid:
+        inputs["series_uid"] = chosen[0].uid  # open_case opens this series of the folder
+    elif len(chosen) > 1:
+        inputs["series_uids"] = [s.uid for s in chosen]  # each folder's series, in order
+    return Study(p, f"{p.name} — {' + '.join(s.label for s in chosen)}", "", "radiology", inputs)
 
 
 def open_study(study: Study | CasePack, trace_dir: str | Path | None = None) -> Session:
