@@ -471,3 +471,21 @@ def test_case_pack_written_as_a_dicom_study_reads_back_hu_and_suv(tmp_path: Path
     assert point.tolist() == pytest.approx([-(-10.0 + 10.0), -(20.0 + 12.5), -30.0 + 6.0])  # LPS → RAS
     assert value_text(ct_vol, voxel_value(ct_vol, point)) == "45 HU"
     assert value_text(pet_vol, voxel_value(pet_vol, point)).startswith("SUVbw 7.50 (")
+
+
+@pytest.mark.gui
+def test_series_dialog_lists_facts_and_opens_several(qtbot, study: Path) -> None:
+    pytest.importorskip("pytestqt")
+    from PySide6.QtCore import QItemSelectionModel
+
+    from copilot.gui.series_dialog import SeriesDialog
+
+    found = dicom_series(study)
+    dialog = SeriesDialog(found)
+    qtbot.addWidget(dialog)
+    lines = [dialog.list.item(i).text() for i in range(dialog.list.count())]
+    assert lines == [s.title for s in found] and not any("DOE" in line or "PID" in line for line in lines)
+    assert [s.number for s in dialog.chosen()] == [1]  # the first is preselected
+    dialog.list.setCurrentRow(4, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+    dialog.list.setCurrentRow(3, QItemSelectionModel.SelectionFlag.Select)
+    assert [s.description for s in dialog.chosen()] == ["Thorax 1.0 B31f", "PET WB AC"]  # the folder's order

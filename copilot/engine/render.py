@@ -89,8 +89,8 @@ def corner_text(
 
 
 def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
-    """Draw white text lines with a dark shadow in the image corners ('tl', 'tr', 'bl', 'br'), like Slicer's
-    corner annotations."""
+    """Draw white text lines, outlined and shadowed in black, in the image corners ('tl', 'tr', 'bl', 'br'), like
+    Slicer's corner annotations, readable over bone as over air."""
     w, h = image.size
     px = max(9, min(18, round(min(w, h) / 28)))
     font = overlay_font(px)
@@ -102,8 +102,8 @@ def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
             tw = draw.textlength(text, font=font)
             x = pad if corner[1] == "l" else w - pad - tw
             y = pad + n * line_h if corner[0] == "t" else h - pad - (len(lines) - n) * line_h
-            draw.text((x + 1, y + 1), text, fill=shadow, font=font)
-            draw.text((x, y), text, fill=ink, font=font)
+            draw.text((x + 1, y + 1), text, fill=shadow, font=font)  # a drop shadow and a thin outline:
+            draw.text((x, y), text, fill=ink, font=font, stroke_width=1, stroke_fill=shadow)  # readable on white
 
 
 def encode_png(image: Image.Image) -> bytes:

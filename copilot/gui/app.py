@@ -509,7 +509,7 @@ class MainWindow(QMainWindow):
             self.frame_box.blockSignals(True)
             self.frame_box.setRange(0, frames[1] - 1)
             self.frame_box.setValue(frames[0])
-            self.frame_box.setSuffix(f" / {frames[1] - 1}")
+            self.frame_box.setSuffix(f"  (0–{frames[1] - 1})")
             self.frame_box.blockSignals(False)
 
     def _fill_fusion(self) -> None:
