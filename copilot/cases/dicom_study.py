@@ -17,11 +17,11 @@ import numpy as np
 import pydicom
 import SimpleITK as sitk
 from pydicom.dataset import Dataset, FileMetaDataset
-from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+from pydicom.uid import UID, ExplicitVRLittleEndian, generate_uid
 
-CT_STORAGE = "1.2.840.10008.5.1.4.1.1.2"
-PET_STORAGE = "1.2.840.10008.5.1.4.1.1.128"
-MR_STORAGE = "1.2.840.10008.5.1.4.1.1.4"
+CT_STORAGE = UID("1.2.840.10008.5.1.4.1.1.2")
+PET_STORAGE = UID("1.2.840.10008.5.1.4.1.1.128")
+MR_STORAGE = UID("1.2.840.10008.5.1.4.1.1.4")
 WEIGHT_KG = 72.0
 DOSE_BQ = 350e6  # F-18 FDG at injection
 HALF_LIFE_S = 6586.2

@@ -267,9 +267,10 @@ class MainWindow(QMainWindow):
     ) -> bool:  # fmt: skip
         """Open whatever a path holds (a DICOM folder's series as `series_spec` names it: number, UID end or
         description); errors are shown, never raised."""
-        pick = None
+        pick: Callable[[list[Series]], Picked | None] | None = None
         if series_spec is not None:
-            pick = lambda found: select_series_list(found, series_spec)  # noqa: E731
+            spec = series_spec
+            pick = lambda found: select_series_list(found, spec)  # noqa: E731
         elif self.no_dialogs:
             pick = self._first_series
         try:
