@@ -227,6 +227,17 @@ def test_series_picker_tells_look_alikes_apart_without_identifiers(study: Path) 
     assert "DOE" not in study_for(study, found[3]).case_id
 
 
+def test_series_picker_on_pydicoms_shipped_files() -> None:
+    from pydicom.data import get_testdata_file
+
+    folder = Path(get_testdata_file("dicomdirtests/DICOMDIR")).parent
+    titles = [s.title for s in dicom_series(folder)]
+    localizers = [t for t in titles if t.startswith("#1 FAST LOCALIZER")]
+    assert len(localizers) == 3 and len(set(localizers)) == 3  # once three identical lines
+    assert localizers[0] == "#1 FAST LOCALIZER · MR · 1 image · 2003-05-05 02:51 · UID …0.134"
+    assert "#2 Routine Brain · CT · 4 images · 1995-09-03 17:33 · UID …19.0.2" in titles
+
+
 def test_series_option_picks_by_number_uid_end_or_description(study: Path) -> None:
     found = dicom_series(study)
     assert select_series(found, "2").description == "Thorax 1.0 B31f"

@@ -68,7 +68,7 @@ class Series:
     @property
     def uid_tail(self) -> str:
         """The last digits of the series UID: what tells otherwise identical series apart."""
-        return self.uid[-UID_TAIL:] if self.uid else ""
+        return self.uid[-UID_TAIL:].lstrip(".") if self.uid else ""
 
     @property
     def title(self) -> str:
