@@ -268,6 +268,7 @@ def test_several_series_open_together_and_read_both_values(study: Path) -> None:
     point = session.scene_data()["volume"].ijk_to_ras_point([5, 5, 1]).tolist()
     suv = 50.0 * 70000.0 / (370e6 * 2 ** (-3600.0 / F18_HALF_LIFE))  # 100 stored × slope 0.5 = 50 Bq/ml
     assert screen.readout(point).endswith(f"B: Thorax 1.0 B31f 40 HU   F: PET WB AC SUVbw {suv:.2f} (50 Bq/ml)")
+    assert "B:" not in screen.readout(point, pane_volume=ids["PET WB AC"])  # a side-by-side pane of another volume
 
 
 def test_gui_series_option_never_waits_on_a_dialog(study: Path, tmp_path: Path) -> None:

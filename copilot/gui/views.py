@@ -161,7 +161,7 @@ class SlicePane(PaneWidget):
         if self.frame is not None and self.win.screen_path is not None:
             ras = self.frame.to_ras(*self.device_pos(event))
             if ras is not None:
-                self.win.readout.setText(self.win.screen_path.readout(ras))
+                self.win.readout.setText(self.win.screen_path.readout(ras, split_pane(self.pane)[1]))
 
     def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
         super().paint_markers(p, frame, s)

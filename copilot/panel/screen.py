@@ -132,9 +132,12 @@ class Screen:
         w, h = self._state["dimensions"]
         return int(w), int(h)
 
-    def readout(self, ras: list[float]) -> str:
+    def readout(self, ras: list[float], pane_volume: str | None = None) -> str:
         """The status-bar line for a RAS point under the cursor: coordinates and the background's and foreground's
-        values (HU, SUV or as stored); coordinates alone while a call holds the scene."""
+        values (HU, SUV or as stored); coordinates alone while a call holds the scene, and over a side-by-side
+        pane showing another volume than the background (its voxels are not the scene's to read)."""
+        if pane_volume is not None and pane_volume != self._state.get("background_volume"):
+            return readout(ras, [])
         data = self.session.scene_data(blocking=False)
         if data is None:
             data = self._scene_seen
