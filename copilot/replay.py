@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from copilot.engine.png import LEGACY_PNG_ENCODER, png_encoder
 from copilot.runtime import new_session
 from copilot.session import Session
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
@@ -73,7 +74,10 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
         return failure
     head = events[0]
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
-    session = session_for(head, root)
+    try:
+        session = session_for(head, root)
+    except ValueError as exc:
+        return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
     calls = 0
     for ev in events[1:]:
         if ev["type"] != "handler_call":
@@ -86,10 +90,14 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
 
 
 def session_for(head: dict[str, Any], root: Path, case: Any = None) -> Session:
-    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs."""
+    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs and
+    the PNG encoder (a header naming none was written by the legacy one); an encoder this version lacks is a
+    ValueError naming it."""
+    encoder = head.get("png_encoder") or LEGACY_PNG_ENCODER
+    png_encoder(encoder)
     return new_session(
         head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
-        case=case, case_root=root, case_inputs=head.get("case_inputs"),
+        case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder,
     )  # fmt: skip
 
 

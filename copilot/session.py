@@ -22,6 +22,7 @@ from PIL import Image
 
 from copilot.cases.pack import CaseLike
 from copilot.engine.peek import Peek
+from copilot.engine.png import PNG_ENCODER
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, ImageOut, Registry
@@ -54,8 +55,10 @@ class Session:
         track: str = "A",
         trace: TraceRecorder | None = None,
         case: CaseLike | None = None,
+        png_encoder: str = PNG_ENCODER,
     ) -> None:
         self._viewer = viewer
+        self.png_encoder = png_encoder  # the lossless encoder of the images this session returns and traces
         self._lock = threading.RLock()
         self._trace = trace
         self.case = case
@@ -211,7 +214,7 @@ class Session:
         saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
             out = spec.impl(self._ctx, **kwargs)
-            images = [EncodedImage(im.view, im.mime, _encoded(im), im.label) for im in out.images]
+            images = [EncodedImage(im.view, im.mime, _encoded(im, self.png_encoder), im.label) for im in out.images]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
             self._viewer.restore_state(saved_viewer)
@@ -225,10 +228,10 @@ class Session:
             )
 
 
-def _encoded(image: ImageOut) -> bytes:
+def _encoded(image: ImageOut, encoder: str) -> bytes:
     """A handler's image as bytes: as given (JPEG, APNG) or encoded as PNG."""
     if image.data is not None:
         return image.data
     if image.image is None:
         raise ValueError(f"the {image.view} image has neither data nor pixels")
-    return encode_png(image.image)
+    return encode_png(image.image, encoder)
