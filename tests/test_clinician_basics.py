@@ -413,6 +413,15 @@ def test_window_selectors_letters_and_value_under_the_cursor(qtbot, study: Path)
     assert window.model.timeline[-1].handler == "window_preset" and window.model.timeline[-1].actor == "clinician"
     assert [window.background_box.itemText(i) for i in range(window.background_box.count())] == ["Thorax 1.0 B31f"]
     assert not any(a.isVisible() for a in window.frame_actions)
+    # the 3D view: the preset that fits the series and its window; the R/A/S marker in its lower left corner
+    window.set_layout("four_up")
+    qtbot.waitUntil(lambda: window.panes["3d"].isVisible())
+    window.render_3d_now()
+    assert window.scene3d.preset == "ct_lung"  # a CT read in the lung window renders with the lung preset
+    view3d = _grab(window.panes["3d"])
+    corner = view3d[-90:, :90].reshape(-1, 3).astype(int)
+    for colour in ([235, 80, 80], [90, 200, 90], [90, 140, 255]):  # R, A, S
+        assert (np.abs(corner - colour).max(axis=1) < 30).sum() > 5, colour
 
 
 @pytest.mark.gui
