@@ -7,9 +7,6 @@ that fits the series, the slide readout in µm and overview click-to-go; then th
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -39,7 +36,6 @@ from copilot.panel.studies import (
     study_for,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 IDENTIFIERS = {
     "PatientName": "DOE^JANE",
     "PatientID": "PID-7734",
@@ -271,18 +267,31 @@ def test_several_series_open_together_and_read_both_values(study: Path) -> None:
     assert "B:" not in screen.readout(point, pane_volume=ids["PET WB AC"])  # a side-by-side pane of another volume
 
 
-def test_gui_series_option_never_waits_on_a_dialog(study: Path, tmp_path: Path) -> None:
-    pytest.importorskip("PySide6")
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT),
-           "MEDCOPILOT_RECENT": str(tmp_path / "r.json")}  # fmt: skip
-    shot = tmp_path / "ct.png"
-    cmd = [sys.executable, "-m", "copilot.cli", "gui", str(study), "--series", "Thorax", "--screenshot", str(shot)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert shot.stat().st_size > 10000
-    bad = subprocess.run([*cmd[:5], "--series", "knee", "--screenshot", str(shot)], env=env, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
-    assert bad.returncode != 0 and "matches no series" in bad.stderr and "DOE" not in bad.stderr
+@pytest.mark.gui
+def test_gui_series_option_never_waits_on_a_dialog(qtbot, study: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    from copilot.cli import main
+
+    monkeypatch.setenv("MEDCOPILOT_RECENT", str(tmp_path / "r.json"))
+    shot = tmp_path / "petct.png"
+    args = ["gui", str(study), "--series", "Thorax,3", "--fusion", "PET WB AC", "--cursor", "10,-10,2",
+            "--screenshot", str(shot)]  # fmt: skip
+    assert main(args) == 0  # no picker: the command line chose the series
+    assert shot.stat().st_size > 10000 and capsys.readouterr().out.strip() == str(shot)
+    without = tmp_path / "first.png"
+    assert main(["gui", str(study), "--screenshot", str(without)]) == 0  # no --series: the first, and a hint
+    assert "5 series; opened #1 FAST LOCALIZER" in capsys.readouterr().err
+
+
+@pytest.mark.gui
+def test_gui_series_option_that_names_no_series_fails_with_the_list(qtbot, study: Path, tmp_path: Path, capsys,
+                                                                     monkeypatch) -> None:  # fmt: skip
+    from copilot.gui.app import main
+
+    monkeypatch.setenv("MEDCOPILOT_RECENT", str(tmp_path / "r.json"))
+    assert main(str(study), screenshot=str(tmp_path / "x.png"), series="knee") == 1
+    err = capsys.readouterr().err
+    assert "matches no series; series: #1 FAST LOCALIZER" in err and "DOE" not in err and "PID" not in err
+    assert not (tmp_path / "x.png").exists()
 
 
 # ----- 4D images -----
