@@ -20,7 +20,7 @@ from copilot.engine.geometry import SliceView
 from copilot.engine.loading import load_volume
 from copilot.engine.scene3d import default_preset
 from copilot.engine.slide_viewer import Viewport
-from copilot.engine.suv import suv_factor
+from copilot.engine.suv import suv_factor, volume_suv_factor
 from copilot.engine.volume import Volume
 from copilot.errors import HandlerError
 from copilot.panel.answer_words import answer_in_words
@@ -155,9 +155,9 @@ def test_pet_values_read_as_suv_computed_by_hand(tmp_path: Path) -> None:
     by_hand = 10000.0 * 70000.0 / (370e6 * 2 ** (-3600.0 / 6586.2))
     assert by_hand == pytest.approx(2.7634, abs=1e-4)
     assert value_text(pet, value) == f"SUVbw {by_hand:.2f} (10000 Bq/ml)" == "SUVbw 2.76 (10000 Bq/ml)"
-    # nothing but the factor and the units is kept: no weight, dose or time with the volume
-    assert set(pet.metadata) - {"Modality", "SeriesDescription", "SeriesInstanceUID", "StudyInstanceUID",
-                                "SeriesNumber"} == {"pet_units", "suv_bw_factor"}  # fmt: skip
+    # the factor comes from the inputs the loader kept with the volume, as the file states them
+    assert float(pet.metadata["PatientWeight"]) == 70 and float(pet.metadata["RadionuclideTotalDose"]) == 370e6
+    assert volume_suv_factor(pet)[0] == pytest.approx(by_hand / 10000.0)
 
 
 def test_suv_rules_for_decay_correction_units_and_missing_tags(tmp_path: Path) -> None:
@@ -309,8 +309,8 @@ def four_d(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_4d_image_opens_one_frame_with_the_frame_in_the_state(four_d: Path) -> None:
     session = open_study(study_for(four_d))
     state = session.snapshot()
-    assert state["volumes"][0] | {"id": ""} == {"id": "", "name": state["volumes"][0]["name"], "time_frame": 0,
-                                                 "time_frames": 4}  # fmt: skip
+    assert state["volumes"][0] | {"id": ""} == {"id": "", "name": state["volumes"][0]["name"], "frame": 0,
+                                                 "frames": 4}  # fmt: skip
     screen = Screen(session)
     assert screen.frames() == (0, 4)
     centre = [float(v) for v in session.scene_data()["volume"].center_ras()]

@@ -11,27 +11,29 @@ from pathlib import Path
 import SimpleITK as sitk
 
 from copilot.engine.dicom import load_dicom_file, load_dicom_series
-from copilot.engine.frames import FRAME_KEY, FRAMES_KEY, pick_frame
 from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
     VolumeLoadError,
     check_nifti_complete,
     guess_modality,
+    pick_frame,
     sitk_reason,
     volume_from_sitk,
     volume_name_for,
 )
 from copilot.errors import HandlerError
 
-_CACHE: OrderedDict[tuple[object, ...], Volume] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int, bool, str | None, int | None], Volume] = OrderedDict()
 _CACHE_SIZE = 24
 _LOCK = threading.Lock()
 
 
-def _key(path: Path, assumed: bool, series_uid: str | None = None) -> tuple[str, int, int, bool, str | None]:
+def _key(
+    path: Path, assumed: bool, series_uid: str | None = None, frame: int | None = None
+) -> tuple[str, int, int, bool, str | None, int | None]:
     st = path.stat()
-    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed, series_uid)
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed, series_uid, frame)
 
 
 def load_volume(
@@ -42,10 +44,11 @@ def load_volume(
     frame: int | None = None,
 ) -> Volume:
     """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder (its first series, or the one
-    with `series_uid`); a 4D file at `frame` (default its first).
+    with `series_uid`).
 
     A NIfTI file shorter than its header says is refused (`truncated_image`) instead of zero-filled;
     `accept_missing_geometry` loads DICOM without patient geometry on an assumed grid (flagged in metadata).
+    A 4D image opens one frame at a time (`frame`, the first by default; metadata `frame` and `frames`).
     """
     p = Path(path)
     if p.is_dir():
@@ -62,13 +65,11 @@ def load_volume(
         reason = sitk_reason(exc)
         code = "truncated_image" if ("fread" in reason or "not read completely" in reason) else "load_failed"
         raise VolumeLoadError(f"cannot read {p.name}: {reason}", code) from exc
-    frames = 1
-    if image.GetDimension() == 4:
-        image, frames = pick_frame(image, frame, p.name)
     vname = name or volume_name_for(p)
+    image, frames = pick_frame(image, vname, frame)
     vol = volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
     if frames > 1:
-        vol.metadata.update({FRAME_KEY: str(frame or 0), FRAMES_KEY: str(frames)})
+        vol.metadata.update({"frame": str(frame or 0), "frames": str(frames)})
     return vol
 
 
@@ -90,7 +91,7 @@ def load_cached(
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
-    key = (*_key(path, accept_missing_geometry, series_uid), frame)
+    key = _key(path, accept_missing_geometry, series_uid, frame)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)

@@ -10,19 +10,20 @@ time (Bq), with 1 g/ml tissue density, as the QIBA FDG-PET profile and the DICOM
   no decay; `NONE`: decayed to the acquisition time.
 - PatientWeight (0010,1030) in kg and RadionuclideTotalDose (0018,1074) in Bq must be present and positive.
 
-Only the resulting factor (SUV per stored unit) and the units are kept with the volume: weight, dose and
-times stay in the file.
+The loader keeps these inputs with the volume as the file states them (`copilot.engine.dicom_values`);
+`volume_suv_factor` reads them from there, a dataset works as well.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
-SUV_FACTOR_KEY = "suv_bw_factor"  # volume metadata: SUVbw per stored unit (Bq/ml → g/ml)
-SUV_REASON_KEY = "suv_unavailable"  # volume metadata: why no SUV is shown
-UNITS_KEY = "pet_units"
+RADIOPHARM_KEYS = ("RadionuclideTotalDose", "RadionuclideHalfLife", "RadiopharmaceuticalStartTime",
+                   "RadiopharmaceuticalStartDateTime")  # fmt: skip
 
 
 def _time(value: Any) -> timedelta | None:
@@ -107,14 +108,17 @@ def suv_factor(ds: Any) -> tuple[float | None, str]:
     return weight * 1000.0 / (dose * decay), ""
 
 
-def suv_metadata(ds: Any) -> dict[str, str]:
-    """What a PET volume keeps for SUV: the factor (or the reason there is none) and the units; {} otherwise."""
-    if str(getattr(ds, "Modality", "")) != "PT":
-        return {}
-    factor, reason = suv_factor(ds)
-    out = {UNITS_KEY: str(getattr(ds, "Units", "") or "").strip().upper()}
-    if factor is not None:
-        out[SUV_FACTOR_KEY] = f"{factor:.9g}"
-    else:
-        out[SUV_REASON_KEY] = reason
-    return out
+def _from_metadata(meta: Mapping[str, str]) -> Any:
+    """A dataset-like view of a volume's metadata (the radiopharmaceutical's facts kept flat beside the rest)."""
+    drug = SimpleNamespace(**{k: meta[k] for k in RADIOPHARM_KEYS if k in meta})
+    fields = {k: v for k, v in meta.items() if k not in RADIOPHARM_KEYS and k.isidentifier()}
+    return SimpleNamespace(**fields, RadiopharmaceuticalInformationSequence=[drug])
+
+
+def volume_suv_factor(volume: Any) -> tuple[float | None, str]:
+    """`suv_factor` of a PET volume from the inputs its loader kept (computed once per volume)."""
+    cache = getattr(volume, "cache", {})
+    if "suv_bw" not in cache:
+        cache["suv_bw"] = suv_factor(_from_metadata(getattr(volume, "metadata", {}) or {}))
+    result: tuple[float | None, str] = cache["suv_bw"]
+    return result

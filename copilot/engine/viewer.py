@@ -17,11 +17,10 @@ from PIL import Image
 from copilot.engine import view_rules as rules
 from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
 from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
-from copilot.engine.frames import frame_facts
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
 from copilot.engine.peek import Peek, peek_volumes
 from copilot.engine.render import Layer, compose, corner_text, draw_corners
-from copilot.engine.volume import Volume
+from copilot.engine.volume import Volume, inventory_facts
 
 
 @dataclass
@@ -139,8 +138,7 @@ class EmbeddedVolumeViewer:
                     "origin_ras": [round(float(x), 6) for x in v.ijk_to_ras[:3, 3]],
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in v.ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
-                    **({"geometry": "assumed"} if v.metadata.get("geometry") == "assumed" else {}),
-                    **frame_facts(v.metadata),
+                    **inventory_facts(v),
                 }
             )
         return out
@@ -337,10 +335,16 @@ class EmbeddedVolumeViewer:
             "slice_step_mm": s.slice_step,
             "views": {n: v.snapshot() for n, v in s.views.items()},
             "display": {vid: d.snapshot() for vid, d in s.display.items()},
-            "volumes": [{"id": vid, "name": v.name, **frame_facts(v.metadata)} for vid, v in s.volumes.items()],
+            "volumes": [{"id": vid, "name": v.name, **_frame_facts(v)} for vid, v in s.volumes.items()],
             "segments": [
                 {"id": sid, "name": sg.name, "source": sg.source, "voxels": sg.voxels()}
                 for sid, sg in s.segments.items()
             ],
             "transforms": [{"id": tid, **t.snapshot()} for tid, t in s.transforms.items()],
         }
+
+
+def _frame_facts(volume: Volume) -> dict[str, int]:
+    """The frame shown of a volume opened from a 4D file, and the number of frames ({} for a 3D file)."""
+    facts = inventory_facts(volume)
+    return {k: facts[k] for k in ("frame", "frames") if k in facts}

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.engine.suv import SUV_FACTOR_KEY, SUV_REASON_KEY, UNITS_KEY
+from copilot.engine.suv import volume_suv_factor
 
 PET_UNITS = {"BQML": "Bq/ml", "GML": "g/ml", "CNTS": "counts"}
 
@@ -33,19 +33,20 @@ def _number(value: float) -> str:
 
 
 def value_text(volume: Any, value: float) -> str:
-    """A stored value in the volume's own terms: HU for CT, SUVbw for PET where the tags allow, else as stored."""
+    """A stored value in the volume's own terms: HU for CT, SUVbw for PET where the tags allow, else as stored
+    (with the units the file names, e.g. Gy for an RT Dose)."""
     modality = str(getattr(volume, "modality", "") or "")
     meta = getattr(volume, "metadata", {}) or {}
-    if modality == "CT":
+    unit = str(meta.get("units") or "")
+    if modality == "CT" and unit in ("", "HU"):
         return f"{value:.0f} HU"
-    if modality == "PT":
-        units = PET_UNITS.get(meta.get(UNITS_KEY, ""), meta.get(UNITS_KEY, ""))
-        stored = f"{_number(value)} {units}".strip()
-        if SUV_FACTOR_KEY in meta:
-            suv = value * float(meta[SUV_FACTOR_KEY])
-            return f"SUVbw {suv:.2f}" + ("" if meta.get(UNITS_KEY) == "GML" else f" ({stored})")
-        return stored + (f" (no SUV: {meta[SUV_REASON_KEY]})" if SUV_REASON_KEY in meta else "")
-    return _number(value)
+    if modality == "PT" and unit:
+        stored = f"{_number(value)} {PET_UNITS.get(unit.upper(), unit)}"
+        factor, reason = volume_suv_factor(volume)
+        if factor is not None:
+            return f"SUVbw {value * factor:.2f}" + ("" if unit.upper() == "GML" else f" ({stored})")
+        return f"{stored} (no SUV: {reason})"
+    return f"{_number(value)} {unit}".strip()
 
 
 def readout(ras: list[float], volumes: list[tuple[str, Any]]) -> str:

@@ -162,9 +162,9 @@ class Screen:
         """(frame, number of frames) of the background volume when it comes from a 4D file; else None."""
         bg = self._state.get("background_volume")
         entry = next((v for v in self._state.get("volumes", []) if v["id"] == bg), None)
-        if entry is None or "time_frames" not in entry:
+        if entry is None or "frames" not in entry:
             return None
-        return int(entry["time_frame"]), int(entry["time_frames"])
+        return int(entry["frame"]), int(entry["frames"])
 
     def view(self, name: str) -> SliceView:
         """A slice view's geometry as of the last call."""
