@@ -309,7 +309,7 @@ class MainWindow(QMainWindow):
             found = dicom_series(path)
             if not found:
                 raise StudyError(f"{Path(path).name}: no image series")
-            series = found[0] if len(found) == 1 else (pick or self.pick_series)(found)
+            series = found[0] if len(found) == 1 and pick is None else (pick or self.pick_series)(found)
             if series is None:
                 return False
         if cases is not None:
@@ -321,6 +321,8 @@ class MainWindow(QMainWindow):
 
     def _first_series(self, found: list[Series]) -> Series:
         """No dialog (screenshots, scripts): the first series, and a line saying how to choose another."""
+        if len(found) == 1:
+            return found[0]
         others = "; ".join(s.title for s in found[1:])
         print(f"medcopilot gui: {len(found)} series; opened {found[0].title}; choose with --series "
               f"(number, description or UID end): {others}", file=sys.stderr)  # fmt: skip
