@@ -288,7 +288,7 @@ def test_gui_series_option_that_names_no_series_fails_with_the_list(qtbot, study
     from copilot.gui.app import main
 
     monkeypatch.setenv("MEDCOPILOT_RECENT", str(tmp_path / "r.json"))
-    assert main(str(study), screenshot=str(tmp_path / "x.png"), series="knee") == 1
+    assert main(str(study), screenshot=str(tmp_path / "x.png"), series="knee") == 2
     err = capsys.readouterr().err
     assert "matches no series; series: #1 FAST LOCALIZER" in err and "DOE" not in err and "PID" not in err
     assert not (tmp_path / "x.png").exists()

@@ -764,7 +764,7 @@ def main(
         print("medcopilot gui: --series applies to a DICOM folder", file=sys.stderr)
         return 2
     if target is not None and not window.open_path(target, series_spec=series, frame=frame):
-        return 1 if screenshot else int(app.exec())
+        return 2 if screenshot else int(app.exec())  # an unreadable study is bad input: exit code 2, as everywhere
     if layout:
         window.set_layout(layout)
     if screenshot is None:
