@@ -56,7 +56,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/gui.py
 	$(BIN)/python benchmarks/slicer_backend.py
 
-# Screenshots of the desktop app under Xvfb (docs/gui_*.png): brain, PET/CT with fusion and 3D, slide, replay
+# Screenshots of the desktop app under Xvfb (docs/gui_*.png): brain, PET/CT with fusion and 3D, slide, replay,
+# and the PET/CT case written as a DICOM study (orientation letters, HU/SUV under the cursor, selectors)
 SHOT := xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/medcopilot gui
 screenshots: sysdeps $(STAMP)
 	@dpkg -s xvfb >/dev/null 2>&1 || apt-get install -y -q xvfb xauth >/dev/null
@@ -67,7 +68,11 @@ screenshots: sysdeps $(STAMP)
 	$(BIN)/medcopilot run --case $(DEMO_OUT)/cases/brain_mri_000_0000 --policy baseline --out $(DEMO_OUT)/replay_trace
 	$(SHOT) $(DEMO_OUT)/cases/brain_mri_000_0000 --screenshot docs/gui_brain.png --run baseline
 	$(SHOT) $(DEMO_OUT)/cases/lung_petct_004_0000 --screenshot docs/gui_petct_3d.png --run baseline --fusion PET_AC
-	$(SHOT) $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.jpg --run baseline
+	$(SHOT) $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.jpg --run baseline --cursor 1200,700
+	rm -rf $(DEMO_OUT)/petct_dicom
+	$(BIN)/python -m copilot.cases.dicom_study $(DEMO_OUT)/cases/lung_petct_004_0000 $(DEMO_OUT)/petct_dicom
+	$(SHOT) $(DEMO_OUT)/petct_dicom --series 2,4 --fusion "PET AC" --layout four_up --cursor=-92.6,-54.9,-0.1 \
+		--screenshot docs/gui_dicom_petct.png
 	$(SHOT) $(DEMO_OUT)/replay_trace --screenshot docs/gui_replay.png
 	QT_QPA_PLATFORM= xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/python -m tests.study_screenshots docs
 	$(BIN)/python -m tests.qupath_jvm  # the host panels below: Slicer's (no Slicer needed) and QuPath's (fixture JVM)

@@ -244,8 +244,10 @@ def _gui(ns: argparse.Namespace) -> int:
         from copilot.gui.host_panel import qupath_main
 
         return qupath_main(ns.qupath, ns.trace_dir, ns.screenshot)
+    cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
-                    base_url=ns.base_url, trace_dir=ns.trace_dir)  # fmt: skip
+                    base_url=ns.base_url, trace_dir=ns.trace_dir, series=ns.series, frame=ns.frame,
+                    cursor=cursor)  # fmt: skip
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -435,6 +437,13 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--layout", default=None, choices=["one_up", "three_up", "four_up", "side_by_side"],
                      help="the view layout to start in (default: the study's)")  # fmt: skip
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
+    gui.add_argument("--series", default=None, help="the series of a DICOM folder to open, without the picker: "
+                     "its number, a word of its description or the end of its UID; several, comma-separated, open "
+                     "together (the first as the background)")  # fmt: skip
+    gui.add_argument("--frame", type=int, default=None, help="the frame of a 4D image to open (from 0)")
+    gui.add_argument("--cursor", default=None, metavar="R,A,S",
+                     help="with --screenshot: the linked cursor at this RAS point (mm), its values in the status bar "
+                     "(a slide: X,Y level-0 pixels)")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
     gui.add_argument("--ask", action="append", default=[], metavar="QUESTION",

@@ -20,19 +20,10 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 
 from copilot.cases.annotations import Annotation, to_geojson
-from copilot.cases.answers import BRACS_LABELS
+from copilot.cases.answers import BRACS_LABELS, BRACS_NAMES
 from copilot.cases.pack import write_pack
 from copilot.cases.slides import GLASS, HAEMATOXYLIN, he_image, nuclei_map, smooth_field, write_pyramid
 
-BRACS_NAMES = {
-    "N": "Normal",
-    "PB": "Pathological benign",
-    "UDH": "Usual ductal hyperplasia",
-    "FEA": "Flat epithelial atypia",
-    "ADH": "Atypical ductal hyperplasia",
-    "DCIS": "Ductal carcinoma in situ",
-    "IC": "Invasive carcinoma",
-}
 METASTASIS_MM = {"itc": (0.08, 0.16), "micro": (0.5, 1.6), "macro": (2.2, 2.6)}
 
 

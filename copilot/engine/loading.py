@@ -125,15 +125,15 @@ def expand_case_path(path: Path) -> list[Path]:
 
 
 def load_case_volumes(
-    paths: list[Path], accept_missing_geometry: bool = False, series_uid: str | None = None
+    paths: list[Path], accept_missing_geometry: bool = False, series_uid: str | None = None, frame: int | None = None
 ) -> list[Volume]:
-    """Every volume under the given paths, in order (with `series_uid`, that series of a DICOM folder); a
-    refusal named by the loader's code when one fails."""
+    """Every volume under the given paths, in order (with `series_uid`, that series of a DICOM folder; with
+    `frame`, that frame of a 4D file); a refusal named by the loader's code when one fails."""
     sources = [s for p in paths for s in expand_case_path(p)]
     if not sources:
         raise HandlerError("not_found", "no image volumes found at the given path")
     try:
-        return [load_cached(s, accept_missing_geometry, series_uid) for s in sources]
+        return [load_cached(s, accept_missing_geometry, series_uid, frame) for s in sources]
     except VolumeLoadError as exc:
         raise HandlerError(exc.code, str(exc)) from exc
     except (RuntimeError, OverflowError, MemoryError) as exc:  # a reader's own failure: one named line, not a 500

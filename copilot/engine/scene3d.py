@@ -38,8 +38,26 @@ class Camera3D:
     focus: tuple[float, float, float] | None = None  # RAS point the camera turns about (default: the volume centre)
 
 
-def default_preset(modality: str) -> str:
-    return {"CT": "ct_soft_tissue", "PT": "pet_mip"}.get(modality, "mr_default")
+def default_preset(modality: str, description: str = "", window_preset: str | None = None) -> str:
+    """The 3D preset that fits a series: PET as a maximum-intensity projection; CT by the window the reader uses
+    (or the series description: lung, bone) else soft tissue; MR and anything else from its window/level."""
+    if modality == "PT":
+        return "pet_mip"
+    if modality != "CT":
+        return "mr_default"
+    hint = f"{window_preset or ''} {description}".lower()
+    if "lung" in hint:
+        return "ct_lung"
+    if "bone" in hint:
+        return "ct_bone"
+    return "ct_soft_tissue"
+
+
+def volume_preset(volume: Any, window_preset: str | None = None) -> str:
+    """`default_preset` of a volume, from its modality, series description and window preset."""
+    meta = getattr(volume, "metadata", {}) or {}
+    description = f"{meta.get('SeriesDescription', '')} {getattr(volume, 'name', '')}"
+    return default_preset(str(getattr(volume, "modality", "")), description, window_preset)
 
 
 def _matrix(m: np.ndarray) -> Any:
@@ -89,7 +107,7 @@ class Scene3D:
     # ----- scene contents -----
     def set_volume(self, volume: Any, window: float, level: float, preset: str | None = None) -> None:
         """Volume-render `volume` (replacing the previous one) with a preset's transfer functions."""
-        preset = preset or self.preset or default_preset(volume.modality)
+        preset = preset or self.preset or volume_preset(volume)
         key = (id(volume), preset, round(window, 3), round(level, 3), bool(self._segments))
         if key == self._volume_key:
             return
@@ -247,9 +265,7 @@ class Scene3D:
             centre = np.asarray(self.camera.focus, dtype=float)
         radius = float(np.linalg.norm(np.ptp(bounds, axis=0))) / 2 or 50.0
         c = self.camera
-        az, el = np.radians(c.azimuth), np.radians(c.elevation)
-        direction = np.array([np.sin(az) * np.cos(el), np.cos(az) * np.cos(el), np.sin(el)])  # from centre to eye
-        up = np.array([-np.sin(az) * np.sin(el), -np.cos(az) * np.sin(el), np.cos(el)])
+        direction, up = self.view_vectors()
         right = np.cross(-direction, up)
         focal = centre + right * c.pan[0] + up * c.pan[1]
         cam.SetFocalPoint(*focal)
@@ -260,6 +276,14 @@ class Scene3D:
         fit = 2 * np.degrees(np.arctan(radius / (radius * 4.0))) * max(1.0, h / w)
         cam.SetViewAngle(min(120.0, fit * 1.1 / c.zoom))
         self.renderer.ResetCameraClippingRange()
+
+    def view_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(unit RAS direction from the focal point to the eye, the screen's up) of the camera: what the
+        orientation marker shows."""
+        az, el = np.radians(self.camera.azimuth), np.radians(self.camera.elevation)
+        direction = np.array([np.sin(az) * np.cos(el), np.cos(az) * np.cos(el), np.sin(el)])
+        up = np.array([-np.sin(az) * np.sin(el), -np.cos(az) * np.sin(el), np.cos(el)])
+        return direction, up
 
     def screen_mm(self, size: tuple[int, int]) -> float:
         """Millimetres per screen pixel at the focal point (for panning by dragging)."""

@@ -274,13 +274,15 @@ class EmbeddedVolumeViewer:
         return copy.deepcopy(self.view(view))
 
     def scene_data(self) -> dict[str, Any]:
-        """For a host's 3D view: the active volume (immutable, shared), its window/level and the segments; {}
-        without a volume."""
+        """For a host's 3D view and value readout: the active volume (immutable, shared), its window/level, the
+        segments and the foreground volume (or None); {} without a volume."""
         s, vid = self._s, self._s.background
         if vid is None:
             return {}
         d = s.display[vid]
-        return {"volume": s.volumes[vid], "window": d.window, "level": d.level, "segments": list(s.segments.values())}
+        fg = s.volumes[s.foreground] if s.foreground else None
+        return {"volume": s.volumes[vid], "window": d.window, "level": d.level, "segments": list(s.segments.values()),
+                "foreground": fg}  # fmt: skip
 
     # ----- rendering and conversions -----
     def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image:
@@ -333,10 +335,16 @@ class EmbeddedVolumeViewer:
             "slice_step_mm": s.slice_step,
             "views": {n: v.snapshot() for n, v in s.views.items()},
             "display": {vid: d.snapshot() for vid, d in s.display.items()},
-            "volumes": [{"id": vid, "name": v.name} for vid, v in s.volumes.items()],
+            "volumes": [{"id": vid, "name": v.name, **_frame_facts(v)} for vid, v in s.volumes.items()],
             "segments": [
                 {"id": sid, "name": sg.name, "source": sg.source, "voxels": sg.voxels()}
                 for sid, sg in s.segments.items()
             ],
             "transforms": [{"id": tid, **t.snapshot()} for tid, t in s.transforms.items()],
         }
+
+
+def _frame_facts(volume: Volume) -> dict[str, int]:
+    """The frame shown of a volume opened from a 4D file, and the number of frames ({} for a 3D file)."""
+    facts = inventory_facts(volume)
+    return {k: facts[k] for k in ("frame", "frames") if k in facts}

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
     QFileDialog,
-    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -35,14 +34,34 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from copilot.engine.display import PRESET_NAMES
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
 from copilot.panel.screen import Busy, Frame, Screen
-from copilot.panel.studies import RecentStudies, Series, StudyError, case_packs, classify, dicom_series, study_for
+from copilot.panel.studies import (
+    RecentStudies,
+    Series,
+    StudyError,
+    case_packs,
+    classify,
+    dicom_series,
+    select_series_list,
+    study_for,
+)
 
 SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
+Picked = Series | list[Series]  # what the series picker or --series chose
+
+
+def wl_choices() -> list[tuple[str, str]]:
+    """(name, title) of the window/level choices: the viewer's presets and automatic."""
+    titles = {"ct_lung": "CT lung", "ct_mediastinal": "CT mediastinum", "ct_bone": "CT bone", "ct_brain": "CT brain",
+              "mr_auto": "MR auto", "mr_t2_flair": "MR T2/FLAIR", "pet_auto": "PET auto"}  # fmt: skip
+    return [("auto", "Auto")] + [(n, titles.get(n, n)) for n in PRESET_NAMES]
+
+
 ONE_UP_VIEWS = {"Axial": "red", "Sagittal": "yellow", "Coronal": "green"}
 
 
@@ -75,6 +94,7 @@ class MainWindow(QMainWindow):
         self.policies = policies
         self.layout_name = "three_up"
         self.quiet = False  # no message boxes (screenshots, tests)
+        self.no_dialogs = False  # no series picker either: the first series (screenshots)
         self.focus = "red"
         self.pair: tuple[str, str] | None = None
         self.panes: dict[str, PaneWidget] = {}
@@ -95,6 +115,12 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.area)
         self.readout = QLabel(" ")
         self.statusBar().addWidget(self.readout, 1)
+        self.busy_label = QLabel(self.area)
+        self.busy_label.setStyleSheet("color: #f0f0f0; background: rgba(30, 30, 40, 220); padding: 14px; "
+                                      "border-radius: 6px; font-size: 15px")  # fmt: skip
+        self.busy_label.hide()
+        self._opened: tuple[Path, Picked | None, str | Path | None] | None = None
+        self._user_preset: str | None = None
         self.dock = QDockWidget("Copilot", self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         self.replay_dock: Any = None
@@ -142,8 +168,15 @@ class MainWindow(QMainWindow):
         self.focus_box.addItems(list(ONE_UP_VIEWS))
         self.focus_box.activated.connect(lambda i: self.set_focus(ONE_UP_VIEWS[self.focus_box.itemText(i)]))
         self.focus_action = bar.addWidget(self.focus_box)
+        self.background_box = QComboBox()
+        self.background_box.setMinimumWidth(140)
+        self.background_box.setToolTip("background series: the volume every slice view shows")
+        self.background_box.activated.connect(lambda _: self.set_background(self.background_box.currentData()))
+        bar.addWidget(QLabel(" Background "))
+        bar.addWidget(self.background_box)
         self.fusion_box = QComboBox()
-        self.fusion_box.setToolTip("foreground volume shown over the active one (e.g. PET over CT)")
+        self.fusion_box.setMinimumWidth(120)
+        self.fusion_box.setToolTip("foreground series shown over the background (e.g. PET over CT)")
         self.fusion_box.activated.connect(lambda _: self.set_fusion(self.fusion_box.currentData()))
         self.opacity = QSpinBox()
         self.opacity.setRange(0, 100)
@@ -151,14 +184,29 @@ class MainWindow(QMainWindow):
         self.opacity.setValue(40)
         self.opacity.setSuffix(" %")
         self.opacity.valueChanged.connect(lambda _: self.set_fusion(self.fusion_box.currentData()))
-        bar.addWidget(QLabel(" Fusion "))
+        bar.addWidget(QLabel(" Foreground "))
         bar.addWidget(self.fusion_box)
         bar.addWidget(self.opacity)
+        self.wl_box = QComboBox()
+        self.wl_box.setToolTip("window/level preset of the background series")
+        for name, title in wl_choices():
+            self.wl_box.addItem(title, name)
+        self.wl_box.activated.connect(lambda _: self.set_wl_preset(self.wl_box.currentData()))
+        bar.addWidget(QLabel(" W/L "))
+        bar.addWidget(self.wl_box)
+        self.frame_label = QLabel(" Frame ")
+        self.frame_box = QSpinBox()
+        self.frame_box.setToolTip("frame of a 4D image (time point, diffusion or perfusion volume)")
+        self.frame_box.setKeyboardTracking(False)
+        self.frame_box.valueChanged.connect(self.set_frame)
+        self.frame_actions = [bar.addWidget(self.frame_label), bar.addWidget(self.frame_box)]
         self.preset_box = QComboBox()
         from copilot.engine.scene3d import PRESETS
 
-        self.preset_box.addItems(list(PRESETS))
-        self.preset_box.activated.connect(lambda i: self.set_preset(self.preset_box.itemText(i)))
+        self.preset_box.addItem("auto (fits the series)", None)
+        for preset in PRESETS:
+            self.preset_box.addItem(preset, preset)
+        self.preset_box.activated.connect(lambda i: self.set_preset(self.preset_box.itemData(i)))
         bar.addWidget(QLabel(" 3D "))
         bar.addWidget(self.preset_box)
 
@@ -211,16 +259,29 @@ class MainWindow(QMainWindow):
             self.open_path(urls[0])
 
     # ----- opening studies -----
-    def pick_series(self, found: list[Series]) -> Series | None:
-        """The series picker (a list of the folder's series)."""
-        titles = [s.title for s in found]
-        title, ok = QInputDialog.getItem(self, "Series", "This folder holds several series; open:", titles, 0, False)
-        return found[titles.index(title)] if ok else None
+    def pick_series(self, found: list[Series]) -> Picked | None:
+        """The series picker: one series, or several shown together."""
+        from copilot.gui.series_dialog import SeriesDialog
 
-    def open_path(self, path: str | Path, series: Series | None = None, trace_dir: str | Path | None = None) -> bool:
-        """Open whatever a path holds; errors are shown, never raised."""
+        dialog = SeriesDialog(found, self)
+        if dialog.exec() != SeriesDialog.DialogCode.Accepted or not dialog.chosen():
+            return None
+        return dialog.chosen()
+
+    def open_path(
+        self, path: str | Path, series: Picked | None = None, trace_dir: str | Path | None = None,
+        series_spec: str | None = None, frame: int | None = None,
+    ) -> bool:  # fmt: skip
+        """Open whatever a path holds (a DICOM folder's series as `series_spec` names it: number, UID end or
+        description); errors are shown, never raised."""
+        pick: Callable[[list[Series]], Picked | None] | None = None
+        if series_spec is not None:
+            spec = series_spec
+            pick = lambda found: select_series_list(found, spec)  # noqa: E731
+        elif self.no_dialogs:
+            pick = self._first_series
         try:
-            opened = self.open_study_path(path, series, trace_dir)
+            opened = self.open_study_path(path, series, trace_dir, pick=pick, frame=frame)
         except Exception as exc:  # shown to the clinician, never a crash
             self.readout.setText(f"cannot open {path}: {exc}")
             print(f"medcopilot gui: cannot open {path}: {exc}", file=sys.stderr)
@@ -234,10 +295,11 @@ class MainWindow(QMainWindow):
     def open_study_path(
         self,
         path: str | Path,
-        series: Series | None = None,
+        series: Picked | None = None,
         trace_dir: str | Path | None = None,
         cases: list[Path] | None = None,
-        pick: Callable[[list[Series]], Series | None] | None = None,
+        pick: Callable[[list[Series]], Picked | None] | None = None,
+        frame: int | None = None,
     ) -> bool:
         """Open a trace, a folder of case packs, a case pack, a DICOM folder (`pick` chooses among several series;
         default: the series picker), a volume file or a slide. Errors are raised; False when no series was chosen."""
@@ -250,27 +312,60 @@ class MainWindow(QMainWindow):
             self.load_study(self.cases[0], trace_dir=trace_dir)
             return True
         if what == "dicom" and Path(path).is_dir() and series is None:
+            self.progress(f"Reading the DICOM headers of {Path(path).name}…")
             found = dicom_series(path)
             if not found:
                 raise StudyError(f"{Path(path).name}: no image series")
-            series = found[0] if len(found) == 1 else (pick or self.pick_series)(found)
+            series = found[0] if len(found) == 1 and pick is None else (pick or self.pick_series)(found)
             if series is None:
                 return False
         if cases is not None:
             self.cases = list(cases)
         elif what != "case_pack" or Path(path).resolve() not in self.cases:
             self.cases = [Path(path).resolve()] if what == "case_pack" else []
-        self.load_study(Path(path), series, trace_dir)
+        self.load_study(Path(path), series, trace_dir, frame)
         return True
 
-    def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
+    def _first_series(self, found: list[Series]) -> Series:
+        """No dialog (screenshots, scripts): the first series, and a line saying how to choose another."""
+        if len(found) == 1:
+            return found[0]
+        others = "; ".join(s.title for s in found[1:])
+        print(f"medcopilot gui: {len(found)} series; opened {found[0].title}; choose with --series "
+              f"(number, description or UID end): {others}", file=sys.stderr)  # fmt: skip
+        return found[0]
+
+    def progress(self, message: str) -> None:
+        """A start-up message over the view area while a study opens (the window stays painted)."""
+        self.statusBar().showMessage(message)
+        self.busy_label.setText(message)
+        self.busy_label.adjustSize()
+        self.busy_label.move(max(0, (self.area.width() - self.busy_label.width()) // 2),
+                             max(0, (self.area.height() - self.busy_label.height()) // 2))  # fmt: skip
+        self.busy_label.show()
+        self.busy_label.raise_()
+        app = QApplication.instance()
+        if app is not None:
+            app.processEvents()
+
+    def load_study(
+        self, path: Path, series: Picked | None = None, trace_dir: str | Path | None = None, frame: int | None = None
+    ) -> None:
         """Open a study with its session traced (by default in the per-user sessions folder)."""
         from copilot.panel.studies import open_study
         from copilot.study.sessions import new_session_dir
 
-        study = study_for(path, series)
-        session = open_study(study, trace_dir if trace_dir is not None else new_session_dir(study.kind))
-        self.set_session(session, study)
+        study = study_for(path, series, frame)
+        chosen = [series] if isinstance(series, Series) else list(series or [])
+        label = " + ".join(s.label for s in chosen) or Path(path).name
+        self.progress(f"Opening {label}…")
+        try:
+            session = open_study(study, trace_dir if trace_dir is not None else new_session_dir(study.kind))
+            self.set_session(session, study)
+        finally:
+            self.busy_label.hide()
+            self.statusBar().clearMessage()
+        self._opened = (Path(path), series, trace_dir)
 
     def _open_case_index(self, index: int) -> None:
         if 0 <= index < len(self.cases):
@@ -321,11 +416,13 @@ class MainWindow(QMainWindow):
         names = [n for _, n in self.screen_path.volumes()]
         self._scene_reset()
         self._default_preset = "ct_lung" if case.module == "lung_petct" else None
+        self._user_preset = None
         layout = default_layout(self.screen_path.kind, case.module, names)
         self.pair = self._pair_ids(names)
         self.layout_box.setEnabled(self.screen_path.kind == "radiology")
         self.preset_box.setEnabled(self.screen_path.kind == "radiology")
         self._fill_fusion()
+        self.sync_toolbar()
         self.set_layout(layout)
 
     def _pair_ids(self, names: list[str]) -> tuple[str, str] | None:
@@ -374,14 +471,71 @@ class MainWindow(QMainWindow):
                 "foreground_opacity": self.opacity.value() / 100.0, "view": "red", "size": 64}  # fmt: skip
         self.model.act("fusion", args)
 
+    def set_background(self, vid: str | None) -> None:
+        """Show another loaded series in every slice view (an audited clinician call)."""
+        if vid is None or self.model is None or self.screen_path is None or self.screen_path.kind != "radiology":
+            return
+        self.model.act("select_volume", {"volume_id": vid, "size": 64})
+
+    def set_wl_preset(self, name: str | None) -> None:
+        """Window/level of the background series: a preset, or automatic (an audited clinician call)."""
+        if name is None or self.model is None or self.screen_path is None or self.screen_path.kind != "radiology":
+            return
+        if name == "auto":
+            self.model.act("wl", {"auto": True, "view": "red", "size": 64})
+        else:
+            self.model.act("window_preset", {"preset": name, "view": "red", "size": 64})
+
+    def set_frame(self, frame: int) -> None:
+        """Open another frame of a 4D image: the study reopened at it, the slice positions kept."""
+        if self.screen_path is None or self._opened is None:
+            return
+        now = self.screen_path.frames()
+        if now is None or now[0] == frame:
+            return
+        offsets = {n: self.screen_path.view(n).offset for n in ("red", "yellow", "green")}
+        path, series, trace_dir = self._opened
+        if not self.open_path(path, series, trace_dir, frame=frame):
+            return
+        assert self.model is not None
+        for view, offset in offsets.items():
+            self.model.act("set_slice_offset", {"view": view, "offset": round(offset, 6), "size": 64})
+
+    def sync_toolbar(self) -> None:
+        """The selectors show the scene as it is (after any call, the agent's included)."""
+        if self.screen_path is None:
+            return
+        radiology = self.screen_path.kind == "radiology"
+        state = self.screen_path.state() if radiology else {}
+        for box, key in ((self.background_box, "background_volume"), (self.fusion_box, "foreground_volume")):
+            i = box.findData(state.get(key))
+            if i >= 0 and box.currentIndex() != i:
+                box.setCurrentIndex(i)
+        display = (state.get("display") or {}).get(state.get("background_volume"), {})
+        i = self.wl_box.findData(display.get("preset") or ("auto" if display.get("auto") else None))
+        self.wl_box.setCurrentIndex(i)
+        self.wl_box.setEnabled(radiology and bool(display))
+        frames = self.screen_path.frames() if radiology else None
+        for action in self.frame_actions:
+            action.setVisible(frames is not None)
+        if frames is not None:
+            self.frame_box.blockSignals(True)
+            self.frame_box.setRange(0, frames[1] - 1)
+            self.frame_box.setValue(frames[0])
+            self.frame_box.setSuffix(f"  (0–{frames[1] - 1})")
+            self.frame_box.blockSignals(False)
+
     def _fill_fusion(self) -> None:
         assert self.screen_path is not None
         self.fusion_box.clear()
         self.fusion_box.addItem("none", None)
+        self.background_box.clear()
         for vid, name in self.screen_path.volumes():
             self.fusion_box.addItem(name, vid)
-        self.fusion_box.setEnabled(self.screen_path.kind == "radiology")
-        self.opacity.setEnabled(self.screen_path.kind == "radiology")
+            self.background_box.addItem(name, vid)
+        radiology = self.screen_path.kind == "radiology"
+        for widget in (self.fusion_box, self.opacity, self.background_box):
+            widget.setEnabled(radiology)
 
     def set_focus(self, view: str) -> None:
         self.focus = view
@@ -445,6 +599,7 @@ class MainWindow(QMainWindow):
             self.schedule_3d()
         if self.model is not None:
             self.panel.refresh()
+            self.sync_toolbar()
         if self.replay_dock is not None:
             self.replay_dock.refresh()
 
@@ -466,8 +621,11 @@ class MainWindow(QMainWindow):
             self._scene3d.close()
             self._scene3d = None
 
-    def set_preset(self, preset: str) -> None:
-        self.scene3d.set_preset(preset)
+    def set_preset(self, preset: str | None) -> None:
+        """A 3D preset chosen by the clinician; None: the one that fits the series shown."""
+        self._user_preset = preset
+        if preset is not None:
+            self.scene3d.set_preset(preset)
         self.schedule_3d()
 
     def schedule_3d(self, interactive: bool = False) -> None:
@@ -494,7 +652,9 @@ class MainWindow(QMainWindow):
             return
         scene = self.scene3d
         scene.set_segments(inputs["segments"])
-        preset = scene.preset or self._default_preset
+        preset = self._user_preset or self._fitting_preset(inputs["volume"])
+        if preset != scene.preset:
+            scene.set_preset(preset)
         scene.set_volume(inputs["volume"], inputs["window"], inputs["level"], preset)
         from copilot.panel.screen import evidence_points_ras
 
@@ -505,8 +665,9 @@ class MainWindow(QMainWindow):
             scene.look_at(chosen)
         self._focused3d = self.model.selected
         scene.set_planes(inputs["planes"])
-        if scene.preset and self.preset_box.currentText() != scene.preset:
-            self.preset_box.setCurrentText(scene.preset)
+        i = self.preset_box.findData(self._user_preset)
+        if i >= 0 and self.preset_box.currentIndex() != i:
+            self.preset_box.setCurrentIndex(i)
         w, h = widget.device_size()
         div = 3 if self._interactive3d else 1
         pixels = scene.render((max(16, w // div), max(16, h // div)))
@@ -517,6 +678,30 @@ class MainWindow(QMainWindow):
             self._timer3d.start(250)  # then the full-resolution picture
             self._interactive3d = False
         widget.set_frame(Frame("3d", pixels))
+
+    def place_cursor(self, ras: list[float]) -> None:
+        """The linked cursor at a RAS point (every slice view through it) and its values in the status bar, as
+        when the pointer rests there; on a slide, a level-0 point (x, y) in pixels and µm."""
+        if self.model is None or self.screen_path is None:
+            return
+        if self.screen_path.kind != "radiology":
+            if len(ras) == 2:
+                self.readout.setText(self.screen_path.slide_readout(float(ras[0]), float(ras[1])))
+            return
+        self.model.jump(list(ras))
+        self.readout.setText(self.screen_path.readout(list(ras)))
+
+    def _fitting_preset(self, volume: Any) -> str:
+        """The 3D preset for the series shown: the case's own (lung CT), else by modality, description and
+        window preset."""
+        from copilot.engine.scene3d import volume_preset
+
+        assert self.screen_path is not None
+        state = self.screen_path.state()
+        wl = ((state.get("display") or {}).get(state.get("background_volume")) or {}).get("preset")
+        if self._default_preset and volume.modality == "CT":
+            return self._default_preset
+        return volume_preset(volume, wl)
 
     # ----- facts the panes ask for -----
     def slide_norm1000(self, level0: tuple[float, float]) -> tuple[float, float] | None:
@@ -589,10 +774,14 @@ def main(
     policy: str = "openai",
     base_url: str | None = None,
     trace_dir: str | None = None,
+    series: str | None = None,
+    frame: int | None = None,
+    cursor: list[float] | None = None,
 ) -> int:
-    """Open a study (or the last one); with `screenshot`, optionally run an offline policy or ask the model
-    (then show the `fusion` volume over the active one), save a picture of the window and exit: 1 when the run
-    failed, 2 when it could not start (the reason on one line)."""
+    """Open a study (or the last one; a DICOM folder's series as `series` names it, a 4D file at `frame`); with
+    `screenshot`, optionally run an offline policy or ask the model (then show the `fusion` volume over the active
+    one and put the linked cursor at the RAS point `cursor`, its values in the status bar), save a picture of the
+    window and exit: 1 when the run failed, 2 when it could not start (the reason on one line)."""
     from copilot.study.policies import PolicyUnavailable, study_policy
 
     problem = display_problem()
@@ -601,7 +790,7 @@ def main(
         return 2
     app = QApplication.instance() or QApplication(sys.argv)
     window = MainWindow()
-    window.quiet = screenshot is not None
+    window.quiet = window.no_dialogs = screenshot is not None
     target = path or next(iter(window.recent.items()), None)
     if target is not None and not Path(target).exists():
         print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
@@ -611,11 +800,14 @@ def main(
         if problem:
             print(f"medcopilot gui: {problem}", file=sys.stderr)
             return 2
-    if target is not None and not window.open_path(target, trace_dir=trace_dir):
+    window.show()  # first: the start-up message shows while the study opens
+    if target is not None and series is not None and classify(target) != "dicom":
+        print("medcopilot gui: --series applies to a DICOM folder", file=sys.stderr)
+        return 2
+    if target is not None and not window.open_path(target, trace_dir=trace_dir, series_spec=series, frame=frame):
         return 2 if screenshot else int(app.exec())  # an unreadable study is bad input: exit code 2, as everywhere
     if layout:
         window.set_layout(layout)
-    window.show()
     if screenshot is None:
         return int(app.exec())
     failed = False
@@ -647,6 +839,8 @@ def main(
             return 2
         window.fusion_box.setCurrentIndex(window.fusion_box.findData(ids[fusion]))
         window.set_fusion(ids[fusion])
+    if cursor is not None:
+        window.place_cursor(cursor)
     for _ in range(30):
         app.processEvents()
         time.sleep(0.02)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from copilot.panel.answer_evidence import evidence_label
+from copilot.panel.answer_words import answer_in_words, last_answer
 from copilot.panel.model import PanelModel
 
 
@@ -65,6 +66,12 @@ class PanelWidget(QWidget):
         layout.addWidget(QLabel("Evidence (click to go there)"))
         self.evidence = QListWidget()
         layout.addWidget(self.evidence, 1)
+        self.answer = QLabel("")
+        self.answer.setWordWrap(True)
+        self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.answer.setStyleSheet("font-weight: bold; padding: 4px")
+        self.answer.hide()
+        layout.addWidget(self.answer)
         self.chat = QTextBrowser()
         layout.addWidget(self.chat, 2)
         self.instruction = QLineEdit()
@@ -151,6 +158,11 @@ class PanelWidget(QWidget):
             self.evidence.clear()
             self.evidence.addItems(labels)
         self.budget.setValue(min(m.rounds_used, m.budget))
+        words = answer_in_words(last_answer(m.messages), str(getattr(m.case, "module", "") or ""))
+        text = "\n".join(words)
+        if text != self.answer.text():
+            self.answer.setText(text)
+            self.answer.setVisible(bool(words))
         chat = "\n\n".join(f"{who}: {text}" for who, text in m.messages)
         if chat != self.chat.toPlainText():
             self.chat.setPlainText(chat)

@@ -8,15 +8,34 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QWidget
 
 from copilot.panel.layout import VIEW_TITLES
+from copilot.panel.orientation import edge_letters, marker_axes
 from copilot.panel.screen import Frame, split_pane
 
 EVIDENCE_COLOUR = QColor(255, 220, 0)
 SELECTED_COLOUR = QColor(0, 230, 255)
 PANE_BORDER = {"red": QColor(190, 60, 60), "yellow": QColor(200, 180, 50), "green": QColor(80, 160, 70)}
+
+
+LETTER_COLOUR = QColor(255, 235, 150)
+AXIS_COLOURS = {"R": QColor(235, 80, 80), "A": QColor(90, 200, 90), "S": QColor(90, 140, 255)}
+
+
+def outlined_text(p: QPainter, pos: QPointF, text: str, colour: QColor, width: float = 3.0) -> None:
+    """Text with a dark outline: readable on black background, white bone and bright slide glass alike."""
+    if not text:
+        return
+    path = QPainterPath()
+    path.addText(pos, p.font(), text)
+    p.save()
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.strokePath(path, QPen(QColor(0, 0, 0, 220), width, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap,
+                            Qt.PenJoinStyle.RoundJoin))  # fmt: skip
+    p.fillPath(path, colour)
+    p.restore()
 
 
 def to_qimage(pixels: np.ndarray, ratio: float) -> QImage:
@@ -86,13 +105,13 @@ class PaneWidget(QWidget):
                 if m.kind == "point":
                     p.drawLine(QPointF(x - r - 5, y), QPointF(x - r + 2, y))
                     p.drawLine(QPointF(x + r - 2, y), QPointF(x + r + 5, y))
-                    p.drawText(QPointF(x + r + 4, y - r), m.label)
+                    outlined_text(p, QPointF(x + r + 4, y - r), m.label, colour)
             elif m.kind == "line":
                 x0, y0, x1, y1 = (c * s for c in m.coords)
                 p.setPen(QPen(colour, 1, Qt.PenStyle.DashLine))
                 p.drawLine(QPointF(x0, y0), QPointF(x1, y1))
                 horizontal = abs(x1 - x0) >= abs(y1 - y0)
-                p.drawText(QPointF(6, y0 - 4) if horizontal else QPointF(x0 + 4, 30), m.label)
+                outlined_text(p, QPointF(6, y0 - 4) if horizontal else QPointF(x0 + 4, 30), m.label, colour)
             elif m.kind == "box":
                 x0, y0, x1, y1 = (c * s for c in m.coords)
                 p.setPen(QPen(QColor(80, 200, 255), 1, Qt.PenStyle.DashLine))
@@ -139,10 +158,29 @@ class SlicePane(PaneWidget):
                 self.win.model.jump(ras)
 
     def mouseMoveEvent(self, event: Any) -> None:
-        if self.frame is not None:
+        if self.frame is not None and self.win.screen_path is not None:
             ras = self.frame.to_ras(*self.device_pos(event))
             if ras is not None:
-                self.win.readout.setText(f"R {ras[0]:.1f}  A {ras[1]:.1f}  S {ras[2]:.1f} mm")
+                self.win.readout.setText(self.win.screen_path.readout(ras, split_pane(self.pane)[1]))
+
+    def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
+        super().paint_markers(p, frame, s)
+        if frame.image_to_ras is not None:
+            paint_edge_letters(p, edge_letters(frame.image_to_ras), self.width(), self.height())
+
+
+def paint_edge_letters(p: QPainter, letters: dict[str, str], w: float, h: float) -> None:
+    """The orientation letters at the middle of each edge of a slice pane."""
+    font = QFont("Sans", 13)
+    font.setBold(True)
+    p.setFont(font)
+    fm = QFontMetricsF(font)
+    pad = 6.0
+    for edge, text in letters.items():
+        tw, asc = fm.horizontalAdvance(text), fm.ascent()
+        x = {"left": pad, "right": w - pad - tw}.get(edge, (w - tw) / 2)
+        y = {"top": pad + asc, "bottom": h - pad - fm.descent()}.get(edge, (h + asc) / 2 - fm.descent())
+        outlined_text(p, QPointF(x, y), text, LETTER_COLOUR)
 
 
 class SlidePane(PaneWidget):
@@ -162,7 +200,11 @@ class SlidePane(PaneWidget):
     def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
         if self.frame is None or self.frame.viewport is None:
             return
-        if press[2] == Qt.MouseButton.LeftButton and (abs(dx) > 2 or abs(dy) > 2):
+        if press[2] == Qt.MouseButton.LeftButton and abs(dx) <= 2 and abs(dy) <= 2:  # a click on the overview: go
+            target = self.win.screen_path.overview_target(self.frame.viewport, press[0], press[1])
+            if target is not None:
+                self.win.model.act("center_on_wsi_coordinate", {"x": target[0], "y": target[1]})
+        elif press[2] == Qt.MouseButton.LeftButton:
             vp = self.frame.viewport  # the image follows the pointer
             w, h = self.win.slide_dimensions()
             x = min(max(vp.cx - dx * vp.downsample, 0.0), float(w))
@@ -172,8 +214,8 @@ class SlidePane(PaneWidget):
     def mouseMoveEvent(self, event: Any) -> None:
         if self.frame is not None:
             point = self.frame.to_level0(*self.device_pos(event))
-            if point is not None:
-                self.win.readout.setText(f"x {point[0]:.0f}  y {point[1]:.0f} px (level 0)")
+            if point is not None and self.win.screen_path is not None:
+                self.win.readout.setText(self.win.screen_path.slide_readout(*point))
 
 
 class View3DPane(PaneWidget):
@@ -206,10 +248,30 @@ class View3DPane(PaneWidget):
         self.win.schedule_3d()
 
     def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
-        p.setPen(QColor(220, 220, 220))
         p.setFont(QFont("Sans", 9))
         preset = self.win.scene3d.preset or ""
-        p.drawText(QPointF(8, 16), f"3D  {preset}")
+        outlined_text(p, QPointF(8, 18), f"3D  {preset}", QColor(230, 230, 230))
+        direction, up = self.win.scene3d.view_vectors()
+        paint_axes_marker(p, marker_axes(direction, up), QPointF(48, self.height() - 48), 34.0)
+
+
+def paint_axes_marker(p: QPainter, axes: list[tuple[str, float, float, float]], centre: QPointF, length: float) -> None:
+    """The 3D orientation marker: R, A and S axes as the camera sees them (far ones first), each labelled."""
+    p.save()
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    font = QFont("Sans", 10)
+    font.setBold(True)
+    p.setFont(font)
+    for letter, x, y, depth in axes:
+        colour = AXIS_COLOURS[letter]
+        end = QPointF(centre.x() + x * length, centre.y() + y * length)
+        p.setPen(QPen(QColor(0, 0, 0, 200), 5, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+        p.drawLine(centre, end)
+        p.setPen(QPen(colour if depth >= -0.2 else colour.darker(150), 3, Qt.PenStyle.SolidLine,
+                      Qt.PenCapStyle.RoundCap))  # fmt: skip
+        p.drawLine(centre, end)
+        outlined_text(p, QPointF(end.x() + x * 8 - 4, end.y() + y * 8 + 5), letter, colour)
+    p.restore()
 
 
 def pane_title(pane: str, volumes: dict[str, str]) -> str:

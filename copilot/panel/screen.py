@@ -20,6 +20,7 @@ import numpy as np
 from copilot.engine.geometry import SliceView
 from copilot.engine.slide_overlays import MARGIN, OVERVIEW_MAX
 from copilot.engine.slide_viewer import Viewport
+from copilot.panel.probe import readout, slide_readout
 from copilot.session import Peek, Session
 from copilot.trace.outcome import CallOutcome
 
@@ -83,6 +84,7 @@ class Screen:
         self._cache: dict[str, tuple[Any, np.ndarray]] = {}
         self.renders = 0  # how many panes were actually rendered (the rest came from the cache)
         self._state: dict[str, Any] = session.snapshot()
+        self._scene_seen: dict[str, Any] = {}  # the last scene data read (volumes are immutable)
         self.detach = session.subscribe(self._on_call, first=True)  # stops following the scene
 
     def _on_call(self, outcome: CallOutcome, args: Any, actor: str) -> None:
@@ -129,6 +131,40 @@ class Screen:
     def slide_dimensions(self) -> tuple[int, int]:
         w, h = self._state["dimensions"]
         return int(w), int(h)
+
+    def readout(self, ras: list[float], pane_volume: str | None = None) -> str:
+        """The status-bar line for a RAS point under the cursor: coordinates and the background's and foreground's
+        values (HU, SUV or as stored); coordinates alone while a call holds the scene, and over a side-by-side
+        pane showing another volume than the background (its voxels are not the scene's to read)."""
+        if pane_volume is not None and pane_volume != self._state.get("background_volume"):
+            return readout(ras, [])
+        data = self.session.scene_data(blocking=False)
+        if data is None:
+            data = self._scene_seen
+        else:
+            self._scene_seen = data
+        shown = [(tag, data.get(key)) for tag, key in (("B", "volume"), ("F", "foreground")) if data]
+        return readout(ras, [(tag, vol) for tag, vol in shown if vol is not None])
+
+    def slide_readout(self, x: float, y: float) -> str:
+        """The status-bar line for a level-0 slide point: pixels and µm."""
+        return slide_readout(x, y, self._state.get("mpp"), self.slide_dimensions())
+
+    def overview_target(self, vp: Viewport, x: float, y: float) -> tuple[float, float] | None:
+        """The level-0 point under a click on the slide's overview thumbnail (device pixels); None off it."""
+        x0, y0, x1, y1 = overview_rect(self.slide_dimensions(), vp)
+        if not (x0 <= x <= x1 and y0 <= y <= y1):
+            return None
+        w, h = self.slide_dimensions()
+        return (x - x0) / max(1, x1 - x0) * w, (y - y0) / max(1, y1 - y0) * h
+
+    def frames(self) -> tuple[int, int] | None:
+        """(frame, number of frames) of the background volume when it comes from a 4D file; else None."""
+        bg = self._state.get("background_volume")
+        entry = next((v for v in self._state.get("volumes", []) if v["id"] == bg), None)
+        if entry is None or "frames" not in entry:
+            return None
+        return int(entry["frame"]), int(entry["frames"])
 
     def view(self, name: str) -> SliceView:
         """A slice view's geometry as of the last call."""

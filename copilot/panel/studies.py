@@ -25,6 +25,7 @@ from copilot.trace.recorder import TRACE_FILE
 SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mrxs", ".svslide", ".bif", ".dcm")
 MAX_DICOM_FILES = 20000  # a series scan reads headers only, but stops somewhere
 RECENT_MAX = 12
+UID_TAIL = 6  # digits of a series UID shown in the picker
 
 
 class StudyError(ValueError):
@@ -45,7 +46,8 @@ class Study:
 
 @dataclass(frozen=True)
 class Series:
-    """One DICOM series found in a folder."""
+    """One DICOM series found in a folder, with the facts that tell it apart from its neighbours (never a
+    patient identifier: no name, ID, birth date, accession number or institution)."""
 
     uid: str
     folder: Path
@@ -53,11 +55,61 @@ class Series:
     description: str
     number: int | None
     files: int
+    images: int = 0  # frames over all files (a multi-frame file counts its frames); 0: as many as files
+    date: str = ""  # SeriesDate (else AcquisitionDate/StudyDate) as YYYY-MM-DD
+    time: str = ""  # SeriesTime as HH:MM
+
+    @property
+    def label(self) -> str:
+        """Number and description, as a volume or a case is named after the series."""
+        number = f"#{self.number} " if self.number is not None else ""
+        return f"{number}{self.description or '(no description)'}"
+
+    @property
+    def uid_tail(self) -> str:
+        """The last digits of the series UID: what tells otherwise identical series apart."""
+        return self.uid[-UID_TAIL:].lstrip(".") if self.uid else ""
 
     @property
     def title(self) -> str:
-        number = f"#{self.number} " if self.number is not None else ""
-        return f"{number}{self.modality} {self.description or '(no description)'} — {self.files} images"
+        """One line of the series picker: number, description, modality, image count, date and time, UID tail."""
+        count = self.images or self.files
+        parts = [f"{self.label} · {self.modality} · {count} image{'s' if count != 1 else ''}"]
+        when = " ".join(p for p in (self.date, self.time) if p)
+        if when:
+            parts.append(when)
+        if self.uid:
+            parts.append(f"UID …{self.uid_tail}")
+        return " · ".join(parts)
+
+
+def select_series_list(found: list[Series], spec: str) -> list[Series]:
+    """The series a `--series` value names, several separated by commas (shown together, the first as the
+    background): each as `select_series` reads it."""
+    picked = [select_series(found, part) for part in spec.split(",")]
+    if len({s.uid for s in picked}) < len(picked):
+        raise StudyError(f"--series {spec!r} names a series twice")
+    return picked
+
+
+def select_series(found: list[Series], spec: str) -> Series:
+    """The series a `--series` value names: a series number, else the end of a series UID, else a word of the
+    description (case-insensitive); a value that names none or several is refused with the choices listed."""
+    text = spec.strip()
+    if not text:
+        raise StudyError("--series is empty")
+    tries = (
+        [s for s in found if text.isdigit() and s.number == int(text)],
+        [s for s in found if s.uid and len(text) >= 2 and s.uid.endswith(text.lstrip("…."))],
+        [s for s in found if text.lower() in s.description.lower()],
+    )
+    for hits in tries:
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise StudyError(f"--series {text!r} matches {len(hits)} series: " + "; ".join(s.title for s in hits)
+                             + " (give the end of the UID)")  # fmt: skip
+    raise StudyError(f"--series {text!r} matches no series; series: " + "; ".join(s.title for s in found))
 
 
 def classify(path: str | Path) -> str:
@@ -125,15 +177,41 @@ def dicom_series(folder: str | Path) -> list[Series]:
     for (uid, parent), items in groups.items():
         ds = items[0]
         number = getattr(ds, "SeriesNumber", None)
+        frames = sum(_frames(d) for d in items)
+        date = next((str(getattr(ds, k, "") or "") for k in ("SeriesDate", "AcquisitionDate", "StudyDate")
+                     if getattr(ds, k, None)), "")  # fmt: skip
         out.append(
             Series(uid, parent, str(getattr(ds, "Modality", "") or "OT"), str(getattr(ds, "SeriesDescription", "")
-                   or "").strip(), int(number) if number not in (None, "") else None, len(items))
+                   or "").strip(), int(number) if number not in (None, "") else None, len(items), frames,
+                   _dicom_date(date), _dicom_time(str(getattr(ds, "SeriesTime", "") or "")))
         )  # fmt: skip
-    return sorted(out, key=lambda s: (s.number is None, s.number or 0, s.description))
+    return sorted(out, key=lambda s: (s.number is None, s.number or 0, s.description, s.time, s.uid))
 
 
-def study_for(path: str | Path, series: Series | None = None) -> Study | CasePack:
-    """The study a path opens (a case pack as itself); a DICOM folder with several series needs `series`."""
+def _frames(ds: Any) -> int:
+    try:
+        return max(1, int(getattr(ds, "NumberOfFrames", 1) or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _dicom_date(text: str) -> str:
+    """YYYYMMDD → YYYY-MM-DD (anything else as it is)."""
+    text = text.strip()
+    return f"{text[:4]}-{text[4:6]}-{text[6:8]}" if len(text) == 8 and text.isdigit() else text
+
+
+def _dicom_time(text: str) -> str:
+    """HHMMSS.FFF → HH:MM ('' when unreadable)."""
+    text = text.strip().replace(":", "")
+    return f"{text[:2]}:{text[2:4]}" if len(text) >= 4 and text[:4].isdigit() else ""
+
+
+def study_for(
+    path: str | Path, series: Series | list[Series] | None = None, frame: int | None = None
+) -> Study | CasePack:
+    """The study a path opens (a case pack as itself); a DICOM folder with several series needs `series` (one, or
+    several shown together: the first is the background); a 4D volume file opens at `frame` (default its first)."""
     p = Path(path).resolve()
     what = classify(p)
     if what == "case_pack":
@@ -143,17 +221,22 @@ def study_for(path: str | Path, series: Series | None = None) -> Study | CasePac
     if what == "slide":
         return Study(p.parent, p.name, "", "pathology", {"slide": p.name})
     if what == "volume" or (what == "dicom" and p.is_file()):
-        return Study(p.parent, p.name, "", "radiology", {"volumes": [p.name]})
+        frames = {"frame": int(frame)} if frame is not None and what == "volume" else {}
+        return Study(p.parent, p.name, "", "radiology", {"volumes": [p.name], **frames})
     if series is None:
         found = dicom_series(p)
         if len(found) != 1:
             raise StudyError(f"{p.name} holds {len(found)} series; pick one")
         series = found[0]
-    rel = os.path.relpath(series.folder, p)
-    inputs: dict[str, Any] = {"volumes": [rel]}
-    if series.uid:
-        inputs["series_uid"] = series.uid  # open_case opens this series of the folder
-    return Study(p, f"{p.name} — {series.description or series.uid}", "", "radiology", inputs)
+    chosen = [series] if isinstance(series, Series) else list(series)
+    if not chosen:
+        raise StudyError(f"{p.name}: no series chosen")
+    inputs: dict[str, Any] = {"volumes": [os.path.relpath(s.folder, p) for s in chosen]}
+    if len(chosen) == 1 and chosen[0].uid:
+        inputs["series_uid"] = chosen[0].uid  # open_case opens this series of the folder
+    elif len(chosen) > 1:
+        inputs["series_uids"] = [s.uid for s in chosen]  # each folder's series, in order
+    return Study(p, f"{p.name} — {' + '.join(s.label for s in chosen)}", "", "radiology", inputs)
 
 
 def open_study(

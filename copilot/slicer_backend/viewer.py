@@ -562,13 +562,15 @@ class SlicerSceneViewer:
         return copy.deepcopy(self.view(view))
 
     def scene_data(self) -> dict[str, Any]:
-        """For a host's 3D view: the background volume, its display node's window/level and the segments; {}
-        without a volume of this viewer's as the background."""
+        """For a host's 3D view and value readout: the background volume, its display node's window/level, the
+        segments and the foreground volume (or None); {} without a volume of this viewer's as the background."""
         vid = self.background
         if vid is None or vid not in self._volumes:
             return {}
         d, segments = self.display(vid), list(self._segments.values())
-        return {"volume": self._volumes[vid], "window": d.window, "level": d.level, "segments": segments}
+        fg = self.composite_node("red").GetForegroundVolumeID()
+        return {"volume": self._volumes[vid], "window": d.window, "level": d.level, "segments": segments,
+                "foreground": self._volumes.get(fg) if fg else None}  # fmt: skip
 
     def select_volume(self, vid: str) -> None:
         """The background of every composite node (the active volume)."""

@@ -105,7 +105,13 @@ def open_case(
         paths = [resolve_case_path(ctx, dicom_dir)]
     sources = [resolve_case_path(ctx, str(src)) for p in paths for src in expand_case_path(p)]
     series_uid = ctx.case_inputs.get("series_uid") if dicom_dir is None else None  # a study's picked series
-    volumes = load_case_volumes(sources, ctx.case_inputs.get("accept_missing_geometry") is True, series_uid)
+    frame = ctx.case_inputs.get("frame") if dicom_dir is None else None  # a study's frame of a 4D file
+    assumed = ctx.case_inputs.get("accept_missing_geometry") is True
+    uids = ctx.case_inputs.get("series_uids") if dicom_dir is None else None  # several series of a study, in order
+    if isinstance(uids, list) and len(uids) == len(sources):
+        volumes = [v for src, uid in zip(sources, uids, strict=True) for v in load_case_volumes([src], assumed, uid)]
+    else:
+        volumes = load_case_volumes(sources, assumed, series_uid, frame)
     viewer = ctx.viewer
     viewer.clear()
     viewer.set_slice_step(spacing)
