@@ -14,7 +14,9 @@ from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
 
 
-def session_header(case: CasePack, track: str, ops: str | None = None, backend: str = "embedded") -> dict[str, Any]:
+def session_header(
+    case: CasePack, track: str, ops: str | None = None, backend: str = "embedded", protocol: str | None = None
+) -> dict[str, Any]:
     """What a replay needs to rebuild the same session."""
     return {
         "backend": backend,
@@ -25,6 +27,7 @@ def session_header(case: CasePack, track: str, ops: str | None = None, backend: 
         "case_inputs": case.inputs,
         "track": track,
         **({"ops": ops} if ops else {}),
+        **({"protocol": protocol} if protocol else {}),
         "medcopilot_version": copilot.__version__,
     }
 
@@ -37,20 +40,25 @@ def open_session(
     viewer: Any = None,
     ops: str | None = None,
     backend: str = "embedded",
+    protocol: str | None = None,
 ) -> Session:
     """A session on a case; with `preload`, the system opens the case's inputs (recorded in the trace).
 
     `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); otherwise `backend` picks
     the kind's viewer ("embedded", or "slicer" for radiology: Slicer's MRML libraries). `ops` limits Track B
-    to one operation set (`copilot.tools.operation_sets`).
+    to one operation set (`copilot.tools.operation_sets`); `protocol` picks the tools a model sees
+    (`copilot.tools.protocols`); with a protocol, the trace header lists those tools.
     """
     case = case_dir if isinstance(case_dir, CasePack) else load_case(case_dir)
     kind = viewer_kind(case.kind)
     backend = backend if backend in kind.backends else "embedded"  # e.g. slides stay on the embedded viewer
     viewer = viewer if viewer is not None else kind.viewer(backend)
-    header = session_header(case, track, ops, backend)
+    header = session_header(case, track, ops, backend, protocol)
+    registry = registry_view(kind.registry, ops, protocol)
+    if protocol:
+        header["tools"] = [s.name for s in registry.specs(track)]
     trace = TraceRecorder(trace_dir, header) if trace_dir is not None else None
-    session = Session(viewer, registry_view(kind.registry, ops), track=track, trace=trace, case=case)
+    session = Session(viewer, registry, track=track, trace=trace, case=case)
     if hasattr(viewer, "show_evidence"):  # a Slicer scene: evidence is shown as markups
         viewer.show_evidence(session.evidence)
     if preload:

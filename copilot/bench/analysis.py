@@ -9,7 +9,7 @@ from statistics import median
 from typing import Any
 
 from copilot.bench.coverage import MAG_BINS
-from copilot.bench.tables import Cell, Table, _label, _mean, configurations
+from copilot.bench.tables import Cell, Table, _cfg, _label, _mean, configurations
 
 DIMENSIONS = (  # (metric key, column title, MedHarnessBench dimension)
     ("care_action_fulfillment", "Answered", "Care Action Fulfillment"),
@@ -151,9 +151,7 @@ def stability(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (configuration, case) with two or more repeats: answer and Strict agreement, trace divergence."""
     by_case: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        by_case[
-            (*[r[k] for k in ("model", "policy", "track", "ops", "budget", "backend", "seed")], r["case_id"])
-        ].append(r)
+        by_case[(*_cfg(r), r["case_id"])].append(r)
     out = []
     for key, g in sorted(by_case.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if len(g) < 2:
