@@ -140,6 +140,7 @@ class ResultsDB:
         """Case ids finished (not errored) under one full key (model, policy, track, ops, protocol, budget,
         backend, seed, repeat); an errored episode is run again."""
         where = " AND ".join(f"{k} = ?" for k in KEY)
+        key = {**DEFAULTS, **key}
         rows = self.conn.execute(
             f"SELECT case_id FROM results WHERE {where} AND status != 'error'", [key[k] for k in KEY]
         )
