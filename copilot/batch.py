@@ -203,8 +203,9 @@ class CallBudget:
     number of explicit operation calls", Table 7): a call past the budget is refused (`budget_exhausted`,
     noted in the trace) without reaching the viewer, whatever the number of calls per round."""
 
-    def __init__(self, session: Any, budget: int) -> None:
+    def __init__(self, session: Any, budget: int, protocol: str = "harness") -> None:
         self._session, self._budget, self.used = session, budget, 0
+        self.protocol = protocol  # the prompts a model-driven policy uses (`agent.prompts.template`)
 
     def call(self, name: str, args: dict[str, Any] | None = None, actor: str = "agent", **kw: Any) -> Any:
         if actor == "agent":
@@ -256,9 +257,9 @@ def run_episode(
         policy = policy if policy is not None else make_policy(policy_spec)
         session = open_session(case, track=track, trace_dir=trace_dir, ops=key["ops"] or None, backend=key["backend"],
                                protocol=key["protocol"])  # fmt: skip
-        prompt = task_prompt(case, budget)
+        prompt = task_prompt(case, budget, key["protocol"])
         session.note("task_prompt", {"system": prompt.system, "user": prompt.user})  # what the task asked, for audit
-        result = policy.run(CallBudget(session, budget), case, budget)
+        result = policy.run(CallBudget(session, budget, key["protocol"]), case, budget)
     except Exception as exc:  # a failing episode is recorded, never fatal to the batch
         result = EpisodeResult("", "error", 0, f"{type(exc).__name__}: {exc}")
     provenance = None

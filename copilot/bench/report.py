@@ -120,7 +120,8 @@ def _gap_chart(stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
 
 
 ROW_DEFAULTS: dict[str, Any] = {  # rows that predate a key column (the run's database fills them all)
-    "ops": "", "protocol": "harness", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "details": {}, "process": {},
+    "ops": "", "protocol": "harness", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "details": {},
+    "process": {},
 }  # fmt: skip
 
 

@@ -343,12 +343,13 @@ def _add_group_rows(table: Table, groups: dict, configs: list, cells_for, label_
 
 def _bold_best(block: list[list[Cell]]) -> None:
     for col in range(len(block[0])):
-        vals = [b[col].value for b in block if isinstance(b[col].value, float)]
+        vals = [v for b in block if isinstance(v := b[col].value, float)]
         if len(vals) < 2:
             continue
         best = max(vals)
         for b in block:
-            if isinstance(b[col].value, float) and abs(b[col].value - best) < 1e-12:
+            v = b[col].value
+            if isinstance(v, float) and abs(v - best) < 1e-12:
                 b[col].bold = True
 
 

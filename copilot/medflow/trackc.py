@@ -26,7 +26,9 @@ TRACKC_NOTE = (
     "RAS-axis offset in millimetres), or a thumbnail of the slide with its size. Answer from these images "
     "alone, in exactly the answer and evidence format the task requires."
 )
-PROMPT_SOURCE = "module task prompt (resources/prompts) + TRACKC_NOTE (project text; the paper prints no Track C prompt)"
+PROMPT_SOURCE = (
+    "module task prompt (resources/prompts) + TRACKC_NOTE (project text; the paper prints no Track C prompt)"
+)
 
 
 def _image_part(path: Path) -> dict[str, Any]:
@@ -41,7 +43,7 @@ def run_trackc(
     import openai
 
     from copilot.agent.prompts import task_prompt
-    from copilot.batch import ResultsDB, check_policy, error_row, episode_dir, run_lock
+    from copilot.batch import ResultsDB, check_policy, episode_dir, error_row, run_lock
     from copilot.bench.montage import write_montages
     from copilot.bench.report import write_report
     from copilot.cases.pack import find_cases
@@ -76,13 +78,12 @@ def run_trackc(
                     images = write_montages(case.root, folder)
                     prompt = task_prompt(case)
                     user = [{"type": "text", "text": f"{prompt.user}\n\n{TRACKC_NOTE}"}, *map(_image_part, images)]
+                    names = [str(p.relative_to(folder)) for p in images]
                     record = {"model": model, "prompt_source": PROMPT_SOURCE, "system": prompt.system,
-                              "user": user[0]["text"], "images": [str(p.relative_to(folder)) for p in images]}  # fmt: skip
+                              "user": user[0]["text"], "images": names}  # fmt: skip
                     (folder / "request.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
-                    reply = client.chat.completions.create(
-                        model=model, temperature=0.0,
-                        messages=[{"role": "system", "content": prompt.system}, {"role": "user", "content": user}],
-                    )  # fmt: skip
+                    messages: Any = [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]
+                    reply = client.chat.completions.create(model=model, temperature=0.0, messages=messages)
                     response = reply.choices[0].message.content or ""
                 except Exception as exc:  # a failed request is an error row, never a zero score
                     row = error_row(str(case.root), key, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
