@@ -172,10 +172,11 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
         guards = sum((r.get("process") or {}).get("workflow_guards", {}).values())
         body.append(
             f'<tr><td class="l">{html.escape(r["case_id"])}</td><td class="l">{r["module"]}</td>'
-            f'<td class="l">{html.escape(r["model"])}</td><td>{r["track"]}{"/" + r["ops"] if r["ops"] else ""}</td>'
+            f'<td class="l">{html.escape(r["model"])}</td><td>{r["track"]}{"/" + r["ops"] if r["ops"] else ""}'
+            f'{" paper" if r["protocol"] == "paper" else ""}</td>'
             f"<td>{r['budget']}</td><td>{r['repeat']}</td><td>{r['status']}</td>"
             f"<td>{_fmt(r['task'])}</td><td>{_fmt(r['strict'])}</td><td>{_fmt(r['loc'])}</td><td>{guards}</td>"
-            f'<td class="l">{html.escape(r["parse_error"] or "")}</td>'
+            f'<td class="l">{html.escape(r["parse_error"] or r.get("error") or "")}</td>'
             f'<td class="l">{_episode_link(r, run)}</td></tr>'
         )
     parts.append(f'<table class="episodes"><tr>{head}</tr>{"".join(body)}</table></body></html>')

@@ -24,17 +24,31 @@ mean over its scored episodes (repeats included; errored episodes are counted ap
 
 from __future__ import annotations
 
-import csv
-import html
-import io
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from copilot.bench.parsers import RANO_FIELDS
+from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED, bootstrap_ci, bootstrap_means, delta_ci
+from copilot.bench.table_render import (
+    EPS,
+    FILL,
+    GLOSSARY,
+    Cell,
+    Table,
+    arrow,
+    glossary_html,
+    glossary_markdown,
+    to_csv,
+    to_html,
+    to_markdown,
+)
+
+__all__ = [
+    "BOOTSTRAP", "BOOTSTRAP_SEED", "EPS", "FILL", "GLOSSARY", "Cell", "Table", "arrow", "bootstrap_ci",
+    "bootstrap_means", "delta_ci", "glossary_html", "glossary_markdown", "to_csv", "to_html", "to_markdown",
+]  # fmt: skip
 
 CONFIG = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed")
 TITLES = {
@@ -48,46 +62,10 @@ FIELD_TITLES = dict(zip(RANO_FIELDS, ("NML", "T2 Prog.", "Cur. TL", "New TL", "C
 LUNG_TITLES = {"1": "Tumor Loc.", "2": "T Stage", "3": "Path. N", "4": "Hist.", "5": "Grade"}
 OFFLINE = ("prior", "baseline", "scripted:", "answers")
 FLOORS = ("prior", "baseline", "scripted:")  # reference policies: shown, never in a mean
-EPS = 0.005  # a change below half the last printed digit is "no change"
 PAPER_BUDGET = 20  # the paper's operation budget (Table 8: 20 rounds for every module)
 TRACK_C_BUDGET = PAPER_BUDGET
-BOOTSTRAP = 2000
-BOOTSTRAP_SEED = 20260
 MEDICAL_PATTERNS = ("medgemma", "lingshu", "radfm", "m3d", "llava-med", "biomedgpt", "med-flamingo", "huatuo",
                     "meditron", "medical")  # fmt: skip
-GLOSSARY = {
-    "Task": "final task accuracy (Table 4): the answer alone; Lung PET/CT: #correct / #scorable of its five questions",
-    "Strict": "answer plus evidence: credited only when the answer is correct and the required evidence passes "
-    "the module's deterministic checks (Appendix C.1)",
-    "Loc.": "localization: the RAS point (radiology) or a WSI coordinate (pathology) hits the hidden lesion",
-    "n": "scored episodes behind a cell (cases × repeats); errored episodes are shown as error k/n",
-    "95% CI": f"percentile bootstrap over cases, {BOOTSTRAP} resamples, seed {BOOTSTRAP_SEED}",
-    "Δ (↑ ↓ ↔)": "change against the matched run; ↔: below 0.005",
-    "NML": "non-measurable lesion (LUMIERE evidence field)",
-    "T2 Prog.": "T2/FLAIR progression", "Cur. TL": "current target lesion", "New TL": "new target lesion",
-    "Cur. NTL": "current non-target lesion", "New NTL": "new non-target lesion",
-    "Tumor Loc., T Stage, Path. N, Hist., Grade": "the five NSCLC questions (location, pathological T and N "
-    "stage, histology, histopathological grade)",
-    "Max ops.": "the operation budget: the most agent handler calls an episode may make",
-    "Track A / B / C": "viewer-native / advanced operations / runtime-agnostic (answers without the runtime)",
-    "Protocol": "harness: the product's tool surface with workflow guards; paper: exactly the paper's tools "
-    "(Tables 9, 10, Appendix B), no guards",
-    "Pass@k": "share of cases answered correctly (Task = 1) or with Strict = 1 in at least one of k repeats",
-    "†": "the lung source-series check could not be made (no trace) and was passed by rule "
-    "untraced_source_series=pass",
-    "Floor": "reference policies (prior: fixed answer without reading; baseline: offline heuristic); not in means",
-}  # fmt: skip
-FILL = {  # the command that fills an empty table
-    "table1": "medcopilot bench run --cases RADIOLOGY_CASES --policy openai:MODEL --out RUN",
-    "table2": "medcopilot bench run --cases SLIDE_CASES --policy openai:MODEL --out RUN",
-    "table3": "medcopilot bench run --cases CASES --policy openai:MODEL --track B --ops segmentation --out RUN",
-    "table4": "medcopilot bench run --cases CASES --policy POLICY --out RUN",
-    "table5": "medcopilot bench run --cases RADIOLOGY_CASES --policy openai:MODEL --out RUN",
-    "table6": "medcopilot bench trackc --cases RADIOLOGY_CASES --policy openai:MODEL --out RUN",
-    "table7": "medcopilot bench run ... --budget 5 (and again with --budget 20) --out RUN",
-    "passk": "medcopilot bench run ... --repeats 3 --out RUN",
-    "protocols": "medcopilot bench run ... --protocol paper --out RUN (next to a harness run)",
-}
 
 
 class Cfg(NamedTuple):
@@ -114,96 +92,8 @@ class Stat:
     unchecked: int = 0  # episodes whose gate passed an item without checking it (marked †)
 
 
-@dataclass
-class Cell:
-    value: float | str | None
-    kind: str = ""  # "" | strict | loc | field | label
-    delta: float | None = None
-    n: int | None = None
-    ci: tuple[float, float] | None = None
-    delta_ci: tuple[float, float] | None = None
-    errors: int = 0
-    total: int = 0
-    bold: bool = False
-    mark: str = ""  # "†": an evidence item passed unchecked
-
-    def text(self) -> str:
-        if isinstance(self.value, str):
-            return self.value
-        if self.value is None and self.errors:
-            return f"error {self.errors}/{self.total}"
-        base = "—" if self.value is None else f"{self.value:.2f}"
-        if self.delta is None or self.value is None:
-            return base + self.mark
-        return f"{base}{self.mark} ({arrow(self.delta)} {abs(self.delta):.2f})"
-
-    def detail(self) -> str:
-        """n, CI (and the change's CI) and errors, as one line (empty for labels and empty cells)."""
-        parts = []
-        if self.n:
-            parts.append(f"n={self.n}")
-        if self.ci is not None:
-            parts.append(f"[{self.ci[0]:.2f}, {self.ci[1]:.2f}]")
-        if self.delta_ci is not None:
-            parts.append(f"Δ [{self.delta_ci[0]:+.2f}, {self.delta_ci[1]:+.2f}]")
-        if self.errors and self.value is not None:
-            parts.append(f"error {self.errors}/{self.total}")
-        return " ".join(parts)
-
-    def full_text(self) -> str:
-        """Value, change and detail in one string (Markdown)."""
-        main = self.text()
-        if self.bold and main not in ("—", ""):
-            main = f"**{main}**"
-        extra = self.detail()
-        return f"{main} {extra}".strip() if extra else main
-
-
-@dataclass
-class Table:
-    key: str
-    title: str
-    caption: str
-    header: list[list[tuple[str, int]]]
-    rows: list[list[Cell]] = field(default_factory=list)
-    groups: list[tuple[int, str]] = field(default_factory=list)  # (row index, group title) before that row
-    label_cols: int = 1  # leading columns that name the row
-
-
-def arrow(delta: float) -> str:
-    return "↔" if abs(delta) < EPS else "↑" if delta > 0 else "↓"
-
-
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-# ----- statistics -----
-
-
-def bootstrap_means(per_case: list[float], n_boot: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
-    """Means of `n_boot` resamples (with replacement) of the per-case values, from a seeded generator."""
-    values = np.asarray(per_case, dtype=float)
-    idx = np.random.default_rng(seed).integers(0, len(values), size=(n_boot, len(values)))
-    return values[idx].mean(axis=1)
-
-
-def bootstrap_ci(
-    per_case: list[float], n_boot: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED
-) -> tuple[float, float] | None:
-    """95 % percentile interval of the mean over cases (None for fewer than two cases)."""
-    if len(per_case) < 2:
-        return None
-    means = bootstrap_means(per_case, n_boot, seed)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
-def delta_ci(a: list[float], b: list[float]) -> tuple[float, float] | None:
-    """95 % interval of mean(a) − mean(b), both sides resampled over their cases (independent streams)."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    diff = bootstrap_means(a, seed=BOOTSTRAP_SEED) - bootstrap_means(b, seed=BOOTSTRAP_SEED + 1)
-    return float(np.percentile(diff, 2.5)), float(np.percentile(diff, 97.5))
 
 
 def _stat(rows: list[dict[str, Any]], value: Any) -> Stat:
@@ -801,114 +691,3 @@ def protocol_table(rows: list[dict[str, Any]]) -> Table:
 def paper_tables(rows: list[dict[str, Any]]) -> list[Table]:
     return [table1(rows), table2(rows), table3(rows), table4(rows), table5(rows), table6(rows), table7(rows),
             passk_table(rows), protocol_table(rows)]  # fmt: skip
-
-
-def glossary_markdown() -> str:
-    return "### Glossary\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in GLOSSARY.items()) + "\n"
-
-
-def glossary_html() -> str:
-    items = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in GLOSSARY.items())
-    return f'<h2 id="glossary">Glossary</h2><dl class="glossary">{items}</dl>'
-
-
-# ----- rendering -----
-
-
-def _delta_class(delta: float | None) -> str:
-    if delta is None:
-        return ""
-    return " same" if abs(delta) < EPS else " up" if delta > 0 else " down"
-
-
-def _empty_note(table: Table) -> str:
-    command = FILL.get(table.key)
-    return f"no runs of this kind; filled by: {command}" if command else "no runs of this kind"
-
-
-def _html_cell(c: Cell) -> str:
-    cls = ("l " if c.kind == "label" else "") + c.kind + _delta_class(c.delta)
-    text = html.escape(c.text())
-    if c.bold:
-        text = f"<b>{text}</b>"
-    extra = c.detail()
-    if extra:
-        text += f'<br><small class="ci">{html.escape(extra)}</small>'
-    if c.value is None and c.errors:
-        cls += " error"
-    return f'<td class="{cls.strip()}">{text}</td>'
-
-
-def to_html(table: Table) -> str:
-    head = "".join(
-        "<tr>" + "".join(f'<th colspan="{n}">{html.escape(text)}</th>' for text, n in level) + "</tr>"
-        for level in table.header
-    )
-    width = sum(n for _, n in table.header[0])
-    group_at = dict(table.groups)
-    body = []
-    for i, row in enumerate(table.rows):
-        if i in group_at:
-            body.append(f'<tr class="group"><td class="l" colspan="{width}">{html.escape(group_at[i])}</td></tr>')
-        body.append("<tr>" + "".join(_html_cell(c) for c in row) + "</tr>")
-    empty = (
-        "" if table.rows else f'<tr><td class="l muted" colspan="{width}">{html.escape(_empty_note(table))}</td></tr>'
-    )
-    return (
-        f'<h2 id="{table.key}">{html.escape(table.title)}</h2><table class="paper" data-table="{table.key}">'
-        f'{head}{"".join(body)}{empty}</table><p class="caption">{html.escape(table.caption)}</p>'
-    )
-
-
-def _flat_header(table: Table) -> list[str]:
-    """One column name per column: the header levels joined with ' / '."""
-    names: list[list[str]] = []
-    for level in table.header:
-        flat: list[str] = []
-        for text, n in level:
-            flat += [text] * n
-        names.append(flat)
-    width = len(names[0])
-    return [" / ".join(dict.fromkeys(lv[i] for lv in names if i < len(lv) and lv[i])) for i in range(width)]
-
-
-def to_markdown(table: Table) -> str:
-    cols = _flat_header(table)
-    group_at = dict(table.groups)
-    lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for i, row in enumerate(table.rows):
-        if i in group_at:
-            lines.append(f"| **{group_at[i]}** |" + " |" * (len(cols) - 1))
-        lines.append("| " + " | ".join(c.full_text() for c in row) + " |")
-    if not table.rows:
-        lines.append(f"| {_empty_note(table)} |" + " |" * (len(cols) - 1))
-    return "\n".join([*lines, "", table.caption, ""])
-
-
-def _num(v: float | None) -> str:
-    return "" if v is None else f"{v:.6f}"
-
-
-def to_csv(tables: list[Table]) -> str:
-    """One CSV: table, group, row, column, value, delta, n, CI, the change's CI, errors, bold and mark per cell
-    (an empty table is one row naming the command that fills it)."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["table", "group", "row", "column", "value", "delta", "n", "ci_low", "ci_high", "delta_ci_low",
-                "delta_ci_high", "errors", "episodes", "bold", "mark"])  # fmt: skip
-    for t in tables:
-        cols = _flat_header(t)
-        group = ""
-        group_at = dict(t.groups)
-        if not t.rows:
-            w.writerow([t.key, "", "", "", _empty_note(t)] + [""] * 10)
-        for i, row in enumerate(t.rows):
-            group = group_at.get(i, group)
-            label = " ".join(c.text() for c in row[: t.label_cols] if c.text())
-            cells = row[t.label_cols :] if len(row) > t.label_cols else row[-1:]
-            for col, c in zip(cols[t.label_cols :] or cols[-1:], cells, strict=False):
-                value = "" if c.value is None else c.value if isinstance(c.value, str) else f"{c.value:.6f}"
-                ci, dci = c.ci or (None, None), c.delta_ci or (None, None)
-                stats = [c.n or "", _num(ci[0]), _num(ci[1]), _num(dci[0]), _num(dci[1]), c.errors or "", c.total or ""]
-                w.writerow([t.key, group, label, col, value, _num(c.delta), *stats, int(c.bold), c.mark])
-    return buf.getvalue()
