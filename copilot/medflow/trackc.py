@@ -43,14 +43,14 @@ def run_trackc(
     import openai
 
     from copilot.agent.prompts import task_prompt
-    from copilot.batch import ResultsDB, check_policy, episode_dir, error_row, run_lock
     from copilot.bench.montage import write_montages
     from copilot.bench.report import write_report
     from copilot.cases.pack import find_cases
     from copilot.medflow.registry import report_columns, score_case
+    from copilot.medflow.runs import ResultsDB, check_policy, episode_dir, error_row, run_lock
 
     if not (policy == "openai" or policy.startswith("openai:")):
-        from copilot.batch import RunRefused
+        from copilot.medflow.runs import RunRefused
 
         raise RunRefused(f"bench trackc sends montages to a model: use --policy openai[:MODEL], not {policy!r}")
     check_policy(policy, base_url)
@@ -107,7 +107,7 @@ def run_trackc(
 
 
 def _cmd(ns: argparse.Namespace) -> int:
-    from copilot.batch import RunRefused, SchemaError
+    from copilot.medflow.runs import RunRefused, SchemaError
 
     try:
         rows, errored = run_trackc(ns.cases, ns.policy, ns.out, ns.base_url)
