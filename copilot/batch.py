@@ -102,8 +102,10 @@ def run_episode(
     trace_dir: str | Path | None = None,
     policy: Any = None,
     key: dict[str, Any] | None = None,
+    rules: Any = None,
 ) -> dict[str, Any]:
-    """One episode end to end (in a worker): session with trace, policy, score; returns the result row."""
+    """One episode end to end (in a worker): session with trace, policy, score (by `rules`, the paper's reading
+    when None); returns the result row."""
     from copilot.agent.policy import EpisodeResult
     from copilot.agent.prompts import task_prompt
     from copilot.bench.process import episode_metrics, evidence_provenance
@@ -136,7 +138,7 @@ def run_episode(
     provenance = None
     if session is not None and session.trace_dir is not None:
         provenance = evidence_provenance(session.trace_events(), result.response)
-    score = score_case(case, result.response, provenance)
+    score = score_case(case, result.response, provenance, rules)
     if session is not None:
         session.note(
             "score", {"task": score.task, "strict": score.strict, "loc": score.loc, "parse_error": score.parse_error}
@@ -202,6 +204,7 @@ def run_batch(
     protocol: str = "harness",
     outcome: BatchOutcome | None = None,
     base_url: str | None = None,
+    rules: Any = None,
 ) -> list[dict[str, Any]]:
     """Run every not-yet-finished episode (cases × repeats); returns all rows of this configuration.
 
@@ -227,7 +230,7 @@ def run_batch(
                 key = {**base, "repeat": repeat}
                 finished = db.done(key)
                 outcome.skipped += sum(1 for c in cases if c.case_id in finished)
-                args += [(str(c.root), policy, str(run_dir), track, budget, None, None, key)
+                args += [(str(c.root), policy, str(run_dir), track, budget, None, None, key, rules)
                          for c in cases if c.case_id not in finished]  # fmt: skip
             if outcome.skipped and progress:
                 print(f"skipped {outcome.skipped} episodes already done in {run_dir}", file=sys.stderr)

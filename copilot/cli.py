@@ -60,8 +60,10 @@ def _bench_score(ns: argparse.Namespace) -> int:
     if not cases:
         print(f"error: no valid case packs under {ns.cases}", file=sys.stderr)
         return 2
+    from copilot.bench.rules import parse_rules
+
     answers = read_answers(ns.answers)
-    scores = score_answers(cases, answers)
+    scores = score_answers(cases, answers, parse_rules(ns.rule))
     out = report_json(scores, answers, cases)
     if ns.out:
         from copilot.batch import ResultsDB, SchemaError
@@ -94,6 +96,7 @@ def _bench_score(ns: argparse.Namespace) -> int:
 def _bench_run(ns: argparse.Namespace) -> int:
     from copilot.batch import BatchOutcome, RunRefused, SchemaError, run_batch
     from copilot.bench.report import summary
+    from copilot.bench.rules import parse_rules
 
     if ns.base_url:
         os.environ["OPENAI_BASE_URL"] = ns.base_url  # the workers' policies read the service from here
@@ -102,7 +105,7 @@ def _bench_run(ns: argparse.Namespace) -> int:
         rows = run_batch(
             ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track,
             budget=ns.budget, repeats=ns.repeats, model=ns.model, seed=ns.seed, ops=ns.ops,
-            backend=ns.backend, protocol=ns.protocol, outcome=outcome,
+            backend=ns.backend, protocol=ns.protocol, outcome=outcome, rules=parse_rules(ns.rule),
         )  # fmt: skip
     except (SchemaError, RunRefused) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
@@ -351,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--out", default=None, help="run folder: add the scored answers to its results.sqlite")
     score.add_argument("--model", default=None, help="model name of the answers (default: the file's stem)")
     score.add_argument("--track", choices=["A", "B", "C"], default="C", help="track of the answers (with --out)")
+    score.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
+                       help="a scoring option where the paper is ambiguous (copilot/bench/rules.py)")  # fmt: skip
     score.set_defaults(func=_bench_score)
     brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
     brun.add_argument("--cases", required=True)
@@ -368,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     brun.add_argument("--protocol", choices=["harness", "paper"], default="harness",
                       help="tools the model sees: the product surface, or exactly the paper's (no guards)")  # fmt: skip
     brun.add_argument("--base-url", default=None, help="OpenAI-compatible service (default: $OPENAI_BASE_URL)")
+    brun.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
+                      help="a scoring option where the paper is ambiguous (recorded; use its own --out)")  # fmt: skip
     _backend_option(brun)
     brun.set_defaults(func=_bench_run)
     from copilot.medflow.trackc import add_trackc_parser

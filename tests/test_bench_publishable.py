@@ -436,3 +436,32 @@ def test_paper_protocol_sends_the_papers_tools_and_prompt_to_the_model(packs: di
     assert "Case brief for brain_A:" in user and "<CASE_ID>" not in user and "{" not in user.split("Baseline")[0]
     sources = json.loads((Path(__file__).parent.parent / "resources/prompts/paper/SOURCES.json").read_text())
     assert sources["files"]["brain_mri.txt"]["verbatim"] is True
+
+
+def test_rules_on_the_command_line_are_checked_and_recorded(packs: dict[str, Path], tmp_path: Path) -> None:
+    bad = _cli("bench", "run", "--cases", str(packs["brain"]), "--policy", "prior", "--out", str(tmp_path / "a"),
+               "--rule", "key_slice_range=loose")  # fmt: skip
+    assert bad.returncode == 2 and "key_slice_range must be one of" in bad.stderr and not (tmp_path / "a").exists()
+    rows = run_batch(packs["brain"], "prior", tmp_path / "b", progress=None,
+                     rules=ScoringRules(key_slice_range="voxel_extent"))  # fmt: skip
+    assert rows[0]["details"]["rules"] == {"key_slice_range": "voxel_extent"}
+
+
+def test_a_results_database_of_schema_2_gains_the_protocol_column(tmp_path: Path) -> None:
+    """Rows written before the protocol joined the key are kept, as `harness` runs."""
+    db = tmp_path / "results.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+        conn.execute(
+            "CREATE TABLE results (case_id TEXT NOT NULL, module TEXT NOT NULL, model TEXT NOT NULL, policy TEXT NOT "
+            "NULL, track TEXT NOT NULL, ops TEXT NOT NULL, budget INTEGER NOT NULL, backend TEXT NOT NULL, seed "
+            "INTEGER NOT NULL, repeat INTEGER NOT NULL, status TEXT NOT NULL, task REAL NOT NULL, strict REAL NOT "
+            "NULL, loc REAL, parse_error TEXT, rounds INTEGER NOT NULL, response TEXT NOT NULL, error TEXT, trace_dir "
+            "TEXT NOT NULL, duration_s REAL NOT NULL, finished_at REAL NOT NULL, details TEXT NOT NULL, process TEXT "
+            "NOT NULL, PRIMARY KEY (case_id, model, policy, track, ops, budget, backend, seed, repeat))"
+        )
+        conn.execute("INSERT INTO results VALUES ('c', 'brain_mri', 'm', 'prior', 'A', '', 20, 'embedded', 0, 0, "
+                     "'done', 1, 1, 1, NULL, 1, 'r', NULL, 't', 0, 0, '{}', '{}')")  # fmt: skip
+    (row,) = read_results(db)
+    assert (row["case_id"], row["protocol"], row["task"]) == ("c", "harness", 1.0)
