@@ -466,3 +466,26 @@ def test_a_results_database_of_schema_2_gains_the_protocol_column(tmp_path: Path
                      "'done', 1, 1, 1, NULL, 1, 'r', NULL, 't', 0, 0, '{}', '{}')")  # fmt: skip
     (row,) = read_results(db)
     assert (row["case_id"], row["protocol"], row["task"]) == ("c", "harness", 1.0)
+
+
+def test_an_episode_folder_of_an_earlier_killed_run_is_recognised_and_redone(tmp_path: Path) -> None:
+    from copilot.batch import MARKER, clear_trace_dir
+
+    ours = tmp_path / "ours"
+    (ours / "artifacts").mkdir(parents=True)
+    for name in (MARKER, "episode.html", "trace.jsonl", "partial.tmp"):
+        (ours / name).write_text("x")
+    clear_trace_dir(ours)  # the marker says the project wrote it, whatever else a kill left there
+    assert not ours.exists()
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("episode.html", "trace.jsonl", "answer.txt"):
+        (old / name).write_text("x")
+    clear_trace_dir(old)  # a folder of an earlier version: only trace entries and its page
+    assert not old.exists()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a trace"):
+        clear_trace_dir(foreign)
+    assert (foreign / "notes.txt").exists()
