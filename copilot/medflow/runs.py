@@ -97,7 +97,7 @@ class ResultsDB:
             self.conn.close()
             raise SchemaError(
                 f"{self.path} holds results schema {version}; this version writes schema {SCHEMA_VERSION} "
-                "(per-case details, budget, seed and repeat in the key). Its rows cannot be extended or "
+                "(per-case details; budget, seed, repeat and protocol in the key). Its rows cannot be extended or "
                 "rescored in place: write into a new run folder (or move the old results.sqlite aside)."
             )
 
