@@ -143,6 +143,16 @@ def _bench_report(ns: argparse.Namespace) -> int:
         write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages)
         print(path)
         return 0
+    if ns.format == "json":
+        from copilot.bench.measures_report import measures_json
+
+        text = json.dumps(measures_json(rows), indent=1, ensure_ascii=False, default=str)
+        if ns.output:
+            Path(ns.output).write_text(text, encoding="utf-8")
+            print(ns.output)
+        else:
+            print(text)
+        return 0
     tables = paper_tables(rows) + process_tables(rows)
     text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables) + glossary_markdown()
     if ns.output:
@@ -242,6 +252,10 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
+    if ns.qupath is not None:  # the side panel of a running QuPath, on the image open there
+        from copilot.gui.host_panel import qupath_main
+
+        return qupath_main(ns.qupath, ns.trace_dir, ns.screenshot)
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
 
 
@@ -382,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trackc_parser(bsub)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
-    breport.add_argument("--format", choices=["html", "md", "csv"], default="html")
+    breport.add_argument("--format", choices=["html", "md", "csv", "json"], default="html")
     breport.add_argument("--output", default=None, help="file to write (default: report.html, or stdout)")
     breport.add_argument("--pages", action="store_true", help="also rewrite every episode page from its trace")
     breport.add_argument("--medical", action="append", default=None, metavar="NAME",
@@ -439,6 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
+    gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
+                     help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
+                     "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
+    gui.add_argument("--trace-dir", default=None, help="with --qupath: where the session's trace goes")
     gui.set_defaults(func=_gui)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")

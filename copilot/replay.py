@@ -75,7 +75,13 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     head = events[0]
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
     try:
-        session = session_for(head, root)
+        adopted = next((e for e in events if e["type"] == "scene_adopted"), None)  # a clinician's own Slicer scene
+        viewer = None
+        if adopted is not None:
+            from copilot.slicer_backend.adopt import replay_viewer
+
+            viewer = replay_viewer(adopted, tdir)
+        session = session_for(head, root, viewer=viewer)
     except ValueError as exc:
         return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
     calls = 0
@@ -89,15 +95,15 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     return ReplayReport(True, len(events), calls)
 
 
-def session_for(head: dict[str, Any], root: Path, case: Any = None) -> Session:
+def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any = None) -> Session:
     """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs and
     the PNG encoder (a header naming none was written by the legacy one); an encoder this version lacks is a
-    ValueError naming it."""
+    ValueError naming it. `viewer`: a scene rebuilt from the trace (an adopted Slicer scene)."""
     encoder = head.get("png_encoder") or LEGACY_PNG_ENCODER
     png_encoder(encoder)
     return new_session(
         head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
-        case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder,
+        case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder, viewer=viewer,
         protocol=head.get("protocol"),
     )  # fmt: skip
 

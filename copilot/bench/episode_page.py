@@ -284,6 +284,9 @@ def render_episode(
         parts.append("<h2>Prompt</h2>" + "".join(f"<pre>{html.escape(text)}</pre>" for text in prompt))
     parts.append(f"<h2>Final answer against the truth</h2><pre>{html.escape(row['response'])}</pre>")
     parts.append(_field_rows(details) + "<h3>Evidence checks</h3>" + _evidence_rows(details))
+    from copilot.bench.measures_report import failures_html
+
+    parts.append(failures_html(process))
     parts.append("<h2>Evidence drawn on the case</h2>")
     if case is not None:
         truth = Truth(case)

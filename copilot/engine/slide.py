@@ -3,13 +3,14 @@
 `read_region` follows OpenSlide's convention: the location is in level-0 pixels, the size in
 pixels of the requested level. Tiles are read in level coordinates and kept in a byte-bounded LRU
 cache, so panning a gigapixel slide never holds more than the budget in memory. Tiled JPEG TIFF
-levels are decoded straight from their raw tiles, at 1/2, 1/4 or 1/8 scale when the requested
-downsample lies between levels (`slide_jpeg`); everything else is read through OpenSlide.
+levels are decoded straight from their raw tiles, at 1/2, 1/4 or 1/8 scale when that scale is the
+requested downsample (`slide_jpeg`); everything else is read through OpenSlide.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -136,17 +137,20 @@ class SlideSource:
             self._jpeg = None
 
     def serving_level(self, downsample: float) -> tuple[int, int]:
-        """(level, scale) to decode for a downsample: the coarsest (level, 1/scale) not coarser than asked.
+        """(level, scale) to decode for a downsample: the level OpenSlide's get_best_level_for_downsample
+        gives, or a raw JPEG level decoded at 1/scale (2, 4, 8) when that lands exactly on the downsample.
 
-        Scales above 1 exist only for raw JPEG levels (reduced-scale decoding); ties go to the real level.
+        A reduced-scale decode is a 2 × 2 … 8 × 8 box average and decimation: exact when its pixels are the
+        screen's, but followed by a further resize it blurs and aliases (fine lines break up), so in between
+        the level is decoded in full and shrunk with Pillow's widened bilinear filter, as OpenSlide users do.
+        Ties go to the real level.
         """
-        d = max(downsample, 1.0) * (1 + 1e-9)
         best = (pyramid_level(self.info.level_downsamples, downsample), 1)
         best_ds = self.info.level_downsamples[best[0]]
         for level in reversed(self.raw_levels):  # coarsest first: ties go to the level with less to decode
             for scale in SCALES[1:]:
                 v = self.info.level_downsamples[level] * scale
-                if best_ds * (1 + 1e-9) < v <= d:
+                if best_ds * (1 + 1e-9) < v and math.isclose(v, downsample, rel_tol=1e-9):
                     best, best_ds = (level, scale), v
         return best
 
