@@ -489,3 +489,28 @@ def test_an_episode_folder_of_an_earlier_killed_run_is_recognised_and_redone(tmp
     with pytest.raises(ValueError, match="not a trace"):
         clear_trace_dir(foreign)
     assert (foreign / "notes.txt").exists()
+
+
+def test_a_service_that_rejects_the_key_is_refused_before_any_episode(packs: dict[str, Path], tmp_path: Path) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    class Reject(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Reject)
+    Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {**ENV, "OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}/v1", "OPENAI_API_KEY": "bad"}
+        out = _cli("bench", "run", "--cases", str(packs["brain"]), "--policy", "openai:m", "--out",
+                   str(tmp_path / "run"), env=env)  # fmt: skip
+    finally:
+        server.shutdown()
+    assert out.returncode == 2 and "refused the credentials (HTTP 401)" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "run" / "results.sqlite").exists()

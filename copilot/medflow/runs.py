@@ -264,6 +264,27 @@ def _reachable(url: str, timeout_s: float) -> None:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as exc:
         raise RunRefused(f"model service {url} is not reachable ({exc.strerror or exc})") from None
+    _credentials(url, timeout_s)
+
+
+def _credentials(url: str, timeout_s: float) -> None:
+    """`GET {url}/models` with the key: a service that rejects the key (401, 403) is refused; any other answer
+    (a service without that listing included) lets the run start, its first request being the real test."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url.rstrip("/") + "/models",
+        headers={"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'not-needed')}"},
+    )
+    try:
+        urllib.request.urlopen(request, timeout=timeout_s).close()
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            message = f"model service {url} refused the credentials (HTTP {exc.code}); check OPENAI_API_KEY"
+            raise RunRefused(message) from None
+    except (OSError, ValueError):
+        return
 
 
 @contextlib.contextmanager
