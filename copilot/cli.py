@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from copilot import oneline
 from copilot.medflow.policies import POLICY_HELP
 from copilot.medflow.registry import modules
 
@@ -270,8 +271,11 @@ def _serve(ns: argparse.Namespace) -> int:
     from copilot.runtime import open_session
     from copilot.server.http import make_server
     from copilot.server.limits import DEFAULT_LIMITS
+    from copilot.server.token import resolve_token
 
-    token = ns.token or os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(24)
+    token, token_source, token_warning = resolve_token(ns.token, ns.token_file)
+    if token_warning:
+        print(token_warning, file=sys.stderr)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
     viewer = None
     if ns.qupath is not None:  # a live QuPath instead of the embedded slide viewer
@@ -281,7 +285,7 @@ def _serve(ns: argparse.Namespace) -> int:
     session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
     limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
-    if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
+    if token_source == "random":
         print(f"token: {token}", file=sys.stderr)
     print(f"trace: {trace_dir}", file=sys.stderr)
     print(f"listening on {server.url}", flush=True)
@@ -411,7 +415,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--case", required=True)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8016)
-    serve.add_argument("--token", default=None, help="bearer token (default: $MEDCOPILOT_TOKEN or a random one)")
+    serve.add_argument(
+        "--token", default=None, help="bearer token; visible to every local user in the process list: prefer "
+        "--token-file or $MEDCOPILOT_TOKEN (default: a random one, printed on stderr)"
+    )  # fmt: skip
+    serve.add_argument("--token-file", default=None, help="read the bearer token from this file's first line")
     serve.add_argument("--track", choices=["A", "B"], default="A")
     serve.add_argument("--slicer-compat", action="store_true", help="open the read-only /slicer subset on loopback")
     serve.add_argument(
@@ -474,6 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; bad input ends with one `error:` line and exit code 2 (MEDCOPILOT_DEBUG=1: traceback)."""
     ns = build_parser().parse_args(argv)
+    oneline.install()  # background failures and log records: one line each on stderr
     try:
         return int(ns.func(ns))
     except KeyboardInterrupt:

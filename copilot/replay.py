@@ -18,6 +18,7 @@ from copilot.engine.png import LEGACY_PNG_ENCODER, png_encoder
 from copilot.runtime import new_session
 from copilot.session import Session
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
+from copilot.trace.redact import redact
 
 
 @dataclass
@@ -119,9 +120,9 @@ def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:
         if out.error["code"] != ev["error"]["code"]:
             return f"error code {out.error['code']!r} differs from recorded {ev['error']['code']!r}"
         return None
-    if canonical_json(out.state) != canonical_json(ev["state"]):
+    if canonical_json(redact(out.state)) != canonical_json(ev["state"]):  # recorded as redacted
         return "viewer state differs from the recorded snapshot"
-    if canonical_json(out.result) != canonical_json(ev["result"]):
+    if canonical_json(redact(out.result)) != canonical_json(ev["result"]):
         return "result differs from the recorded result"
     recorded = ev.get("images", [])
     if len(recorded) != len(out.images):

@@ -72,6 +72,7 @@ def _line(v: Any, axis: str, value: float, size: tuple[int, int]) -> list[tuple[
 
 def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size: int = 320) -> list[tuple[str, str]]:
     """The three views of the source series at the cited key slices, with lines, point and lesion outline."""
+    from copilot.engine.confine import case_folder
     from copilot.engine.loading import load_case_volumes
     from copilot.engine.viewer import EmbeddedVolumeViewer
     from copilot.tools.args import resolve_case_path
@@ -79,7 +80,9 @@ def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size
 
     ctx = HandlerContext(EmbeddedVolumeViewer(), case.root, [], case.inputs)
     viewer = ctx.viewer
-    ids = [viewer.add_volume(v) for v in load_case_volumes([resolve_case_path(ctx, p) for p in case.inputs["volumes"]])]
+    with case_folder(case.root):  # files the inputs name stay in the case, as in a session
+        paths = [resolve_case_path(ctx, p) for p in case.inputs["volumes"]]
+        ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
     source = truth.data.get("source_series") or case.inputs.get("default_volume")
     names = {viewer.volume(v).name: v for v in ids}
     vid = names.get(str(source), ids[0])

@@ -11,6 +11,7 @@ from pathlib import Path
 import SimpleITK as sitk
 
 from copilot.engine.dicom import load_dicom_file, load_dicom_series
+from copilot.engine.headers import vet_volume_file
 from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
@@ -51,6 +52,7 @@ def load_volume(
     A 4D image opens one frame at a time (`frame`, the first by default; metadata `frame` and `frames`).
     """
     p = Path(path)
+    vet_volume_file(p)  # the file and every file it names stay in the case; its declared size within budget
     if p.is_dir():
         return load_dicom_series(p, name=name, series_uid=series_uid, accept_missing_geometry=accept_missing_geometry)
     if not p.is_file():
@@ -91,6 +93,7 @@ def load_cached(
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
+    vet_volume_file(path)  # before the cache too: what was loaded once is not thereby allowed now
     key = _key(path, accept_missing_geometry, series_uid, frame)
     with _LOCK:
         if key in _CACHE:
@@ -133,3 +136,5 @@ def load_case_volumes(
         return [load_cached(s, accept_missing_geometry, series_uid) for s in sources]
     except VolumeLoadError as exc:
         raise HandlerError(exc.code, str(exc)) from exc
+    except (RuntimeError, OverflowError, MemoryError) as exc:  # a reader's own failure: one named line, not a 500
+        raise HandlerError("load_failed", f"cannot read the image: {sitk_reason(exc)}") from exc

@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from copilot.engine.confine import check_sources
 from copilot.engine.geometry import pyramid_level
+from copilot.engine.probe import ProbeError, probe_slide
+from copilot.engine.slide_checks import SlideFileError, check_tiff_structure, is_tiff, slide_references
 from copilot.engine.slide_jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
 from copilot.errors import HandlerError
 
@@ -71,6 +74,7 @@ class SlideSource:
         p = Path(path)
         if not p.is_file():
             raise SlideError(f"no such slide file: {p.name}")
+        vet_slide_file(p)
         if p.suffix.lower() in (".tif", ".tiff", ".svs"):
             check_tiff_complete(p)
         self._slide, backend = _open(p)
@@ -263,6 +267,21 @@ class SlideSource:
         scale = side / max(w, h)
         thumb = self._slide.get_thumbnail((max(1, round(w * scale)), max(1, round(h * scale))))
         return Image.fromarray(_to_rgb(thumb))
+
+
+def vet_slide_file(path: Path) -> None:
+    """What a slide file must pass before any reader parses it: confinement of the file and the data files it
+    names, and (a TIFF) a sound directory structure with sizes a reader can allocate for."""
+    check_sources(path, slide_references(path))
+    try:
+        if is_tiff(path):
+            check_tiff_structure(path)
+        else:  # formats without a structure check here: opened first in a child process with limits
+            probe_slide(path)
+    except (SlideFileError, ProbeError) as exc:
+        raise SlideError(exc.message, exc.code) from None
+    except OSError as exc:
+        raise SlideError(f"cannot read {path.name}: {exc.strerror or exc}") from None
 
 
 def check_tiff_complete(path: Path) -> None:

@@ -232,28 +232,33 @@ def check_nifti_geometry(header: Any, name: str) -> None:
 
 def check_nifti_complete(path: Path) -> None:
     """Refuse a NIfTI file whose voxel data is shorter than its header says (ITK would fill with zeros), or
-    whose voxel size or orientation is invalid."""
-    size = path.stat().st_size
-    if path.name.lower().endswith(".gz"):
-        size = 0
-        try:
-            with gzip.open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    size += len(chunk)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise VolumeLoadError(
-                f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
-            ) from exc
+    whose voxel size or orientation is invalid. A compressed stream is inflated no further than the header
+    promises (a small file that inflates to gigabytes is never read to its end)."""
     try:
         header: Any = _raw_nifti_header(path)
         shape = header.get_data_shape()
         itemsize = header.get_data_dtype().itemsize
         offset = float(header["vox_offset"])
+    except (EOFError, OSError, zlib.error) as exc:
+        raise VolumeLoadError(
+            f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
+        ) from exc
     except Exception as exc:  # nibabel raises several types for a damaged header
         raise VolumeLoadError(f"cannot read {path.name}: not a valid NIfTI header ({exc})", "load_failed") from exc
     if not np.isfinite(offset) or offset < 0:
         raise VolumeLoadError(f"{path.name}: voxel data offset {offset} is not a valid position", "truncated_image")
     expected = int(offset) + int(np.prod(shape, dtype=np.int64)) * itemsize
+    size = path.stat().st_size
+    if path.name.lower().endswith(".gz"):
+        size = 0
+        try:
+            with gzip.open(path, "rb") as fh:
+                while size < expected and (chunk := fh.read(1 << 20)):  # no further than the header promises
+                    size += len(chunk)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise VolumeLoadError(
+                f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
+            ) from exc
     if size < expected:
         raise VolumeLoadError(
             f"{path.name} is truncated: its header promises {expected} bytes of image {list(shape)} "
