@@ -61,8 +61,10 @@ def _bench_score(ns: argparse.Namespace) -> int:
     if not cases:
         print(f"error: no valid case packs under {ns.cases}", file=sys.stderr)
         return 2
+    from copilot.bench.rules import parse_rules
+
     answers = read_answers(ns.answers)
-    scores = score_answers(cases, answers)
+    scores = score_answers(cases, answers, parse_rules(ns.rule))
     out = report_json(scores, answers, cases)
     if ns.out:
         from copilot.batch import ResultsDB, SchemaError
@@ -93,22 +95,31 @@ def _bench_score(ns: argparse.Namespace) -> int:
 
 
 def _bench_run(ns: argparse.Namespace) -> int:
-    from copilot.batch import SchemaError, run_batch
+    from copilot.batch import BatchOutcome, RunRefused, SchemaError, run_batch
     from copilot.bench.report import summary
+    from copilot.bench.rules import parse_rules
 
+    if ns.base_url:
+        os.environ["OPENAI_BASE_URL"] = ns.base_url  # the workers' policies read the service from here
+    outcome = BatchOutcome([])
     try:
         rows = run_batch(
             ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track,
             budget=ns.budget, repeats=ns.repeats, model=ns.model, seed=ns.seed, ops=ns.ops,
-            backend=ns.backend,
+            backend=ns.backend, protocol=ns.protocol, outcome=outcome, rules=parse_rules(ns.rule),
         )  # fmt: skip
-    except SchemaError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (SchemaError, RunRefused) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     for (track, policy, module), s in sorted(summary(rows).items()):
         loc = "—" if s["loc"] is None else f"{s['loc']:.2f}"
-        print(f"{track} {policy} {module}: n={s['n']} Task={s['task']:.2f} Strict={s['strict']:.2f} Loc={loc}")
+        scored = f"Task={s['task']:.2f} Strict={s['strict']:.2f} Loc={loc}" if s["task"] is not None else "no score"
+        errors = f" error {s['errors']}/{s['n']}" if s["errors"] else ""
+        print(f"{track} {policy} {module}: n={s['n'] - s['errors']} {scored}{errors}")
     print(f"results: {Path(ns.out) / 'results.sqlite'}\nreport: {Path(ns.out) / 'report.html'}")
+    if outcome.errored:  # exit 3: the run finished, but episodes errored (retried by the next run)
+        print(f"error: {outcome.errored} of {outcome.ran} episodes errored (see the report)", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -116,9 +127,11 @@ def _bench_report(ns: argparse.Namespace) -> int:
     from copilot.batch import SchemaError, read_results
     from copilot.bench.analysis import process_tables
     from copilot.bench.report import write_report
-    from copilot.bench.tables import paper_tables, to_csv, to_markdown
+    from copilot.bench.tables import glossary_markdown, paper_tables, to_csv, to_markdown
     from copilot.medflow.registry import report_columns
 
+    if ns.medical:  # which models are medical-domain (the table groups)
+        os.environ["MEDCOPILOT_MEDICAL_MODELS"] = ",".join(ns.medical)
     run = Path(ns.run)
     try:
         rows = read_results(run / "results.sqlite" if run.is_dir() else run)
@@ -142,7 +155,7 @@ def _bench_report(ns: argparse.Namespace) -> int:
             print(text)
         return 0
     tables = paper_tables(rows) + process_tables(rows)
-    text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables)
+    text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables) + glossary_markdown()
     if ns.output:
         Path(ns.output).write_text(text, encoding="utf-8")
         print(ns.output)
@@ -362,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--out", default=None, help="run folder: add the scored answers to its results.sqlite")
     score.add_argument("--model", default=None, help="model name of the answers (default: the file's stem)")
     score.add_argument("--track", choices=["A", "B", "C"], default="C", help="track of the answers (with --out)")
+    score.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
+                       help="a scoring option where the paper is ambiguous (copilot/bench/rules.py)")  # fmt: skip
     score.set_defaults(func=_bench_score)
     brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
     brun.add_argument("--cases", required=True)
@@ -376,13 +391,23 @@ def build_parser() -> argparse.ArgumentParser:
     brun.add_argument("--seed", type=int, default=0, help="sampling seed recorded in the result key")
     brun.add_argument("--ops", default=None, choices=["all", "segmentation", "registration", "vista3d", "none"],
                       help="Track B operation set (default all; none: the unregistered control)")  # fmt: skip
+    brun.add_argument("--protocol", choices=["harness", "paper"], default="harness",
+                      help="tools the model sees: the product surface, or exactly the paper's (no guards)")  # fmt: skip
+    brun.add_argument("--base-url", default=None, help="OpenAI-compatible service (default: $OPENAI_BASE_URL)")
+    brun.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
+                      help="a scoring option where the paper is ambiguous (recorded; use its own --out)")  # fmt: skip
     _backend_option(brun)
     brun.set_defaults(func=_bench_run)
+    from copilot.medflow.trackc import add_trackc_parser
+
+    add_trackc_parser(bsub)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
     breport.add_argument("--format", choices=["html", "md", "csv", "json"], default="html")
     breport.add_argument("--output", default=None, help="file to write (default: report.html, or stdout)")
     breport.add_argument("--pages", action="store_true", help="also rewrite every episode page from its trace")
+    breport.add_argument("--medical", action="append", default=None, metavar="NAME",
+                         help="a medical-domain model name pattern (repeatable; default: a built-in list)")  # fmt: skip
     breport.set_defaults(func=_bench_report)
     montage = bsub.add_parser("montage", help="Track C slice montages of case packs")
     montage.add_argument("--cases", required=True)

@@ -105,6 +105,7 @@ def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any 
     return new_session(
         head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
         case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder, viewer=viewer,
+        protocol=head.get("protocol"),
     )  # fmt: skip
 
 

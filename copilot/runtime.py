@@ -17,7 +17,9 @@ from copilot.trace.recorder import TraceRecorder
 from copilot.viewer.protocol import Viewer
 
 
-def session_header(case: CaseLike, track: str, ops: str | None = None, backend: str = "embedded") -> dict[str, Any]:
+def session_header(
+    case: CaseLike, track: str, ops: str | None = None, backend: str = "embedded", protocol: str | None = None
+) -> dict[str, Any]:
     """What a replay needs to rebuild the same session."""
     return {
         "backend": backend,
@@ -28,6 +30,7 @@ def session_header(case: CaseLike, track: str, ops: str | None = None, backend: 
         "case_inputs": case.inputs,
         "track": track,
         **({"ops": ops} if ops else {}),
+        **({"protocol": protocol} if protocol else {}),
         "png_encoder": PNG_ENCODER,
         "medcopilot_version": copilot.__version__,
     }
@@ -45,16 +48,19 @@ def new_session(
     case_root: Path | None = None,
     case_inputs: dict[str, Any] | None = None,
     png_encoder: str = PNG_ENCODER,
+    protocol: str | None = None,
 ) -> Session:
     """A session of a viewer kind on a backend (or on `viewer`, e.g. a live QuPath), nothing opened yet.
 
     A backend the kind does not have falls back to the embedded viewer (slides stay on it); `case_root` and
-    `case_inputs` replace the case's own (a replay against a moved case folder).
+    `case_inputs` replace the case's own (a replay against a moved case folder); `protocol` picks the tools a
+    model sees (`copilot.tools.protocols`).
     """
     kind = viewer_kind(kind_name)
     if viewer is None:
         viewer = kind.viewer(backend if backend in kind.backends else "embedded")
-    return Session(viewer, registry_view(kind.registry, ops), case_root, case_inputs, track, trace, case, png_encoder)
+    registry = registry_view(kind.registry, ops, protocol)
+    return Session(viewer, registry, case_root, case_inputs, track, trace, case, png_encoder)
 
 
 def open_session(
@@ -65,20 +71,25 @@ def open_session(
     viewer: Any = None,
     ops: str | None = None,
     backend: str = "embedded",
+    protocol: str | None = None,
 ) -> Session:
     """A session on a case pack (a folder or already read) or any study; with `preload`, the system opens its
     inputs (recorded in the trace).
 
     `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); otherwise `backend` picks
     the kind's viewer ("embedded", or "slicer" for radiology: Slicer's MRML libraries). `ops` limits Track B
-    to one operation set (`copilot.tools.operation_sets`).
+    to one operation set (`copilot.tools.operation_sets`); `protocol` picks the tools a model sees
+    (`copilot.tools.protocols`); with a protocol, the trace header lists those tools.
     """
     case: CaseLike = load_case(case_dir) if isinstance(case_dir, str | Path) else case_dir
     kind = viewer_kind(case.kind)
     backend = backend if backend in kind.backends else "embedded"  # e.g. slides stay on the embedded viewer
-    header = session_header(case, track, ops, backend)
+    header = session_header(case, track, ops, backend, protocol)
+    if protocol:
+        header["tools"] = [s.name for s in registry_view(kind.registry, ops, protocol).specs(track)]
     trace = TraceRecorder(trace_dir, header) if trace_dir is not None else None
-    session = new_session(case.kind, backend=backend, viewer=viewer, ops=ops, track=track, trace=trace, case=case)
+    session = new_session(case.kind, backend=backend, viewer=viewer, ops=ops, track=track, trace=trace, case=case,
+                          protocol=protocol)  # fmt: skip
     if preload:
         outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:

@@ -97,11 +97,12 @@ def test_tables_hand_computed_from_rows() -> None:
     ]
     t1 = table1(rows)
     labels = [r[0].text() for r in t1.rows]
-    assert labels == ["m1 (budget 5)", "m1 (budget 20)", "Mean over reported"]
-    assert _cells(t1, 1)[1:] == ["0.00", "0.00", "0.50", "0.50", "0.50", "0.60", "0.60", "1.00", "0.37", "0.37", "0.75"]
-    assert _cells(t1, 0)[3:6] == ["0.00", "0.00", "0.00"] and _cells(t1, 0)[9] == "—"  # no lung: no Model Avg.
+    assert labels == ["m1 (budget 20)", "m1 (budget 5)"]  # the budget-5 run is a budget-study row, in no mean
+    assert [g for _, g in t1.groups] == ["General-purpose models", "Budget study (Table 7; not in means)"]
+    assert _cells(t1, 0)[1:] == ["0.00", "0.00", "0.50", "0.50", "0.50", "0.60", "0.60", "1.00", "0.37", "0.37", "0.75"]
+    assert _cells(t1, 1)[3:6] == ["0.00", "0.00", "0.00"] and _cells(t1, 1)[9] == "—"  # no lung: no Model Avg.
     t5 = table5(rows)
-    c5 = _cells(t5, 1)
+    c5 = _cells(t5, 0)
     assert c5[1:7] == ["1.00", "0.00", "—", "—", "—", "—"]  # NML right, T2 wrong, unscorable field left out
     assert c5[12:18] == ["0.60", "1.00", "1.00", "1.00", "0.00", "0.00"]  # lung Task then Q1..Q5 accuracy
     t3 = table3(rows)  # Track B segmentation on brain: 1.00 against Track A (budget 20) 0.50 → ↑ 0.50
@@ -115,10 +116,11 @@ def test_tables_hand_computed_from_rows() -> None:
     t7 = table7(rows)
     assert [r[1].text() for r in t7.rows] == ["5", "20"] and _cells(t7, 0)[10:13] == ["0.00", "0.00", "0.00"]
     md = to_markdown(t1)
-    assert "| Model | Longitudinal MRI / Task |" in md and "| m1 (budget 20) | 0.00 | 0.00 | 0.50 |" in md
+    assert "| Model | Longitudinal MRI / Task |" in md
+    assert "| m1 (budget 20) | 0.00 n=1 | 0.00 n=1 | 0.50 n=2 [0.00, 1.00] |" in md  # n and 95% CI per cell
     csv_text = to_csv(paper_tables(rows))
-    assert "table1,Models,m1 (budget 20),Model Avg. / Loc.,0.750000," in csv_text
-    assert "table6,Matched to Track A,m1,Brain MRI / Strict,0.000000,-0.500000" in csv_text
+    assert "table1,General-purpose models,m1 (budget 20),Model Avg. / Loc.,0.750000," in csv_text
+    assert "table6,Matched to Track A,m1 vs A b20,Brain MRI / Strict,0.000000,-0.500000,1," in csv_text
     html_text = "".join(__import__("copilot.bench.tables", fromlist=["to_html"]).to_html(t) for t in (t3, t6))
     assert 'class="up"' in html_text and 'class="strict down"' in html_text and 'class="same"' in html_text
 
@@ -144,7 +146,7 @@ def test_old_results_database_is_refused(tmp_path: Path) -> None:
         conn.execute(
             "CREATE TABLE results (case_id TEXT, policy TEXT, track TEXT, PRIMARY KEY (case_id, policy, track))"
         )
-    with pytest.raises(SchemaError, match=r"schema 1.*schema 2"):
+    with pytest.raises(SchemaError, match=r"schema 1.*schema 3"):
         ResultsDB(old)
     proc = subprocess.run([*CLI, "bench", "report", str(tmp_path), "--format", "csv"], capture_output=True, text=True)
     assert proc.returncode == 2 and "results schema 1" in proc.stderr
@@ -188,7 +190,8 @@ def test_perfect_answers_scored_with_details_and_problems_reported(packs: dict[s
     rows = read_results(run / "results.sqlite")
     assert {(r["model"], r["track"], r["task"], r["strict"]) for r in rows} == {("oracle", "C", 1.0, 1.0)}
     t6 = table6(rows)
-    assert t6.groups == [(0, "Alt. only")] and _cells(t6, 0)[1:] == ["1.00"] * 8
+    # the lung Strict passed the source-series check unchecked (no trace): marked †, never silently
+    assert t6.groups == [(0, "Alt. only")] and _cells(t6, 0)[1:] == ["1.00"] * 6 + ["1.00†", "1.00"]
     table = subprocess.run(
         [*CLI, "bench", "score", "--cases", str(root), "--answers", str(answers)], capture_output=True, text=True
     ).stdout

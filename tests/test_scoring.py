@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
+from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import Truth
 from copilot.cases.annotations import Annotation, to_geojson
 from copilot.cases.brain import make_brain_case
@@ -111,7 +112,8 @@ def test_longitudinal_corruptions(cases: dict[str, Path]) -> None:
     assert _scores(case, flipped) == (1.0, 0.0, None)
     unscorable = perfect.replace("NEW_NON_TARGET_LESION: NO", "NEW_NON_TARGET_LESION: YES")
     assert _scores(case, unscorable) == (1.0, 1.0, None)
-    assert _scores(case, perfect.replace("T2_PROGRESSION: NO", "T2_PROGRESSION: UNKNOWN"))[:2] == (0.0, 0.0)
+    # Task is the RANO label alone: a malformed evidence field fails Strict only
+    assert _scores(case, perfect.replace("T2_PROGRESSION: NO", "T2_PROGRESSION: UNKNOWN"))[:2] == (1.0, 0.0)
 
 
 def _wsi(obj: dict) -> str:
@@ -178,13 +180,17 @@ def test_hand_computed_radiology_geometry(tmp_path: Path) -> None:
     mask = Volume("mask", data, m)
     case = _fixture_case(tmp_path, "brain_mri", mask, {"label": "A"})
     truth = Truth(load_case(case))
+    wide = ScoringRules(key_slice_range="voxel_extent")
     for axis, lo, hi in (("R", 13.0, 17.0), ("A", 21.5, 24.5), ("S", 47.5, 52.5)):
+        assert truth.slice_in_extent(axis, lo, wide) and truth.slice_in_extent(axis, hi, wide)
+        assert not truth.slice_in_extent(axis, lo - 0.01, wide) and not truth.slice_in_extent(axis, hi + 0.01, wide)
+    for axis, lo, hi in (("R", 14.0, 16.0), ("A", 23.0, 23.0), ("S", 50.0, 50.0)):  # the paper's reading: centres
         assert truth.slice_in_extent(axis, lo) and truth.slice_in_extent(axis, hi)
         assert not truth.slice_in_extent(axis, lo - 0.01) and not truth.slice_in_extent(axis, hi + 0.01)
     assert truth.ras_hit((14.0, 23.0, 50.0)) and truth.ras_hit((16.9, 24.4, 52.4))  # nearest voxel (3, 1, 4)
     assert not truth.ras_hit((17.1, 23.0, 50.0))  # nearest voxel i = 4
     assert not truth.ras_hit((14.0, 24.6, 50.0))  # nearest voxel j = 2
-    text = evidence_block({"S": 52.5, "R": 13.0, "A": 21.5}, (15.0, 23.0, 50.0)) + "ANSWER: A"
+    text = evidence_block({"S": 50.0, "R": 14.0, "A": 23.0}, (15.0, 23.0, 50.0)) + "ANSWER: A"
     assert _scores(case, text) == (1.0, 1.0, 1.0)
 
 
@@ -197,7 +203,9 @@ def test_hand_computed_extent_on_an_oblique_mask(tmp_path: Path) -> None:
     data[0, 0, 0] = 1
     case = _fixture_case(tmp_path, "brain_mri", Volume("m", data, m), {"label": "A"})
     truth = Truth(load_case(case))
-    assert truth.slice_in_extent("R", 2 * c * 2 / 2 - 1e-6) and not truth.slice_in_extent("R", 2 * c + 0.01)
+    wide = ScoringRules(key_slice_range="voxel_extent")
+    assert truth.slice_in_extent("R", 2 * c * 2 / 2 - 1e-6, wide) and not truth.slice_in_extent("R", 2 * c + 0.01, wide)
+    assert truth.slice_in_extent("R", 0.0) and not truth.slice_in_extent("R", 0.01)  # one voxel: its centre only
 
 
 def test_hand_computed_wsi_geometry(tmp_path: Path) -> None:
@@ -229,14 +237,14 @@ def test_hand_computed_brain_deep_voxel_is_inside() -> None:
 
 
 def test_hand_computed_lung_gate(tmp_path: Path) -> None:
-    """A 2×2×1 lesion at voxels i=1..2, j=1..2, k=1 of a 10 mm grid at the origin: R∈[5, 25], A∈[5, 25],
-    S∈[5, 15]. Four of five answers right → 0.8 when the gate holds, 0 when one key slice misses."""
+    """A 2×2×1 lesion at voxels i=1..2, j=1..2, k=1 of a 10 mm grid at the origin: voxel centres R∈[10, 20],
+    A∈[10, 20], S = 10. Four of five answers right → 0.8 when the gate holds, 0 when one key slice misses."""
     m = np.diag([10.0, 10.0, 10.0, 1.0])
     data = np.zeros((3, 4, 4), np.float32)
     data[1, 1:3, 1:3] = 1
     truth = {"answers": {"1": "A", "2": "B", "3": "A", "4": "A", "5": "C"}, "source_series": "CT"}
     case = _fixture_case(tmp_path, "lung_petct", Volume("mask", data, m), truth)
-    good = {"S": 15.0, "R": 5.0, "A": 25.0}
+    good = {"S": 10.0, "R": 10.0, "A": 20.0}
     assert _scores(case, evidence_block(good, (20.0, 20.0, 10.0)) + "1A2B3A4A5B") == (0.8, 0.8, 1.0)
-    assert _scores(case, evidence_block({**good, "S": 15.01}, (20.0, 20.0, 10.0)) + "1A2B3A4A5B") == (0.8, 0.0, 1.0)
+    assert _scores(case, evidence_block({**good, "S": 10.01}, (20.0, 20.0, 10.0)) + "1A2B3A4A5B") == (0.8, 0.0, 1.0)
     assert _scores(case, evidence_block(good, (26.0, 20.0, 10.0)) + "1A2B3A4A5C") == (1.0, 0.0, 0.0)

@@ -150,7 +150,7 @@ class ChatAgent:
     # ----- episode -----
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         deadline = time.monotonic() + self.settings.wall_clock_s
-        prompt = task_prompt(case, budget)
+        prompt = task_prompt(case, budget, getattr(session, "protocol", None))
         pathology = viewer_kind(case.kind).stepwise
         tools = [
             {
@@ -219,8 +219,9 @@ class ChatAgent:
         if pathology:
             shot = session.call(name, args, actor="system")
             text = pathology_round(
-                task, shot.result.get("direct_state_summary", ""), shot.result.get("gui_state_summary", "")
-            )
+                task, shot.result.get("direct_state_summary", ""), shot.result.get("gui_state_summary", ""),
+                getattr(session, "protocol", None),
+            )  # fmt: skip
             return [{"type": "text", "text": text}, *_image_parts(shot.images, detail)]
         views = session.call(name, args, actor="system")
         inventory = _inventory_text(views.result.get("inventory", []))
@@ -277,7 +278,8 @@ class ChatAgent:
             if summary is None or not images:
                 state = session.call("focus_qupath", {}, actor="system")
                 summary, images = state.result, images or state.images
-            text = pathology_round(task, summary.get("direct_state_summary", ""), summary.get("gui_state_summary", ""))
+            text = pathology_round(task, summary.get("direct_state_summary", ""), summary.get("gui_state_summary", ""),
+                                   getattr(session, "protocol", None))  # fmt: skip
             out.append(
                 {"role": "user", "content": [{"type": "text", "text": text}, *_image_parts(images[-1:], detail)]}
             )

@@ -16,7 +16,12 @@ class _Defaults(dict):
         return f"<{key}>"
 
 
-def template(name: str) -> str:
+def template(name: str, protocol: str | None = None) -> str:
+    """A prompt template; under the `paper` protocol, the paper's own (resources/prompts/paper/, see SOURCES.json)."""
+    if protocol == "paper":
+        paper = resources_dir() / "prompts" / "paper" / f"{name}.txt"
+        if paper.is_file():
+            return paper.read_text(encoding="utf-8")
     return (resources_dir() / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
 
 
@@ -36,19 +41,22 @@ def _fields(case: CasePack, budget: int) -> dict[str, Any]:
     return fields
 
 
-def task_prompt(case: CasePack, budget: int = DEFAULT_BUDGET) -> TaskPrompt:
-    """System instruction and task text for a case (the scene inventory or screenshots are attached apart)."""
+def task_prompt(case: CasePack, budget: int = DEFAULT_BUDGET, protocol: str | None = None) -> TaskPrompt:
+    """System instruction and task text for a case (the scene inventory or screenshots are attached apart); the
+    paper protocol has a system instruction per radiology module."""
     if not (resources_dir() / "prompts" / f"{case.module}.txt").is_file() or not case.module:
         raise ValueError(
             f"no benchmark task for this study (module {case.module!r}); ask the model a question instead (study mode)"
         )
     fields = _Defaults(_fields(case, budget))
-    system = template(f"{case.kind}_system")
-    return TaskPrompt(system.format_map(fields), template(case.module).format_map(fields))
+    own = resources_dir() / "prompts" / "paper" / f"{case.module}_system.txt"
+    name = f"{case.module}_system" if protocol == "paper" and own.is_file() else f"{case.kind}_system"
+    system = template(name, protocol)
+    return TaskPrompt(system.format_map(fields), template(case.module, protocol).format_map(fields))
 
 
-def pathology_round(task: str, direct_state_summary: str, gui_state_summary: str) -> str:
+def pathology_round(task: str, direct_state_summary: str, gui_state_summary: str, protocol: str | None = None) -> str:
     """The per-round observation text of the pathology protocol."""
-    return template("pathology_round").format(
+    return template("pathology_round", protocol).format(
         task=task, direct_state_summary=direct_state_summary, gui_state_summary=gui_state_summary
     )

@@ -9,7 +9,7 @@ from statistics import median
 from typing import Any
 
 from copilot.bench.coverage import MAG_BINS
-from copilot.bench.tables import Cell, Table, _label, _mean, configurations
+from copilot.bench.tables import Cell, Table, _cfg, _label, _mean, configurations
 
 DIMENSIONS = (  # (metric key, column title, MedHarnessBench dimension)
     ("care_action_fulfillment", "Answered", "Care Action Fulfillment"),
@@ -62,12 +62,13 @@ def process_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def guard_table(rows: list[dict[str, Any]]) -> Table:
-    """Run-time workflow guard firings per model (summed over its episodes)."""
+    """Run-time workflow guard firings per model and protocol (summed over its episodes; the paper protocol has
+    no guards, so its rows are zero by construction)."""
     per_model: dict[str, Counter[str]] = defaultdict(Counter)
     episodes: Counter[str] = Counter()
     for r in rows:
-        episodes[r["model"]] += 1
-        per_model[r["model"]].update((r.get("process") or {}).get("workflow_guards", {}))
+        episodes[_who(r)] += 1
+        per_model[_who(r)].update((r.get("process") or {}).get("workflow_guards", {}))
     codes = list(GUARD_CODES) + sorted({c for m in per_model.values() for c in m} - set(GUARD_CODES))
     header = [[("Model", 1), ("Episodes", 1)] + [(c, 1) for c in codes] + [("Episodes with a warning", 1)]]
     t = Table(
@@ -79,7 +80,7 @@ def guard_table(rows: list[dict[str, Any]]) -> Table:
         header,
     )
     for model in sorted(episodes):
-        warned = sum(1 for r in rows if r["model"] == model and (r.get("process") or {}).get("workflow_guards"))
+        warned = sum(1 for r in rows if _who(r) == model and (r.get("process") or {}).get("workflow_guards"))
         t.rows.append(
             [
                 Cell(model, "label"),
@@ -89,6 +90,12 @@ def guard_table(rows: list[dict[str, Any]]) -> Table:
             ]
         )
     return t
+
+
+def _who(row: dict[str, Any]) -> str:
+    """A row's model, with its protocol when it is not the product's."""
+    protocol = row.get("protocol", "harness")
+    return row["model"] if protocol == "harness" else f"{row['model']} ({protocol})"
 
 
 def coverage_table(rows: list[dict[str, Any]]) -> Table:
@@ -104,8 +111,9 @@ def coverage_table(rows: list[dict[str, Any]]) -> Table:
         "coverage",
         "Exploration coverage",
         "Radiology: share of episodes whose shown planes cut the lesion, median call that first showed it. "
-        "Pathology (positive slides): unconditional hit rate = share of episodes with a field at that "
-        "magnification overlapping a ground-truth ROI; conditional = the same among episodes that hit at "
+        "Pathology (positive slides): unconditional hit rate = share of episodes with a field the agent asked "
+        "for (system views such as the opening overview excluded) at that magnification overlapping a "
+        "ground-truth ROI; conditional = the same among episodes that hit at "
         "the previous magnification.",
         header,
     )
@@ -151,9 +159,7 @@ def stability(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (configuration, case) with two or more repeats: answer and Strict agreement, trace divergence."""
     by_case: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        by_case[
-            (*[r[k] for k in ("model", "policy", "track", "ops", "budget", "backend", "seed")], r["case_id"])
-        ].append(r)
+        by_case[(*_cfg(r), r["case_id"])].append(r)
     out = []
     for key, g in sorted(by_case.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if len(g) < 2:

@@ -42,7 +42,7 @@ def _plane_hits(plane: dict[str, Any], extent: dict[str, tuple[float, float]]) -
 
 def radiology_coverage(events: list[dict[str, Any]], truth: Truth) -> dict[str, Any]:
     shown = [p for e in events for p in shown_planes(e)]
-    bounds = {a: truth.slice_extent(a) for a in "RAS"}
+    bounds = {a: truth.slice_extent(a, widen=True) for a in "RAS"}
     out: dict[str, Any] = {"kind": "radiology", "planes": len(shown)}
     out["shown"] = {a: sorted({round(p["offset"], 3) for p in shown if p["axis"] == a}) for a in "SRA"}
     if any(v is None for v in bounds.values()):
@@ -112,9 +112,12 @@ def _slide_size(events: list[dict[str, Any]]) -> tuple[float, float]:
 
 
 def episode_coverage(events: list[dict[str, Any]], case: CasePack) -> dict[str, Any]:
-    """Coverage from every call that returned images to the agent (the system's opening views included)."""
+    """Coverage from the calls that returned images to the agent. Radiology counts the system's opening views
+    (they are attached to the prompt); pathology hit rates count only the fields the agent itself asked for
+    (system actions, such as the slide overview of `load_case` or the per-round screenshot, are not
+    exploration: PathAgentBench's hit rates measure where the agent navigated)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     truth = Truth(case)
     if case.kind == "radiology":
         return radiology_coverage(shown, truth)
-    return pathology_coverage(shown, truth, case)
+    return pathology_coverage([e for e in shown if e.get("actor") != "system"], truth, case)

@@ -273,7 +273,8 @@ def render_episode(
     coverage = process.get("coverage") or {}
     loc = "—" if row["loc"] is None else f"{row['loc']:.2f}"
     title = (
-        f"{row['case_id']} · {row['model']} · track {row['track']} · budget {row['budget']} · repeat {row['repeat']}"
+        f"{row['case_id']} · {row['model']} · track {row['track']} · {row.get('protocol', 'harness')} protocol · "
+        f"budget {row['budget']} · repeat {row['repeat']}"
     )
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"

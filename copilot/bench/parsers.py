@@ -84,6 +84,32 @@ def parse_rano(text: str) -> RanoAnswer:
 
 
 @dataclass(frozen=True)
+class PartialRano:
+    label: str
+    fields: dict[str, str]  # the fields given well-formed (missing or malformed ones left out)
+    problems: list[str]
+
+
+def parse_rano_partial(text: str) -> PartialRano:
+    """The A–D RANO answer (required) and whichever of the six fields are given well-formed (problems named)."""
+    clean = _clean(text)
+    label = parse_answer_letter(clean, "ABCD")
+    fields: dict[str, str] = {}
+    problems: list[str] = []
+    for key in RANO_FIELDS:
+        try:
+            value = _field_values(clean, [key])[key].strip().strip(".").upper()
+        except ParseError as exc:
+            problems.append(str(exc))
+            continue
+        if value not in ("YES", "NO"):
+            problems.append(f"{key} must be YES or NO, got {value!r}")
+            continue
+        fields[key] = value
+    return PartialRano(label, fields, problems)
+
+
+@dataclass(frozen=True)
 class Evidence:
     key_slices: dict[str, float]  # axis letter (S, R, A) → mm
     ras: tuple[float, float, float]

@@ -27,7 +27,8 @@ th,td{border:1px solid #bbb;padding:4px 8px;text-align:right} th{background:#eee
 td.strict{background:#fff7d6} td.loc{background:#e3f0ff} .muted{color:#888} svg{margin:6px 18px 6px 0}
 td.field{background:#f1f1f1} td.up{background:#d4f4d4} td.down{background:#f8d4d4} td.same{background:#e4e4e4}
 tr.group td{background:#fafafa;font-weight:600} p.caption{font-size:12px;color:#555;max-width:1100px}
-nav a{margin-right:12px}
+nav a{margin-right:12px} small.ci{color:#555;font-size:10px;white-space:nowrap} .err,td.error{color:#b00}
+dl.glossary dt{font-weight:600;margin-top:4px} dl.glossary dd{margin:0 0 0 18px;font-size:13px}
 """
 
 
@@ -40,20 +41,22 @@ def _fmt(v: float | None) -> str:
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """(track, policy, module) → n, task, strict, loc."""
+    """(track, policy, module) → n (episodes), task, strict, loc (over the scored ones: errored episodes
+    are counted in `errors`, never averaged as zeros)."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["track"], r["policy"], r["module"])].append(r)
-    return {
-        key: {
+    out = {}
+    for key, g in groups.items():
+        ok = [r for r in g if r["status"] != "error"]
+        out[key] = {
             "n": len(g),
-            "task": _mean([r["task"] for r in g]),
-            "strict": _mean([r["strict"] for r in g]),
-            "loc": _mean([r["loc"] for r in g if r["loc"] is not None]),
-            "errors": sum(r["status"] == "error" for r in g),
+            "task": _mean([r["task"] for r in ok]),
+            "strict": _mean([r["strict"] for r in ok]),
+            "loc": _mean([r["loc"] for r in ok if r["loc"] is not None]),
+            "errors": len(g) - len(ok),
         }
-        for key, g in groups.items()
-    }
+    return out
 
 
 def _main_table(track: str, stats: dict[tuple[str, str, str], dict[str, Any]], columns: dict[str, Column]) -> str:
@@ -67,8 +70,9 @@ def _main_table(track: str, stats: dict[tuple[str, str, str], dict[str, Any]], c
     for p in policies:
         cells = []
         for m in modules:
-            s = stats.get((track, p, m), {"task": None, "strict": None, "loc": None})
-            cells.append(f"<td>{_fmt(s['task'])}</td><td class=strict>{_fmt(s['strict'])}</td>")
+            s = stats.get((track, p, m), {"task": None, "strict": None, "loc": None, "errors": 0, "n": 0})
+            err = f' <span class="err">error {s["errors"]}/{s["n"]}</span>' if s.get("errors") else ""
+            cells.append(f"<td>{_fmt(s['task'])}{err}</td><td class=strict>{_fmt(s['strict'])}</td>")
             if columns[m].has_loc:
                 cells.append(f"<td class=loc>{_fmt(s['loc'])}</td>")
         body.append(f'<tr><td class="l">{html.escape(p)}</td>{"".join(cells)}</tr>')
@@ -116,7 +120,8 @@ def _gap_chart(stats: dict[tuple[str, str, str], dict[str, Any]]) -> str:
 
 
 ROW_DEFAULTS: dict[str, Any] = {  # rows that predate a key column (the run's database fills them all)
-    "ops": "", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "details": {}, "process": {},
+    "ops": "", "protocol": "harness", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "details": {},
+    "process": {},
 }  # fmt: skip
 
 
@@ -132,7 +137,7 @@ def _episode_link(r: dict[str, Any], run_dir: Path | None) -> str:
 def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_dir: str | Path | None = None) -> str:
     """The report page; `columns` lists the benchmark modules in table order; `run_dir` finds episode pages."""
     from copilot.bench.analysis import process_tables
-    from copilot.bench.tables import paper_tables, to_html
+    from copilot.bench.tables import glossary_html, paper_tables, to_html
 
     run = Path(run_dir) if run_dir is not None else None
     rows = [{**ROW_DEFAULTS, "model": r.get("policy"), **r} for r in rows]
@@ -142,12 +147,14 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
     tracks = sorted({r["track"] for r in rows})
     tables = paper_tables(rows) + process_tables(rows)
     nav = "".join(f'<a href="#{t.key}">{html.escape(t.title.split(":")[0])}</a>' for t in tables)
+    nav += '<a href="#glossary">Glossary</a>'
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>MedFlow report</title><style>{CSS}</style>"
         f"</head><body><h1>MedFlow benchmark report</h1><p>{len(rows)} episodes; written "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}; scores are fractions (0–1).</p><nav>{nav}</nav>"
     ]
     parts += [to_html(t) for t in tables]
+    parts.append(glossary_html())
     for track in tracks:
         parts.append(f"<h2>Track {html.escape(track)}: every module</h2>{_main_table(track, stats, known)}")
     parts.append("<h2>Score distributions</h2><div>")
@@ -167,10 +174,11 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
         guards = sum((r.get("process") or {}).get("workflow_guards", {}).values())
         body.append(
             f'<tr><td class="l">{html.escape(r["case_id"])}</td><td class="l">{r["module"]}</td>'
-            f'<td class="l">{html.escape(r["model"])}</td><td>{r["track"]}{"/" + r["ops"] if r["ops"] else ""}</td>'
+            f'<td class="l">{html.escape(r["model"])}</td><td>{r["track"]}{"/" + r["ops"] if r["ops"] else ""}'
+            f'{" paper" if r["protocol"] == "paper" else ""}</td>'
             f"<td>{r['budget']}</td><td>{r['repeat']}</td><td>{r['status']}</td>"
             f"<td>{_fmt(r['task'])}</td><td>{_fmt(r['strict'])}</td><td>{_fmt(r['loc'])}</td><td>{guards}</td>"
-            f'<td class="l">{html.escape(r["parse_error"] or "")}</td>'
+            f'<td class="l">{html.escape(r["parse_error"] or r.get("error") or "")}</td>'
             f'<td class="l">{_episode_link(r, run)}</td></tr>'
         )
     parts.append(f'<table class="episodes"><tr>{head}</tr>{"".join(body)}</table></body></html>')

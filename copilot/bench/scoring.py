@@ -1,8 +1,10 @@
 """MedFlow scoring (Table 4 / Appendix C.1 of the paper), from a case's hidden truth and a response text.
 
 Geometry (the benchmark's correctness depends on it):
-- a key-slice offset on RAS axis X passes when it lies in the mask's physical extent along X: the
-  voxel centres' X range widened by half a voxel's extent along X;
+- a key-slice offset on RAS axis X passes when it lies in the mask's RAS range along X: the range of the
+  mask voxel centres' X coordinates (Table 4: "within the hidden tumor-mask RAS axis ranges"), with a
+  tolerance of 0.005 mm for offsets printed to 0.01 mm (rule `key_slice_range`; `voxel_extent` widens the
+  range by half a voxel, the physical extent of the outermost voxels);
 - a RAS point hits when its nearest voxel (RAS→IJK, rounded) is a mask voxel > 0;
 - a WSI point hits when it lies in or on a polygon of the right class and, for lymph-node slides, in
   no "Exclusion" polygon;
@@ -30,6 +32,7 @@ import numpy as np
 import SimpleITK as sitk
 
 from copilot.bench import parsers as P
+from copilot.bench.rules import DEFAULT_RULES, ScoringRules
 from copilot.cases.annotations import Annotation, read_geojson
 from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import CasePack
@@ -37,6 +40,7 @@ from copilot.engine.geometry import nearest_voxel
 from copilot.engine.volume import affine_from_sitk
 
 AXIS_INDEX = {"R": 0, "A": 1, "S": 2}
+KEY_SLICE_TOL_MM = 0.005  # half the last digit of an offset printed to 0.01 mm
 BRAIN_LETTERS = "ABCDEF"
 RANO_LETTERS = "ABCD"
 
@@ -104,20 +108,22 @@ class Truth:
         path = self.hidden / "annotations.geojson"
         return read_geojson(path) if path.is_file() else []
 
-    def slice_extent(self, axis: str) -> tuple[float, float] | None:
-        """The mask's physical extent along a RAS axis (voxel centres widened by half a voxel)."""
+    def slice_extent(self, axis: str, widen: bool = False) -> tuple[float, float] | None:
+        """The mask's RAS range along an axis: its voxel centres' range, or with `widen` the physical extent
+        (centres widened by half a voxel, used for coverage: a plane through the outer half-voxel cuts it)."""
         if self.mask is None or len(self.mask_voxels) == 0:
             return None
         m = self.mask.ijk_to_ras
         row = AXIS_INDEX[axis]
         coords = self.mask_voxels @ m[row, :3] + m[row, 3]
-        half = 0.5 * float(np.abs(m[row, :3]).sum())
+        half = 0.5 * float(np.abs(m[row, :3]).sum()) if widen else 0.0
         return float(coords.min() - half), float(coords.max() + half)
 
-    def slice_in_extent(self, axis: str, offset: float) -> bool:
-        """Key-slice rule: offset within the mask's physical extent along a RAS axis."""
-        extent = self.slice_extent(axis)
-        return extent is not None and bool(extent[0] - 1e-9 <= offset <= extent[1] + 1e-9)
+    def slice_in_extent(self, axis: str, offset: float, rules: ScoringRules = DEFAULT_RULES) -> bool:
+        """Key-slice rule: offset within the mask's RAS range along an axis (rule `key_slice_range`)."""
+        extent = self.slice_extent(axis, widen=rules.key_slice_range == "voxel_extent")
+        tol = KEY_SLICE_TOL_MM
+        return extent is not None and bool(extent[0] - tol <= offset <= extent[1] + tol)
 
     def ras_hit(self, ras: tuple[float, float, float]) -> bool:
         if self.mask is None:
@@ -140,14 +146,14 @@ def _field(given: Any, truth: Any) -> dict[str, Any]:
     return {"given": given, "truth": truth, "correct": given == truth}
 
 
-def _slice_checks(truth: Truth, ev: P.Evidence) -> list[dict[str, Any]]:
-    """One check per key slice: the offset against the mask's extent along its RAS axis."""
+def _slice_checks(truth: Truth, ev: P.Evidence, rules: ScoringRules) -> list[dict[str, Any]]:
+    """One check per key slice: the offset against the mask's RAS range along its axis."""
     out = []
     for axis, value in ev.key_slices.items():
-        lo_hi = truth.slice_extent(axis)
+        lo_hi = truth.slice_extent(axis, widen=rules.key_slice_range == "voxel_extent")
         out.append({"kind": "key_slice", "axis": axis, "value": value,
                     "extent": None if lo_hi is None else [round(lo_hi[0], 4), round(lo_hi[1], 4)],
-                    "ok": truth.slice_in_extent(axis, value)})  # fmt: skip
+                    "ok": truth.slice_in_extent(axis, value, rules)})  # fmt: skip
     return out
 
 
@@ -156,13 +162,17 @@ def _ras_check(truth: Truth, ev: P.Evidence) -> dict[str, Any]:
     return {"kind": "ras", "ras": list(ev.ras), "voxel": list(vox) if vox else None, "ok": truth.ras_hit(ev.ras)}
 
 
-def _series_checks(truth: Truth, provenance: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Lung gate: key slices and RAS point taken on the designated source series (from the trace)."""
+def _series_checks(truth: Truth, provenance: dict[str, Any] | None, rules: ScoringRules) -> list[dict[str, Any]]:
+    """Lung gate: key slices and RAS point taken on the designated source series (from the trace). Without a
+    trace (Track C) the check cannot be made: rule `untraced_source_series` passes it (the paper scores
+    runtime-agnostic answers "by the same parsers") or fails it; the check says which, and the tables mark it."""
     expected = truth.data.get("source_series")
     if not expected:
         return []
     if provenance is None:
-        return [{"kind": "source_series", "item": "all", "expected": expected, "series": None, "ok": None,
+        ok = None if rules.untraced_source_series == "pass" else False
+        return [{"kind": "source_series", "item": "all", "expected": expected, "series": None, "ok": ok,
+                 "unchecked": True, "rule": f"untraced_source_series={rules.untraced_source_series}",
                  "note": "no trace: provenance not checkable"}]  # fmt: skip
     return [{"kind": "source_series", "item": item, "expected": expected, "series": provenance.get(item),
              "ok": provenance.get(item) == expected} for item in ("key_slices", "ras")]  # fmt: skip
@@ -172,36 +182,45 @@ def _result(cid: str, module: str, task: float, strict: float, loc: float | None
             answer: dict[str, Any] | None = None, fields: dict[str, Any] | None = None,
             evidence: list[dict[str, Any]] | None = None, gate: bool | None = None) -> CaseScore:  # fmt: skip
     details = {"answer": answer or {}, "fields": fields or {}, "evidence": evidence or [], "gate": gate}
+    unchecked = sorted({c["kind"] for c in evidence or [] if c.get("unchecked")})
+    if unchecked:
+        details["unchecked"] = unchecked  # gate items passed without being checked (shown in the tables)
     return CaseScore(cid, module, task, strict, loc, error, details)
 
 
-def score_brain(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+def score_brain(
+    truth: Truth, text: str, provenance: dict[str, Any] | None = None, rules: ScoringRules = DEFAULT_RULES
+) -> CaseScore:
     cid, has_mask, gt = truth.case.case_id, len(truth.mask_voxels) > 0, truth.data["label"]
+    no_mask_loc = None if rules.brain_no_tumour_loc == "excluded" else 0.0
     try:
         label = P.parse_answer_letter(text, BRAIN_LETTERS)
     except P.ParseError as exc:
-        return _result(cid, "brain_mri", 0.0, 0.0, 0.0 if has_mask else None, str(exc),
+        return _result(cid, "brain_mri", 0.0, 0.0, 0.0 if has_mask else no_mask_loc, str(exc),
                        fields={"label": _field(None, gt)})  # fmt: skip
     task = float(label == gt)
     fields = {"label": _field(label, gt)}
-    if not has_mask:  # no tumour: there is no evidence to check
-        return _result(cid, "brain_mri", task, task, None, answer={"label": label}, fields=fields, gate=True)
+    if not has_mask:  # no tumour: no evidence to check; Loc by rule `brain_no_tumour_loc`
+        return _result(cid, "brain_mri", task, task, no_mask_loc, answer={"label": label}, fields=fields, gate=True)
     try:
         ev = P.parse_evidence(text)
     except P.ParseError as exc:
         return _result(cid, "brain_mri", task, 0.0, 0.0, f"evidence: {exc}", {"label": label}, fields, gate=False)
-    slices, ras = _slice_checks(truth, ev), _ras_check(truth, ev)
+    slices, ras = _slice_checks(truth, ev, rules), _ras_check(truth, ev)
     gate = all(c["ok"] for c in slices)
     answer = {"label": label, "key_slices": ev.key_slices, "ras": list(ev.ras)}
     return _result(cid, "brain_mri", task, float(task == 1.0 and gate), float(ras["ok"]),
                    answer=answer, fields=fields, evidence=[*slices, ras], gate=gate)  # fmt: skip
 
 
-def score_longitudinal(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+def score_longitudinal(
+    truth: Truth, text: str, provenance: dict[str, Any] | None = None, rules: ScoringRules = DEFAULT_RULES
+) -> CaseScore:
+    """Task is the RANO label alone (Table 4); a missing or malformed evidence field fails only Strict."""
     cid, gt = truth.case.case_id, truth.data["label"]
     all_fields = dict(truth.data["fields"])
     try:
-        ans = P.parse_rano(text)
+        ans = P.parse_rano_partial(text)
     except P.ParseError as exc:
         fields = {"label": _field(None, gt)}
         fields.update({k: {**_field(None, v), "scorable": v is not None} for k, v in all_fields.items()})
@@ -215,11 +234,14 @@ def score_longitudinal(truth: Truth, text: str, provenance: dict[str, Any] | Non
         fields[key] = {"given": given, "truth": value, "scorable": value is not None,
                        "correct": None if value is None else given == value}  # fmt: skip
     gate = all(f["correct"] is not False for k, f in fields.items() if k != "label")
-    return _result(cid, "longitudinal_mri", task, float(task == 1.0 and gate), None,
+    error = f"evidence: {'; '.join(ans.problems)}" if ans.problems else None
+    return _result(cid, "longitudinal_mri", task, float(task == 1.0 and gate), None, error,
                    answer={"label": ans.label, **ans.fields}, fields=fields, gate=gate)  # fmt: skip
 
 
-def score_lung(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+def score_lung(
+    truth: Truth, text: str, provenance: dict[str, Any] | None = None, rules: ScoringRules = DEFAULT_RULES
+) -> CaseScore:
     cid, has_mask = truth.case.case_id, len(truth.mask_voxels) > 0
     expected = truth.data["answers"]
     try:
@@ -241,7 +263,7 @@ def score_lung(truth: Truth, text: str, provenance: dict[str, Any] | None = None
     except P.ParseError as exc:
         return _result(cid, "lung_petct", task, 0.0, 0.0, f"evidence: {exc}", answers, fields, gate=False)
     ras = _ras_check(truth, ev)
-    checks = [*_slice_checks(truth, ev), ras, *_series_checks(truth, provenance)]
+    checks = [*_slice_checks(truth, ev, rules), ras, *_series_checks(truth, provenance, rules)]
     gate = all(c["ok"] is not False for c in checks)
     answer = {**answers, "key_slices": ev.key_slices, "ras": list(ev.ras)}
     return _result(cid, "lung_petct", task, task if gate else 0.0, float(ras["ok"]),
@@ -264,7 +286,9 @@ def _unscorable(truth: Truth) -> dict[str, Any]:
     return {"kind": "not_applicable", "note": truth.data.get("evidence_note"), "ok": None}
 
 
-def score_breast(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+def score_breast(
+    truth: Truth, text: str, provenance: dict[str, Any] | None = None, rules: ScoringRules = DEFAULT_RULES
+) -> CaseScore:
     cid, gt = truth.case.case_id, truth.data["label"]
     positive = gt != "N"
     try:
@@ -275,8 +299,8 @@ def score_breast(truth: Truth, text: str, provenance: dict[str, Any] | None = No
     task = float(ans.label == gt)
     fields = {"label": _field(ans.label, gt)}
     answer = {"label": ans.label, "localizations": [list(p) for p in ans.localizations]}
-    if not positive:
-        gate = not ans.localizations
+    if not positive:  # rule `breast_normal_localizations`: empty (default) or not required
+        gate = not ans.localizations or rules.breast_normal_localizations == "not_required"
         return _result(cid, "breast_wsi", task, float(task == 1.0 and gate), None, answer=answer, fields=fields,
                        evidence=_wsi_checks(truth, ans.localizations, gt, False), gate=gate)  # fmt: skip
     if not truth.data.get("evidence_scorable", True):
@@ -288,7 +312,9 @@ def score_breast(truth: Truth, text: str, provenance: dict[str, Any] | None = No
                    answer=answer, fields=fields, evidence=checks, gate=hit)  # fmt: skip
 
 
-def score_lymph(truth: Truth, text: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+def score_lymph(
+    truth: Truth, text: str, provenance: dict[str, Any] | None = None, rules: ScoringRules = DEFAULT_RULES
+) -> CaseScore:
     cid = truth.case.case_id
     gt_p, gt_l = truth.data["tumor_presence"], truth.data["largest_metastasis"]
     positive = gt_p == "tumor_present"

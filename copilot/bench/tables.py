@@ -1,26 +1,56 @@
-"""The paper's tables (1, 2, 3, 5, 6, 7), computed from result rows alone, in one neutral form rendered as
-HTML, Markdown or CSV.
+"""The paper's tables (1, 2, 3, 4, 5, 6, 7), computed from result rows alone, in one neutral form rendered as
+HTML, Markdown or CSV (the three carry the same information: value, change, n, 95 % CI, errors, marks).
 
-A configuration is (model, policy, track, ops, budget, backend, seed); its score on a module is the mean
-over its episodes (repeats included). Scores are fractions, as in the paper. Model Avg. follows Table 1:
-Task and Strict average the Longitudinal, Brain and Lung columns, Loc. averages Brain and Lung; it is
-left empty when one of those columns is missing. Deltas compare with the same model's Track A
-configuration (same budget and backend when present), or, for Registration on Longitudinal MRI, with the
-unregistered control (Track B, operation set `none`) when the database holds one.
+A configuration is (model, policy, track, ops, protocol, budget, backend, seed); its score on a module is the
+mean over its scored episodes (repeats included; errored episodes are counted apart and shown as
+"error k/n", never averaged as zeros). Scores are fractions, as in the paper.
+
+- n: the number of scored episodes behind a cell (cases × repeats).
+- 95 % CI: percentile bootstrap over cases (a case's repeats are averaged first, then cases are resampled
+  with replacement), `BOOTSTRAP` resamples from a generator seeded with `BOOTSTRAP_SEED`, so a report is
+  reproducible; a change (Δ) gets the CI of the difference of the two resampled means.
+- Model Avg. follows Table 1: Task and Strict average the Longitudinal, Brain and Lung columns, Loc. averages
+  Brain and Lung; it is left empty when one of those columns is missing (no CI: a mean of means).
+- Groups: General-purpose and Medical-domain models (a model's group: `medical_models()`), then reference
+  policies (the offline floors `prior`, `baseline`, scripted, which are never in a mean) and budget-study
+  runs (budgets other than the paper's 20 when the same configuration also ran at 20; they belong to
+  Table 7 and are never in a mean). "Mean over reported" averages a group's rows.
+- Bold: the best value of a column within a model group.
+- Deltas compare with the same model's Track A configuration (same protocol, budget and backend when
+  present), or, for Registration on Longitudinal MRI, with the unregistered control (Track B, operation set
+  `none`). Track C (Table 6) is matched to the Track A run at the paper's budget of 20 (`TRACK_C_BUDGET`),
+  same protocol first.
 """
 
 from __future__ import annotations
 
-import csv
-import html
-import io
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from copilot.bench.parsers import RANO_FIELDS
+from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED, bootstrap_ci, bootstrap_means, delta_ci
+from copilot.bench.table_render import (
+    EPS,
+    FILL,
+    GLOSSARY,
+    Cell,
+    Table,
+    arrow,
+    glossary_html,
+    glossary_markdown,
+    to_csv,
+    to_html,
+    to_markdown,
+)
 
-CONFIG = ("model", "policy", "track", "ops", "budget", "backend", "seed")
+__all__ = [
+    "BOOTSTRAP", "BOOTSTRAP_SEED", "EPS", "FILL", "GLOSSARY", "Cell", "Table", "arrow", "bootstrap_ci",
+    "bootstrap_means", "delta_ci", "glossary_html", "glossary_markdown", "to_csv", "to_html", "to_markdown",
+]  # fmt: skip
+
+CONFIG = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed")
 TITLES = {
     "longitudinal_mri": "Longitudinal MRI",
     "brain_mri": "Brain MRI",
@@ -31,113 +61,169 @@ TITLES = {
 FIELD_TITLES = dict(zip(RANO_FIELDS, ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL"), strict=True))
 LUNG_TITLES = {"1": "Tumor Loc.", "2": "T Stage", "3": "Path. N", "4": "Hist.", "5": "Grade"}
 OFFLINE = ("prior", "baseline", "scripted:", "answers")
-EPS = 0.005  # a change below half the last printed digit is "no change"
+FLOORS = ("prior", "baseline", "scripted:")  # reference policies: shown, never in a mean
+PAPER_BUDGET = 20  # the paper's operation budget (Table 8: 20 rounds for every module)
+TRACK_C_BUDGET = PAPER_BUDGET
+MEDICAL_PATTERNS = ("medgemma", "lingshu", "radfm", "m3d", "llava-med", "biomedgpt", "med-flamingo", "huatuo",
+                    "meditron", "medical")  # fmt: skip
+
+
+class Cfg(NamedTuple):
+    model: str
+    policy: str
+    track: str
+    ops: str
+    protocol: str
+    budget: int
+    backend: str
+    seed: int
 
 
 @dataclass
-class Cell:
-    value: float | str | None
-    kind: str = ""  # "" | strict | loc | field | label
-    delta: float | None = None
+class Stat:
+    """A mean over episodes with its n, bootstrap CI and error count; `per_case` feeds the CI of a change."""
 
-    def text(self) -> str:
-        if isinstance(self.value, str):
-            return self.value
-        base = "—" if self.value is None else f"{self.value:.2f}"
-        if self.delta is None or self.value is None:
-            return base
-        return f"{base} ({arrow(self.delta)} {abs(self.delta):.2f})"
-
-
-@dataclass
-class Table:
-    key: str
-    title: str
-    caption: str
-    header: list[list[tuple[str, int]]]
-    rows: list[list[Cell]] = field(default_factory=list)
-    groups: list[tuple[int, str]] = field(default_factory=list)  # (row index, group title) before that row
-    label_cols: int = 1  # leading columns that name the row
-
-
-def arrow(delta: float) -> str:
-    return "↔" if abs(delta) < EPS else "↑" if delta > 0 else "↓"
+    value: float | None
+    n: int = 0
+    ci: tuple[float, float] | None = None
+    errors: int = 0
+    total: int = 0
+    per_case: list[float] = field(default_factory=list)
+    unchecked: int = 0  # episodes whose gate passed an item without checking it (marked †)
 
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _stat(rows: list[dict[str, Any]], value: Any) -> Stat:
+    """The mean of `value(row)` (None: not in the denominator) over scored rows, per case first for the CI."""
+    scored = [r for r in rows if r.get("status") != "error"]
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in scored:
+        v = value(r)
+        if v is not None:
+            per[r["case_id"]].append(float(v))
+    flat = [v for vs in per.values() for v in vs]
+    per_case = [sum(vs) / len(vs) for vs in per.values()]
+    errors = len(rows) - len(scored)
+    return Stat(_mean(flat), len(flat), bootstrap_ci(per_case), errors, len(rows), per_case)
+
+
 # ----- aggregation -----
 
 
-def configurations(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+def _cfg(r: dict[str, Any]) -> Cfg:
+    return Cfg(r["model"], r["policy"], r["track"], r.get("ops", ""), r.get("protocol", "harness"), r["budget"],
+               r.get("backend", "embedded"), r.get("seed", 0))  # fmt: skip
+
+
+def configurations(rows: list[dict[str, Any]]) -> dict[Cfg, list[dict[str, Any]]]:
+    groups: dict[Cfg, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        groups[tuple(r[k] for k in CONFIG)].append(r)
+        groups[_cfg(r)].append(r)
     return dict(groups)
 
 
 def module_stats(rows: list[dict[str, Any]], module: str) -> dict[str, Any] | None:
-    """Task, Strict, Loc and per-field accuracies of one module over some rows (None without rows)."""
+    """Task, Strict, Loc (as `Stat`) and per-field accuracies of one module over some rows (None without rows)."""
     mine = [r for r in rows if r["module"] == module]
     if not mine:
         return None
+    strict = _stat(mine, lambda r: r["strict"])
+    strict.unchecked = sum(1 for r in mine if (r.get("details") or {}).get("unchecked"))
     out: dict[str, Any] = {
         "n": len(mine),
-        "task": _mean([r["task"] for r in mine]),
-        "strict": _mean([r["strict"] for r in mine]),
-        "loc": _mean([r["loc"] for r in mine if r["loc"] is not None]),
+        "task": _stat(mine, lambda r: r["task"]),
+        "strict": strict,
+        "loc": _stat(mine, lambda r: r["loc"]),
     }
-    fields: dict[str, list[float]] = defaultdict(list)
-    for r in mine:
-        for name, f in (r.get("details") or {}).get("fields", {}).items():
-            if f.get("correct") is not None:
-                fields[name].append(float(f["correct"]))
-    out["fields"] = {k: _mean(v) for k, v in fields.items()}
+    names = {k for r in mine for k in (r.get("details") or {}).get("fields", {})}
+    out["fields"] = {
+        k: _stat(mine, lambda r, k=k: _field_value((r.get("details") or {}).get("fields", {}).get(k))) for k in names
+    }
     return out
+
+
+def _field_value(f: dict[str, Any] | None) -> float | None:
+    return None if f is None or f.get("correct") is None else float(f["correct"])
 
 
 def _is_offline(policy: str) -> bool:
     return any(policy == p or policy.startswith(p) for p in OFFLINE)
 
 
-def _label(cfg: tuple[Any, ...], configs: list[tuple[Any, ...]], with_budget: bool = True) -> str:
-    """The model name, with budget/backend/ops/seed/policy only where the table holds several values."""
-    model, policy, _track, _ops, budget, backend, seed = cfg
-    same = [c for c in configs if c[0] == model]
-    parts = [model]
-    if len({c[1] for c in same}) > 1:
-        parts.append(policy)
-    if with_budget and len({c[4] for c in same}) > 1:
-        parts.append(f"budget {budget}")
-    if len({c[5] for c in same}) > 1:
-        parts.append(backend)
-    if len({c[6] for c in same}) > 1:
-        parts.append(f"seed {seed}")
+def _is_floor(policy: str) -> bool:
+    return any(policy == p or policy.startswith(p) for p in FLOORS)
+
+
+def medical_models() -> tuple[str, ...]:
+    """Name patterns (case-insensitive substrings) of medical-domain models: the built-in list, or the
+    comma-separated `MEDCOPILOT_MEDICAL_MODELS` when set (`bench report --medical` sets it)."""
+    env = os.environ.get("MEDCOPILOT_MEDICAL_MODELS")
+    return tuple(p.strip().lower() for p in env.split(",") if p.strip()) if env else MEDICAL_PATTERNS
+
+
+def model_group(model: str) -> str:
+    name = model.lower()
+    return "Medical-domain models" if any(p in name for p in medical_models()) else "General-purpose models"
+
+
+def _label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
+    """The model name, with budget/backend/protocol/seed/policy only where the table holds several values."""
+    cfg = Cfg(*cfg)
+    same = [Cfg(*c) for c in configs if c[0] == cfg.model]
+    parts = [cfg.model]
+    if len({c.policy for c in same}) > 1:
+        parts.append(cfg.policy)
+    if len({c.protocol for c in same}) > 1:
+        parts.append(cfg.protocol)
+    if with_budget and len({c.budget for c in same}) > 1:
+        parts.append(f"budget {cfg.budget}")
+    if len({c.backend for c in same}) > 1:
+        parts.append(cfg.backend)
+    if len({c.seed for c in same}) > 1:
+        parts.append(f"seed {cfg.seed}")
     return parts[0] + (f" ({', '.join(parts[1:])})" if parts[1:] else "")
 
 
-def _track_configs(groups: dict[tuple[Any, ...], list[dict[str, Any]]], track: str, ops: str | None = None):
-    return sorted(c for c in groups if c[2] == track and (ops is None or c[3] == ops))
+def _track_configs(groups: dict[Cfg, list[dict[str, Any]]], track: str, ops: str | None = None) -> list[Cfg]:
+    return sorted(c for c in groups if c.track == track and (ops is None or c.ops == ops))
 
 
-def _grouped(configs: list[tuple[Any, ...]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    models = [c for c in configs if not _is_offline(c[1])]
-    offline = [c for c in configs if _is_offline(c[1])]
-    return [(t, g) for t, g in (("Models", models), ("Offline policies", offline)) if g]
+def _budget_study(cfg: Cfg, configs: list[Cfg]) -> bool:
+    """A run at another budget than the paper's when the same configuration also ran at the paper's budget."""
+    if cfg.budget == PAPER_BUDGET:
+        return False
+    return any(c._replace(budget=cfg.budget) == cfg and c.budget == PAPER_BUDGET for c in configs)
+
+
+def _grouped(configs: list[Cfg]) -> list[tuple[str, list[Cfg], bool]]:
+    """(title, members, in means) in table order."""
+    study = [c for c in configs if _budget_study(c, configs)]
+    main = [c for c in configs if c not in study]
+    out: list[tuple[str, list[Cfg], bool]] = []
+    for title in ("General-purpose models", "Medical-domain models"):
+        members = [c for c in main if not _is_offline(c.policy) and model_group(c.model) == title]
+        out.append((title, members, True))
+    out.append(("Track C answers", [c for c in main if _is_offline(c.policy) and not _is_floor(c.policy)], True))
+    out.append(("Reference policies (floors; not in means)", [c for c in main if _is_floor(c.policy)], False))
+    out.append(("Budget study (Table 7; not in means)", study, False))
+    return [(t, m, inm) for t, m, inm in out if m]
 
 
 def _add_group_rows(table: Table, groups: dict, configs: list, cells_for, label_configs: list | None = None) -> None:
-    """Rows per configuration under group titles, with a mean-over-reported row per group of two or more."""
-    for title, members in _grouped(configs):
+    """Rows per configuration under group titles; a group in means with two or more rows gets a
+    mean-over-reported row; the best value of each column within a group is bold."""
+    for title, members, in_means in _grouped(configs):
         table.groups.append((len(table.rows), title))
         block = []
         for cfg in members:
             cells = cells_for(cfg)
             block.append(cells)
             table.rows.append([Cell(_label(cfg, label_configs or configs), "label"), *cells])
-        if len(block) > 1:
+        if in_means and len(block) > 1:
+            _bold_best(block)
             means = []
             for col in range(len(block[0])):
                 vals = [b[col].value for b in block if isinstance(b[col].value, float)]
@@ -145,20 +231,69 @@ def _add_group_rows(table: Table, groups: dict, configs: list, cells_for, label_
             table.rows.append([Cell("Mean over reported", "label"), *means])
 
 
+def _bold_best(block: list[list[Cell]]) -> None:
+    for col in range(len(block[0])):
+        vals = [v for b in block if isinstance(v := b[col].value, float)]
+        if len(vals) < 2:
+            continue
+        best = max(vals)
+        for b in block:
+            v = b[col].value
+            if isinstance(v, float) and abs(v - best) < 1e-12:
+                b[col].bold = True
+
+
 def _avg(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) or not values else sum(values) / len(values)  # type: ignore[arg-type]
 
 
 def _get(stats: dict[str, Any] | None, key: str) -> float | None:
-    return None if stats is None else stats.get(key)
+    if stats is None:
+        return None
+    v = stats.get(key)
+    return v.value if isinstance(v, Stat) else v
+
+
+def _cell(stats: dict[str, Any] | None, key: str, kind: str = "", ref: dict[str, Any] | None = None) -> Cell:
+    """A score cell with n, CI, errors, the † mark, and (with `ref`) its change and the change's CI."""
+    st = None if stats is None else stats.get(key)
+    if not isinstance(st, Stat):
+        return Cell(None, kind)
+    c = Cell(st.value, kind, n=st.n, ci=st.ci, errors=st.errors, total=st.total)
+    if key == "strict" and st.unchecked:
+        c.mark = "†"
+    r = None if ref is None else ref.get(key)
+    if isinstance(r, Stat) and st.value is not None and r.value is not None:
+        c.delta = st.value - r.value
+        c.delta_ci = delta_ci(st.per_case, r.per_case)
+    return c
+
+
+def _field_cell(stats: dict[str, Any] | None, name: str) -> Cell:
+    st = (stats or {}).get("fields", {}).get(name)
+    if not isinstance(st, Stat):
+        return Cell(None, "field")
+    return Cell(st.value, "field", n=st.n, ci=st.ci)
+
+
+def _protocol_note(configs: list[Cfg]) -> str:
+    found = sorted({c.protocol for c in configs})
+    return f" Protocol: {', '.join(found)}." if found else ""
 
 
 # ----- Table 1 -----
 
+RADIOLOGY = ("longitudinal_mri", "brain_mri", "lung_petct")
+PATHOLOGY = ("breast_wsi", "lymph_node_wsi")
+
+
+def _has_any(rows: list[dict[str, Any]], modules: tuple[str, ...]) -> bool:
+    return any(r["module"] in modules for r in rows)
+
 
 def table1(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    configs = _track_configs(groups, "A")
+    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], RADIOLOGY)]
     header = [
         [("Model", 1), ("Longitudinal MRI", 2), ("Brain MRI", 3), ("Lung PET/CT", 3), ("Model Avg.", 3)],
         [("", 1)]
@@ -171,39 +306,33 @@ def table1(rows: list[dict[str, Any]]) -> Table:
         "table1",
         "Table 1: Main viewer-native radiology results (Track A)",
         "Strict: answer plus evidence (yellow); Loc.: localization (blue). Model Avg.: Task and Strict average "
-        "the three task families, Loc. averages Brain MRI and Lung PET/CT.",
+        "the three task families, Loc. averages Brain MRI and Lung PET/CT. Each cell: mean, n and 95% CI; "
+        "best of a group in bold; floors and budget-study runs are shown apart and never in a mean."
+        + _protocol_note(configs),
         header,
     )
 
-    def cells(cfg: tuple[Any, ...]) -> list[Cell]:
-        lo, br, lu = (module_stats(groups[cfg], m) for m in ("longitudinal_mri", "brain_mri", "lung_petct"))
+    def cells(cfg: Cfg) -> list[Cell]:
+        lo, br, lu = (module_stats(groups[cfg], m) for m in RADIOLOGY)
         task = _avg([_get(s, "task") for s in (lo, br, lu)])
         strict = _avg([_get(s, "strict") for s in (lo, br, lu)])
         loc = _avg([_get(br, "loc"), _get(lu, "loc")])
         return [
-            Cell(_get(lo, "task")),
-            Cell(_get(lo, "strict"), "strict"),
-            Cell(_get(br, "task")),
-            Cell(_get(br, "strict"), "strict"),
-            Cell(_get(br, "loc"), "loc"),
-            Cell(_get(lu, "task")),
-            Cell(_get(lu, "strict"), "strict"),
-            Cell(_get(lu, "loc"), "loc"),
+            _cell(lo, "task"),
+            _cell(lo, "strict", "strict"),
+            _cell(br, "task"),
+            _cell(br, "strict", "strict"),
+            _cell(br, "loc", "loc"),
+            _cell(lu, "task"),
+            _cell(lu, "strict", "strict"),
+            _cell(lu, "loc", "loc"),
             Cell(task),
             Cell(strict, "strict"),
             Cell(loc, "loc"),
         ]
 
-    _add_group_rows(t, groups, [c for c in configs if _has_any(groups[c], RADIOLOGY)], cells)
+    _add_group_rows(t, groups, configs, cells)
     return t
-
-
-RADIOLOGY = ("longitudinal_mri", "brain_mri", "lung_petct")
-PATHOLOGY = ("breast_wsi", "lymph_node_wsi")
-
-
-def _has_any(rows: list[dict[str, Any]], modules: tuple[str, ...]) -> bool:
-    return any(r["module"] in modules for r in rows)
 
 
 # ----- Table 2 -----
@@ -220,15 +349,15 @@ def table2(rows: list[dict[str, Any]]) -> Table:
         "table2",
         "Table 2: Viewer-native pathology (Track A)",
         "Coordinate-grounded WSI scoring; Strict: answer plus evidence; Loc.: coordinate localization on "
-        "ground-truth positive slides.",
+        "ground-truth positive slides." + _protocol_note(configs),
         header,
     )
 
-    def cells(cfg: tuple[Any, ...]) -> list[Cell]:
+    def cells(cfg: Cfg) -> list[Cell]:
         out = []
         for m in PATHOLOGY:
             s = module_stats(groups[cfg], m)
-            out += [Cell(_get(s, "task")), Cell(_get(s, "strict"), "strict"), Cell(_get(s, "loc"), "loc")]
+            out += [_cell(s, "task"), _cell(s, "strict", "strict"), _cell(s, "loc", "loc")]
         return out
 
     _add_group_rows(t, groups, configs, cells)
@@ -245,12 +374,15 @@ OPS_COLUMNS = {  # operation set → modules it is reported on (Table 3)
 }
 
 
-def _matched(groups: dict, cfg: tuple[Any, ...], track: str, ops: str = "") -> tuple[Any, ...] | None:
-    """The same model's configuration on another track: same budget and backend when present."""
-    cands = [c for c in groups if c[0] == cfg[0] and c[2] == track and c[3] == ops]
+def _matched(groups: dict, cfg: Cfg, track: str, ops: str = "", budget: int | None = None) -> Cfg | None:
+    """The same model's configuration on another track: same protocol, budget (or `budget`) and backend
+    when present."""
+    want = cfg.budget if budget is None else budget
+    cands = [c for c in groups if c.model == cfg.model and c.track == track and c.ops == ops]
     if not cands:
         return None
-    return sorted(cands, key=lambda c: (c[4] != cfg[4], c[5] != cfg[5], c[6] != cfg[6], c[1] != cfg[1], c))[0]
+    return sorted(cands, key=lambda c: (c.protocol != cfg.protocol, c.budget != want, c.backend != cfg.backend,
+                                        c.seed != cfg.seed, c.policy != cfg.policy, c))[0]  # fmt: skip
 
 
 def _delta(value: float | None, ref: float | None) -> float | None:
@@ -259,11 +391,11 @@ def _delta(value: float | None, ref: float | None) -> float | None:
 
 def table3(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    b_configs = [c for c in _track_configs(groups, "B") if c[3] != "none"]
-    present_ops = [o for o in OPS_COLUMNS if any(c[3] == o for c in b_configs)]
+    b_configs = [c for c in _track_configs(groups, "B") if c.ops != "none"]
+    present_ops = [o for o in OPS_COLUMNS if any(c.ops == o for c in b_configs)]
     columns = []
     for ops in present_ops:
-        mods = [m for m in OPS_COLUMNS[ops] if any(c[3] == ops and _has_any(groups[c], (m,)) for c in b_configs)]
+        mods = [m for m in OPS_COLUMNS[ops] if any(c.ops == ops and _has_any(groups[c], (m,)) for c in b_configs)]
         columns += [(ops, m) for m in mods]
     from copilot.tools.operation_sets import OPS_TITLES
 
@@ -278,18 +410,18 @@ def table3(rows: list[dict[str, Any]]) -> Table:
         "Table 3: Track B, advanced operations",
         "Score with the operation set enabled and its change against the same model's Track A run; "
         "Registration on Longitudinal MRI against the unregistered control (operation set `none`) when "
-        "present. Green: improvement, red: degradation, grey: no change.",
+        "present. Green: improvement, red: degradation, grey: no change; Δ [..]: 95% CI of the change."
+        + _protocol_note(b_configs),
         header,
     )
     t.label_cols = 2
-    models = sorted({c[:2] + c[4:] for c in b_configs})
-    all_cfgs = b_configs
+    models = sorted({c._replace(ops="") for c in b_configs})
     for key in models:
         block = []
         for metric, kind in (("task", ""), ("strict", "strict"), ("loc", "loc")):
             cells = [Cell(metric.capitalize() if metric != "loc" else "Loc.", "label")]
             for ops, m in columns:
-                cfg = next((c for c in all_cfgs if c[:2] + c[4:] == key and c[3] == ops), None)
+                cfg = next((c for c in b_configs if c._replace(ops="") == key and c.ops == ops), None)
                 if cfg is None or (metric == "loc" and m == "longitudinal_mri"):
                     cells.append(Cell(None, kind))
                     continue
@@ -299,12 +431,55 @@ def table3(rows: list[dict[str, Any]]) -> Table:
                     ref_cfg = _matched(groups, cfg, "B", "none")
                 ref_cfg = ref_cfg or _matched(groups, cfg, "A")
                 ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
-                v = _get(s, metric)
-                cells.append(Cell(v, kind, _delta(v, _get(ref, metric))))
+                cells.append(_cell(s, metric, kind, ref))
             block.append(cells)
-        label = _label((key[0], key[1], "B", "", key[2], key[3], key[4]), [c for c in all_cfgs])
+        label = _label(key, list(b_configs))
         for n, cells in enumerate(block):
             t.rows.append([Cell(label if n == 0 else "", "label"), *cells])
+    return t
+
+
+# ----- Table 4 -----
+
+PAPER_CASES = {"longitudinal_mri": 139, "brain_mri": 495, "lung_petct": 162, "breast_wsi": 113, "lymph_node_wsi": 550}
+LABEL_FIELDS = {"longitudinal_mri": "label", "brain_mri": "label", "lung_petct": "1", "breast_wsi": "label",
+                "lymph_node_wsi": "largest_metastasis"}  # fmt: skip
+
+
+def table4(rows: list[dict[str, Any]]) -> Table:
+    """The run's case set per module: cases, episodes, and the frequency of each ground-truth label."""
+    header = [[("Module", 1), ("Viewer", 1), ("Cases (run)", 1), ("Cases (paper)", 1), ("Episodes", 1),
+               ("Label frequencies (truth)", 1)]]  # fmt: skip
+    t = Table(
+        "table4",
+        "Table 4: Benchmark modules of this run",
+        "Cases: distinct case ids in the results; label frequencies from the hidden truth recorded with each "
+        "scored case (brain/longitudinal: the label; lung: tumour location, Q1; lymph node: largest "
+        "metastasis). The paper's counts are its benchmark-eligible units.",
+        header,
+    )
+    t.label_cols = 6
+    for module in [m for m in (*RADIOLOGY, *PATHOLOGY) if any(r["module"] == m for r in rows)] + sorted(
+        {r["module"] for r in rows} - set(RADIOLOGY) - set(PATHOLOGY)
+    ):
+        mine = [r for r in rows if r["module"] == module]
+        truth: dict[str, str] = {}
+        for r in mine:
+            f = (r.get("details") or {}).get("fields", {}).get(LABEL_FIELDS.get(module, "label"))
+            if f is not None and f.get("truth") is not None:
+                truth[r["case_id"]] = str(f["truth"])
+        counts: dict[str, int] = defaultdict(int)
+        for v in truth.values():
+            counts[v] += 1
+        freq = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "—"
+        t.rows.append([
+            Cell(TITLES.get(module, module), "label"),
+            Cell("Slicer" if module in RADIOLOGY else "QuPath" if module in PATHOLOGY else "—", "label"),
+            Cell(str(len({r["case_id"] for r in mine})), "label"),
+            Cell(str(PAPER_CASES.get(module, "—")), "label"),
+            Cell(str(len(mine)), "label"),
+            Cell(freq, "label"),
+        ])  # fmt: skip
     return t
 
 
@@ -331,20 +506,18 @@ T5_HEAD = [
 
 def _t5_cells(rows: list[dict[str, Any]]) -> list[Cell]:
     lo, br, lu = (module_stats(rows, m) for m in RADIOLOGY)
-    lf = (lo or {}).get("fields", {})
-    uf = (lu or {}).get("fields", {})
     return (
-        [Cell(lf.get(f), "field") for f in RANO_FIELDS]
+        [_field_cell(lo, f) for f in RANO_FIELDS]
         + [
-            Cell(_get(lo, "task")),
-            Cell(_get(lo, "strict"), "strict"),
-            Cell(_get(br, "task")),
-            Cell(_get(br, "strict"), "strict"),
-            Cell(_get(br, "loc"), "loc"),
-            Cell(_get(lu, "task")),
+            _cell(lo, "task"),
+            _cell(lo, "strict", "strict"),
+            _cell(br, "task"),
+            _cell(br, "strict", "strict"),
+            _cell(br, "loc", "loc"),
+            _cell(lu, "task"),
         ]
-        + [Cell(uf.get(q), "field") for q in "12345"]
-        + [Cell(_get(lu, "strict"), "strict"), Cell(_get(lu, "loc"), "loc")]
+        + [_field_cell(lu, q) for q in "12345"]
+        + [_cell(lu, "strict", "strict"), _cell(lu, "loc", "loc")]
     )
 
 
@@ -355,7 +528,7 @@ def table5(rows: list[dict[str, Any]]) -> Table:
         "table5",
         "Table 5: Detailed viewer-native radiology metrics (Track A)",
         "Per-field accuracy of the six CURRENT-study lesion-state fields (scorable fields only), Lung PET/CT "
-        "subtask accuracies; grey: fine-grained metrics, yellow: Strict, blue: localization.",
+        "subtask accuracies; grey: fine-grained metrics, yellow: Strict, blue: localization." + _protocol_note(configs),
         [list(h) for h in T5_HEAD],
     )
     _add_group_rows(t, groups, configs, lambda cfg: _t5_cells(groups[cfg]))
@@ -365,25 +538,27 @@ def table5(rows: list[dict[str, Any]]) -> Table:
 def table7(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
     configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], RADIOLOGY)]
-    budgets: dict[tuple[Any, ...], set[int]] = defaultdict(set)
+    budgets: dict[Cfg, set[int]] = defaultdict(set)
     for c in configs:
-        budgets[(c[0], c[1], c[5], c[6])].add(c[4])
+        budgets[c._replace(budget=0)].add(c.budget)
     head = [[("Backbone", 1), ("Max ops.", 1), *T5_HEAD[0][1:]]] + [[("", 1), ("", 1), *h[1:]] for h in T5_HEAD[1:]]
     t = Table(
         "table7",
         "Table 7: Operation-budget study (Track A)",
-        "Models run at more than one operation budget (`bench run --budget N`); columns as Table 5.",
+        "Models run at more than one operation budget (`bench run --budget N`); Max ops.: the most agent "
+        "handler calls an episode may make (every call counts, however many a round holds); columns as "
+        "Table 5." + _protocol_note(configs),
         head,
     )
     t.label_cols = 2
     for key in sorted(k for k, b in budgets.items() if len(b) > 1):
-        members = sorted((c for c in configs if (c[0], c[1], c[5], c[6]) == key), key=lambda c: c[4])
+        members = sorted((c for c in configs if c._replace(budget=0) == key), key=lambda c: c.budget)
         t.groups.append((len(t.rows), _label(members[0], configs, with_budget=False)))
         for cfg in members:
             t.rows.append(
                 [
                     Cell(_label(cfg, configs, with_budget=False), "label"),
-                    Cell(str(cfg[4]), "label"),
+                    Cell(str(cfg.budget), "label"),
                     *_t5_cells(groups[cfg]),
                 ]
             )
@@ -403,18 +578,19 @@ def table6(rows: list[dict[str, Any]]) -> Table:
     t = Table(
         "table6",
         "Table 6: Runtime-agnostic track (Track C)",
-        "Alternative-runtime score and its change against the matched Track A run of the same model; rows "
-        "without a Track A run of that model are Alt. only.",
+        f"Alternative-runtime score and its change against the same model's Track A run at the paper's budget "
+        f"({TRACK_C_BUDGET}; same protocol first); rows without a Track A run of that model are Alt. only. "
+        "†: the lung source-series check needs a trace and was passed by rule (untraced_source_series=pass).",
         header,
     )
-    matched = [c for c in configs if _matched(groups, c, "A")]
+    matched = [c for c in configs if _matched(groups, c, "A", budget=TRACK_C_BUDGET)]
     alt = [c for c in configs if c not in matched]
     for title, members in (("Matched to Track A", matched), ("Alt. only", alt)):
         if not members:
             continue
         t.groups.append((len(t.rows), title))
         for cfg in members:
-            ref_cfg = _matched(groups, cfg, "A")
+            ref_cfg = _matched(groups, cfg, "A", budget=TRACK_C_BUDGET)
             cells = []
             for m, metrics in (
                 ("longitudinal_mri", ("task", "strict")),
@@ -424,86 +600,94 @@ def table6(rows: list[dict[str, Any]]) -> Table:
                 s = module_stats(groups[cfg], m)
                 ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
                 for metric in metrics:
-                    v = _get(s, metric)
-                    kind = "" if metric == "task" else metric
-                    cells.append(Cell(v, kind, _delta(v, _get(ref, metric)) if ref_cfg else None))
-            t.rows.append([Cell(_label(cfg, configs), "label"), *cells])
+                    cells.append(_cell(s, metric, "" if metric == "task" else metric, ref))
+            label = _label(cfg, configs)
+            if ref_cfg is not None:
+                label += f" vs A b{ref_cfg.budget}" + (f" {ref_cfg.protocol}" if ref_cfg.protocol != "harness" else "")
+            t.rows.append([Cell(label, "label"), *cells])
+    return t
+
+
+# ----- repeats and protocols -----
+
+
+def passk_table(rows: list[dict[str, Any]]) -> Table:
+    """Pass@k over repeats (k = the configuration's repeat count) and mean answer agreement, per module."""
+    groups = configurations(rows)
+    header = [[("Configuration", 1), ("Module", 1), ("k", 1), ("Cases", 1), ("Pass@k (Task)", 1),
+               ("Pass@k (Strict)", 1), ("Pass@1 (Task)", 1), ("Answer agreement", 1)]]  # fmt: skip
+    t = Table(
+        "passk",
+        "Pass@k and answer agreement over repeats (`bench run --repeats k`)",
+        "Pass@k: share of cases with Task = 1 (or Strict = 1) in at least one of its k repeats; Pass@1: mean "
+        "Task; answer agreement: share of a case's repeats giving its most common answer, averaged over cases.",
+        header,
+    )
+    t.label_cols = 4
+    configs = sorted(groups)
+    for cfg in configs:
+        for module in sorted({r["module"] for r in groups[cfg]}):
+            by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for r in groups[cfg]:
+                if r["module"] == module and r.get("status") != "error":
+                    by_case[r["case_id"]].append(r)
+            k = max((len(v) for v in by_case.values()), default=0)
+            if k < 2:
+                continue
+            agree = []
+            for reps in by_case.values():
+                answers = [json_key(r) for r in reps]
+                agree.append(max(answers.count(a) for a in answers) / len(answers))
+            t.rows.append([
+                Cell(_label(cfg, configs), "label"), Cell(TITLES.get(module, module), "label"),
+                Cell(str(k), "label"), Cell(str(len(by_case)), "label"),
+                Cell(_mean([float(any(r["task"] >= 1.0 for r in v)) for v in by_case.values()]), n=len(by_case)),
+                Cell(_mean([float(any(r["strict"] >= 1.0 for r in v)) for v in by_case.values()]), "strict",
+                     n=len(by_case)),
+                Cell(_mean([r["task"] for v in by_case.values() for r in v]), n=sum(map(len, by_case.values()))),
+                Cell(_mean(agree), n=len(by_case)),
+            ])  # fmt: skip
+    return t
+
+
+def json_key(row: dict[str, Any]) -> str:
+    """A row's answer as a comparable string (the given value of each scored field)."""
+    fields = (row.get("details") or {}).get("fields", {})
+    return "|".join(f"{k}={v.get('given')}" for k, v in sorted(fields.items()))
+
+
+def protocol_table(rows: list[dict[str, Any]]) -> Table:
+    """The harness effect: the same model and track under both protocols, side by side, with the change."""
+    groups = configurations(rows)
+    header = [[("Model", 1), ("Module", 1), ("Metric", 1), ("paper", 1), ("harness", 1), ("harness − paper", 1)]]
+    t = Table(
+        "protocols",
+        "Protocols side by side: the harness effect",
+        "The same model, track, budget and backend run with the paper's tool surface (`--protocol paper`) and "
+        "with the product's (`harness`: evidence handlers, workflow guards); the change is harness − paper, "
+        "with its 95% CI.",
+        header,
+    )
+    t.label_cols = 3
+    configs = sorted(groups)
+    for cfg in [c for c in configs if c.protocol == "paper"]:
+        twin = cfg._replace(protocol="harness")
+        if twin not in groups:
+            continue
+        for module in [m for m in (*RADIOLOGY, *PATHOLOGY) if _has_any(groups[cfg], (m,))]:
+            p, h = module_stats(groups[cfg], module), module_stats(groups[twin], module)
+            for metric, kind in (("task", ""), ("strict", "strict"), ("loc", "loc")):
+                pc, hc = _cell(p, metric, kind), _cell(h, metric, kind, p)
+                if pc.value is None and hc.value is None:
+                    continue
+                change = Cell(hc.delta, kind, ci=hc.delta_ci)
+                t.rows.append([Cell(f"{cfg.model} (Track {cfg.track}, budget {cfg.budget})", "label"),
+                               Cell(TITLES.get(module, module), "label"),
+                               Cell({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric], "label"),
+                               pc, Cell(hc.value, kind, n=hc.n, ci=hc.ci), change])  # fmt: skip
     return t
 
 
 def paper_tables(rows: list[dict[str, Any]]) -> list[Table]:
-    return [table1(rows), table2(rows), table3(rows), table5(rows), table6(rows), table7(rows)]
-
-
-# ----- rendering -----
-
-
-def _delta_class(delta: float | None) -> str:
-    if delta is None:
-        return ""
-    return " same" if abs(delta) < EPS else " up" if delta > 0 else " down"
-
-
-def to_html(table: Table) -> str:
-    head = "".join(
-        "<tr>" + "".join(f'<th colspan="{n}">{html.escape(text)}</th>' for text, n in level) + "</tr>"
-        for level in table.header
-    )
-    width = sum(n for _, n in table.header[0])
-    group_at = dict(table.groups)
-    body = []
-    for i, row in enumerate(table.rows):
-        if i in group_at:
-            body.append(f'<tr class="group"><td class="l" colspan="{width}">{html.escape(group_at[i])}</td></tr>')
-        cells = []
-        for c in row:
-            cls = ("l " if c.kind == "label" else "") + c.kind + _delta_class(c.delta)
-            cells.append(f'<td class="{cls.strip()}">{html.escape(c.text())}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    empty = "" if table.rows else f'<tr><td class="l muted" colspan="{width}">no runs of this kind</td></tr>'
-    return (
-        f'<h2 id="{table.key}">{html.escape(table.title)}</h2><table class="paper" data-table="{table.key}">'
-        f'{head}{"".join(body)}{empty}</table><p class="caption">{html.escape(table.caption)}</p>'
-    )
-
-
-def _flat_header(table: Table) -> list[str]:
-    """One column name per column: the header levels joined with ' / '."""
-    names: list[list[str]] = []
-    for level in table.header:
-        flat: list[str] = []
-        for text, n in level:
-            flat += [text] * n
-        names.append(flat)
-    width = len(names[0])
-    return [" / ".join(dict.fromkeys(lv[i] for lv in names if i < len(lv) and lv[i])) for i in range(width)]
-
-
-def to_markdown(table: Table) -> str:
-    cols = _flat_header(table)
-    group_at = dict(table.groups)
-    lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for i, row in enumerate(table.rows):
-        if i in group_at:
-            lines.append(f"| **{group_at[i]}** |" + " |" * (len(cols) - 1))
-        lines.append("| " + " | ".join(c.text() for c in row) + " |")
-    return "\n".join([*lines, "", table.caption, ""])
-
-
-def to_csv(tables: list[Table]) -> str:
-    """One CSV: table, group, column and value (and delta) per cell: easy to filter or pivot."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["table", "group", "row", "column", "value", "delta"])
-    for t in tables:
-        cols = _flat_header(t)
-        group = ""
-        group_at = dict(t.groups)
-        for i, row in enumerate(t.rows):
-            group = group_at.get(i, group)
-            label = " ".join(c.text() for c in row[: t.label_cols] if c.text())
-            for col, c in zip(cols[t.label_cols :], row[t.label_cols :], strict=False):
-                value = "" if c.value is None else c.value if isinstance(c.value, str) else f"{c.value:.6f}"
-                delta = "" if c.delta is None else f"{c.delta:.6f}"
-                w.writerow([t.key, group, label, col, value, delta])
-    return buf.getvalue()
+    return [table1(rows), table2(rows), table3(rows), table4(rows), table5(rows), table6(rows), table7(rows),
+            passk_table(rows), protocol_table(rows)]  # fmt: skip

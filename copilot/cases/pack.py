@@ -123,6 +123,24 @@ def load_case(case_dir: str | Path) -> CasePack:
     return CasePack(root, case_id, data["module"], inputs, dict(prompt), kind)
 
 
+def _pack_folders(root: Path) -> list[Path]:
+    """Folders holding case.json at or below `root`, symbolic links to folders followed (each real folder
+    visited once, so a link loop ends); a pack's own sub-folders are not searched."""
+    found: list[Path] = []
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        dirnames.sort()
+        if "case.json" in filenames and Path(dirpath) != root:
+            found.append(Path(dirpath))
+            dirnames[:] = []
+    return sorted(found)
+
+
 def find_cases(root: str | Path, problems: list[str] | None = None) -> list[CasePack]:
     """Every case pack at or below `root` (a folder holding case.json, or folders of them).
 
@@ -132,7 +150,7 @@ def find_cases(root: str | Path, problems: list[str] | None = None) -> list[Case
     root = Path(root)
     if not root.is_dir():
         raise CaseError(f"{root}: no such folder")
-    folders = [root] if (root / "case.json").is_file() else [p.parent for p in sorted(root.glob("**/case.json"))]
+    folders = [root] if (root / "case.json").is_file() else _pack_folders(root)
     cases: list[CasePack] = []
     seen: dict[str, Path] = {}
     for folder in folders:

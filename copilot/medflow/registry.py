@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.bench.report import Column
+from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import CaseScore, Truth
 from copilot.cases.pack import CasePack, load_case
 
@@ -112,9 +113,19 @@ def report_columns() -> dict[str, Column]:
     return {name: Column(m.title, m.has_loc) for name, m in modules().items()}
 
 
-def score_case(case: CasePack | str | Path, response: str, provenance: dict[str, Any] | None = None) -> CaseScore:
+def score_case(
+    case: CasePack | str | Path,
+    response: str,
+    provenance: dict[str, Any] | None = None,
+    rules: ScoringRules | None = None,
+) -> CaseScore:
     """Task / Strict / Loc of a response against a case's hidden truth, by its module's rules (`provenance`: the
-    series the evidence was taken on, read from the episode's trace, for the lung source-series gate)."""
+    series the evidence was taken on, read from the episode's trace, for the lung source-series gate; `rules`:
+    the scoring options of `copilot.bench.rules`, the paper's reading when None; changed ones are recorded)."""
     pack = case if isinstance(case, CasePack) else load_case(case)
     scorer = module(pack.module).score
+    if rules is not None and rules.changed():
+        score = scorer(Truth(pack), response, provenance, rules=rules)
+        score.details["rules"] = rules.changed()
+        return score
     return scorer(Truth(pack), response) if provenance is None else scorer(Truth(pack), response, provenance)

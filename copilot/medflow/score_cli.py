@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import CaseScore, summarise
 from copilot.cases.pack import CasePack
 from copilot.medflow.registry import score_case
@@ -47,15 +48,17 @@ def read_answers(path: str | Path) -> AnswerFile:
     return out
 
 
-def score_answers(cases: list[CasePack], answers: AnswerFile | dict[str, str]) -> list[CaseScore]:
-    """Every case scored (a case without an answer scores 0 with that reason)."""
+def score_answers(
+    cases: list[CasePack], answers: AnswerFile | dict[str, str], rules: ScoringRules | None = None
+) -> list[CaseScore]:
+    """Every case scored (a case without an answer scores 0 with that reason); `rules`: `copilot.bench.rules`."""
     given = answers.answers if isinstance(answers, AnswerFile) else answers
     scores = []
     for case in cases:
         if case.case_id in given:
-            scores.append(score_case(case, given[case.case_id]))
+            scores.append(score_case(case, given[case.case_id], rules=rules))
         else:
-            s = score_case(case, "")
+            s = score_case(case, "", rules=rules)
             s.parse_error = "no response for this case"
             scores.append(s)
     return scores

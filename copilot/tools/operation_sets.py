@@ -49,6 +49,8 @@ class OpsRegistry:
         return name in self.base
 
 
-def registry_view(registry: Any, ops: str | None) -> Any:
-    """The registry itself, or a view limited to an operation set."""
-    return registry if not ops else OpsRegistry(registry, ops)
+def registry_view(registry: Any, ops: str | None, protocol: str | None = None) -> Any:
+    """The registry itself, or a view limited to an operation set and/or a tool protocol (`tools.protocols`)."""
+    from copilot.tools.protocols import protocol_view
+
+    return protocol_view(registry if not ops else OpsRegistry(registry, ops), protocol)

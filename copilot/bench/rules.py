@@ -1,0 +1,61 @@
+"""Scoring rules where the paper can be read more than one way, as explicit options (the paper's reading by
+default). Each rule is named, documented and recorded with the scores it produced (`details["rules"]`).
+
+- `breast_normal_localizations`: BRACS N slides. Table 4: "localizations must be empty or are not required,
+  depending on the protocol". `empty` (default, the structured-answer protocol: an N answer with a point
+  fails Strict) or `not_required` (points on an N slide are ignored).
+- `brain_no_tumour_loc`: UCSF-PDGM cases without a tumour mask. Loc is "RAS point lies inside the hidden
+  tumor mask"; with no mask there is nothing to hit. `excluded` (default: outside Loc's denominator) or
+  `zero` (counted as a miss).
+- `key_slice_range`: "KEY_SLICE_* fall within the hidden tumor-mask RAS axis ranges". `voxel_centres`
+  (default: the range of the mask voxel centres) or `voxel_extent` (widened by half a voxel on each side).
+- `untraced_source_series`: the NSCLC source-series provenance check on an answer without a trace
+  (Track C). `pass` (default: the paper scores runtime-agnostic answers by the same parsers; the tables mark
+  such cells) or `fail`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "breast_normal_localizations": ("empty", "not_required"),
+    "brain_no_tumour_loc": ("excluded", "zero"),
+    "key_slice_range": ("voxel_centres", "voxel_extent"),
+    "untraced_source_series": ("pass", "fail"),
+}
+
+
+@dataclass(frozen=True)
+class ScoringRules:
+    """One choice per ambiguous rule (the first choice of each is the paper's reading)."""
+
+    breast_normal_localizations: str = "empty"
+    brain_no_tumour_loc: str = "excluded"
+    key_slice_range: str = "voxel_centres"
+    untraced_source_series: str = "pass"
+
+    def __post_init__(self) -> None:
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"rule {name} must be one of {', '.join(allowed)}")
+
+    def changed(self) -> dict[str, Any]:
+        """The rules that differ from the paper's reading."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v != CHOICES[k][0]}
+
+
+DEFAULT_RULES = ScoringRules()
+
+
+def parse_rules(items: list[str] | None) -> ScoringRules:
+    """`NAME=VALUE` items (command line `--rule`) → rules; an unknown name or value is a ValueError."""
+    values: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in CHOICES:
+            raise ValueError(f"unknown scoring rule {item!r}; rules: {', '.join(CHOICES)}")
+        values[name.strip()] = value.strip()
+    return ScoringRules(**values)

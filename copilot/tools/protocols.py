@@ -1,0 +1,83 @@
+"""Tool protocols: which handlers a model sees, and whether the workflow guards speak.
+
+- `harness` (the product surface): every handler of the track, evidence handlers and workflow-guard warnings
+  included.
+- `paper`: exactly the model-visible tools the paper lists, so scores are comparable with its Tables 1–3:
+  radiology Track A = Table 9's 17 3D Slicer tools; pathology = Table 10's five QuPath direct tools; Track B
+  adds the analysis operators of Appendix B's named bridge handlers (DICOM import, measurement,
+  registration, segmentation, DICOM SEG export), limited by the run's operation set. No guard warnings reach
+  the model or the trace. The system's own operations of Appendix B's QuPath registry (loading the case)
+  stay callable by the runtime but are not offered to the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from copilot.tools.registry import HandlerOutput, HandlerSpec
+
+PROTOCOLS = ("harness", "paper")
+PAPER_RADIOLOGY_TOOLS = (  # Table 9, in the paper's order
+    "ping", "open_case", "select_volume", "observe", "scroll", "zoom", "fit", "set_slice_offset",
+    "get_slice_offset_range", "recover_standard_views", "image_coords_to_ras", "get_viewer_state", "wl",
+    "window_preset", "jump", "set_layout", "fusion",
+)  # fmt: skip
+PAPER_PATHOLOGY_TOOLS = ("zoom", "pan", "focus_qupath", "capture_viewer", "viewer_point_to_wsi_coordinate")  # Table 10
+PAPER_SYSTEM_OPERATIONS = ("load_case",)  # run by the runtime when a slide episode starts, never offered
+PAPER_SOURCE = "MedOpenClaw/MedFlow-Bench paper, Appendix B and Tables 9-10"
+
+
+def paper_tools(kind: str) -> tuple[str, ...]:
+    """The model-visible viewer tools of the paper for a viewer kind (Track B adds the operators)."""
+    return PAPER_RADIOLOGY_TOOLS if kind == "radiology" else PAPER_PATHOLOGY_TOOLS
+
+
+def _quiet(spec: HandlerSpec) -> HandlerSpec:
+    """The same handler with its workflow-guard warnings dropped from the result."""
+
+    def impl(ctx: Any, **kwargs: Any) -> HandlerOutput:
+        out = spec.impl(ctx, **kwargs)
+        out.result.pop("warnings", None)
+        return out
+
+    return dataclasses.replace(spec, impl=impl)
+
+
+class PaperRegistry:
+    """A registry view offering only the paper's tools of its kind (and the operators in Track B), unguarded."""
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+        self.visible = set(paper_tools(base.kind))
+
+    def _view(self, spec: HandlerSpec) -> HandlerSpec:
+        if spec.name in self.visible:
+            return _quiet(spec)
+        if spec.role == "analysis_operator":
+            return _quiet(dataclasses.replace(spec, tracks=tuple(t for t in spec.tracks if t == "B")))
+        return dataclasses.replace(spec, tracks=())
+
+    def get(self, name: str) -> HandlerSpec:
+        spec = self.base.get(name)
+        if name in PAPER_SYSTEM_OPERATIONS:
+            return _quiet(spec)  # callable by the runtime, not listed for the model
+        return self._view(spec)
+
+    def specs(self, track: str | None = None) -> list[HandlerSpec]:
+        return [s for s in map(self._view, self.base.specs(None)) if track is None or track in s.tracks]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.base, name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.base
+
+
+def protocol_view(registry: Any, protocol: str | None) -> Any:
+    """The registry as a protocol shows it (`harness` or None: unchanged)."""
+    if protocol in (None, "", "harness"):
+        return registry
+    if protocol != "paper":
+        raise ValueError(f"unknown protocol {protocol!r}; one of {', '.join(PROTOCOLS)}")
+    return PaperRegistry(registry)
