@@ -51,7 +51,7 @@ def main(out: Path) -> int:
     ])  # fmt: skip
     try:
         rc = gui_main(str(folder), str(out / "study_dicom.png"), asks=["Is there a focal lesion?", "Any other one?"],
-                      base_url=fake.base_url)  # fmt: skip
+                      base_url=fake.base_url, cursor=[r, a, s])  # fmt: skip
     finally:
         fake.stop()
     case = make_cases("breast_wsi", 1, 5, tmp / "cases", slide_size=(2048, 1536), mpp=1.0)[0]
@@ -64,7 +64,7 @@ def main(out: Path) -> int:
     ])  # fmt: skip
     try:
         rc |= gui_main(str(slide), str(out / "study_slide.jpg"), asks=["Where is it most cellular?", "Mitoses?"],
-                       base_url=fake.base_url)  # fmt: skip
+                       base_url=fake.base_url, cursor=[1100.0, 600.0])  # fmt: skip
     finally:
         fake.stop()
     return rc
