@@ -293,7 +293,8 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
 
 
 class MedCopilotTest(ScriptedLoadableModuleTest):
-    """Runs the shared contract tests on Slicer's own scene inside Slicer (tests/run_in_slicer.py does the same)."""
+    """Runs the shared contract tests and the adopt-the-scene tests on Slicer's own scene inside Slicer
+    (tests/run_in_slicer.py does the same)."""
 
     def runTest(self) -> None:
         import subprocess
@@ -309,3 +310,6 @@ class MedCopilotTest(ScriptedLoadableModuleTest):
         self.assertEqual(
             code, 0, f"contract tests failed in Slicer ({sys.executable}; {subprocess.list2cmdline(sys.argv)})"
         )
+        # the copilot adopting the application's own scene (a volume loaded with Slicer's reader, the user's views)
+        code = pytest.main([str(REPO_ROOT / "tests" / "test_slicer_host.py"), "-q", "-p", "no:cacheprovider"])
+        self.assertEqual(code, 0, "the adopt-the-scene tests failed in Slicer")
