@@ -11,9 +11,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from copilot.medflow.policies import POLICY_HELP
 from copilot.medflow.registry import modules
+from copilot.pacs import is_dicomweb_url
 
 
 class InputError(ValueError):
@@ -234,7 +236,17 @@ def _gui(ns: argparse.Namespace) -> int:
 
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
+    name = "pacs" if is_dicomweb_url(case_dir) else Path(case_dir).resolve().name  # no UID in a folder name
+    return Path("traces") / f"{name}-{stamp}-{secrets.token_hex(3)}"
+
+
+def _open_url_study(url: str, track: str, trace_dir: Path) -> Any:
+    """A session on a DICOMweb study or series URL, its origin in the trace header."""
+    from copilot.pacs.fetch import local_study, with_origin
+    from copilot.panel.studies import open_study, study_for
+
+    local = local_study(url)
+    return open_study(with_origin(study_for(local.path), local.origin), trace_dir, track=track)
 
 
 def _serve(ns: argparse.Namespace) -> int:
@@ -251,7 +263,10 @@ def _serve(ns: argparse.Namespace) -> int:
         from qupath_ext import QuPathViewer
 
         viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
+    if is_dicomweb_url(ns.case):  # a PACS study or series: retrieved into the cache, opened like a DICOM folder
+        session = _open_url_study(ns.case, ns.track, trace_dir)
+    else:
+        session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
     limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
     if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
@@ -369,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     montage.set_defaults(func=_bench_montage)
 
     serve = sub.add_parser("serve", help="serve a case's handlers over HTTP")
-    serve.add_argument("--case", required=True)
+    serve.add_argument("--case", required=True, help="a case pack, or a DICOMweb study or series URL")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8016)
     serve.add_argument("--token", default=None, help="bearer token (default: $MEDCOPILOT_TOKEN or a random one)")
@@ -425,6 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="demo-output")
     demo.add_argument("--spacing", type=float, default=1.0)
     demo.set_defaults(func=_demo)
+
+    from copilot.pacs.cli import add_pacs_parser
+
+    add_pacs_parser(sub)
     return p
 
 

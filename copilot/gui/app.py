@@ -36,6 +36,8 @@ from PySide6.QtWidgets import (
 
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
+from copilot.pacs import is_dicomweb_url
+from copilot.pacs.fetch import local_study, with_origin
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
 from copilot.panel.screen import Busy, Frame, Screen
@@ -109,6 +111,7 @@ class MainWindow(QMainWindow):
             ("Open study (file)…", self._open_file_dialog, QKeySequence.StandardKey.Open),
             ("Open DICOM or case folder…", self._open_folder_dialog, None),
             ("Open trace for replay…", self._open_trace_dialog, None),
+            ("Open from PACS (DICOMweb URL)…", self._open_url_dialog, None),
             ("Save screenshot…", self._save_screenshot, None),
         ):
             action = QAction(text, self)
@@ -183,6 +186,12 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
+    def _open_url_dialog(self) -> None:
+        prompt = "DICOMweb study or series URL (…/studies/UID[/series/UID]):"
+        url, ok = QInputDialog.getText(self, "Open from PACS", prompt)
+        if ok and url.strip():
+            self.open_path(url.strip())
+
     def _open_trace_dialog(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open a trace folder")
         if path:
@@ -233,7 +242,9 @@ class MainWindow(QMainWindow):
         pick: Callable[[list[Series]], Series | None] | None = None,
     ) -> bool:
         """Open a trace, a folder of case packs, a case pack, a DICOM folder (`pick` chooses among several series;
-        default: the series picker), a volume file or a slide. Errors are raised; False when no series was chosen."""
+        default: the series picker), a volume file or a slide, or a DICOMweb study or series URL (retrieved into the
+        PACS cache first). Errors are raised; False when no series was chosen."""
+        path = local_study(path).path
         what = classify(path)
         if what == "trace":
             self.open_trace(path)
@@ -259,7 +270,7 @@ class MainWindow(QMainWindow):
     def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
         from copilot.panel.studies import open_study
 
-        study = study_for(path, series)
+        study = with_origin(study_for(path, series), local_study(path).origin)  # a PACS study: its origin traced
         session = open_study(study, trace_dir)
         self.set_session(session, study)
 
@@ -566,7 +577,7 @@ def main(
     window = MainWindow()
     window.quiet = screenshot is not None
     target = path or next(iter(window.recent.items()), None)
-    if target is not None and not Path(target).exists():
+    if target is not None and not is_dicomweb_url(target) and not Path(target).exists():
         print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
         return 2
     if target is not None and not window.open_path(target):

@@ -157,13 +157,13 @@ def study_for(path: str | Path, series: Series | None = None) -> Study | CasePac
     return Study(p, f"{p.name} — {series.description or series.uid}", "", "radiology", inputs)
 
 
-def open_study(study: Study | CasePack, trace_dir: str | Path | None = None) -> Session:
-    """A session with the study loaded by the system's audited open call."""
+def open_study(study: Study | CasePack, trace_dir: str | Path | None = None, track: str = "A") -> Session:
+    """A session with the study loaded by the system's audited open call (Track B: with the operators)."""
     from copilot.runtime import session_header
 
     kind = viewer_kind(study.kind)
-    trace = TraceRecorder(trace_dir, session_header(study, "A")) if trace_dir is not None else None  # type: ignore[arg-type]
-    session = Session(kind.viewer(), kind.registry, study.root, study.inputs, "A", trace, case=study)  # type: ignore[arg-type]
+    trace = TraceRecorder(trace_dir, session_header(study, track)) if trace_dir is not None else None  # type: ignore[arg-type]
+    session = Session(kind.viewer(), kind.registry, study.root, study.inputs, track, trace, case=study)  # type: ignore[arg-type]
     outcome = session.call(kind.open_handler, {}, actor="system")
     if not outcome.ok:
         raise HandlerError(outcome.error["code"], f"cannot open {study.case_id}: {outcome.error['message']}")  # type: ignore[index]

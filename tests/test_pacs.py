@@ -1,0 +1,382 @@
+"""Studies from a live PACS and results back to it: a private Orthanc with its DICOMweb plugin on loopback,
+a CT series built from pydicom's CT test file uploaded over STOW-RS, searched (QIDO-RS), opened by URL
+(WADO-RS), read by a scripted agent, and its evidence report and segmentation stored back and checked."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pydicom
+import pytest
+from pydicom.data import get_testdata_file
+
+from copilot.errors import HandlerError
+from copilot.pacs import parse_dicomweb_url
+from copilot.pacs.auth import credentials_for, http_session
+from copilot.pacs.cache import PacsCache
+from copilot.pacs.client import PacsClient
+from copilot.pacs.fetch import fetch, local_study, with_origin
+from copilot.pacs.orthanc import LocalOrthanc, missing
+from copilot.pacs.store import stored_manifest
+from copilot.panel.studies import open_study, study_for
+from copilot.session import Session
+from copilot.tools.evidence_sr import ras_to_lps
+
+PATIENT_ID, PATIENT_NAME, ACCESSION = "MC-PACS-0042", "Testpatient^Pacs", "ACC-7731"
+needs_orthanc = pytest.mark.skipif(missing() is not None, reason=str(missing()))
+
+
+def write_ct_series(folder: Path, n: int = 8) -> list[pydicom.Dataset]:
+    """An axial CT series from pydicom's CT_small.dcm: n slices 2.5 mm apart, a bright block moving per slice."""
+    base = pydicom.dcmread(get_testdata_file("CT_small.dcm"))
+    study, series, frame = (pydicom.uid.generate_uid() for _ in range(3))
+    folder.mkdir(parents=True)
+    written = []
+    for k in range(n):
+        ds = copy.deepcopy(base)
+        ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = study, series, frame
+        ds.SOPInstanceUID = ds.file_meta.MediaStorageSOPInstanceUID = pydicom.uid.generate_uid()
+        ds.PatientID, ds.PatientName, ds.AccessionNumber = PATIENT_ID, PATIENT_NAME, ACCESSION
+        ds.StudyDate, ds.SeriesDescription, ds.SeriesNumber = "20240611", "chest axial", 3
+        ds.ImagePositionPatient = [-40.0, -30.0, 10.0 + 2.5 * k]
+        ds.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
+        ds.SliceThickness, ds.InstanceNumber = "2.5", k + 1
+        arr = base.pixel_array.copy()
+        arr[40 + k : 60 + k, 50:70] = 1200 + 10 * k
+        ds.PixelData = arr.tobytes()
+        ds.save_as(folder / f"slice_{k:02d}.dcm")
+        written.append(ds)
+    return written
+
+
+@pytest.fixture(scope="module")
+def pacs() -> Iterator[LocalOrthanc]:
+    if missing() is not None:
+        pytest.skip(str(missing()))
+    with LocalOrthanc() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def pacs_env(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Credentials of the test PACS from the environment; a private cache and config folder."""
+    monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for name in ("MEDCOPILOT_PACS_TOKEN", "MEDCOPILOT_PACS_USER", "MEDCOPILOT_PACS_PASSWORD", "MEDCOPILOT_PACS_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    if "pacs" in request.fixturenames:
+        server = request.getfixturevalue("pacs")
+        monkeypatch.setenv("MEDCOPILOT_PACS_USER", server.user)
+        monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", server.password)
+
+
+@pytest.fixture(scope="module")
+def uploaded(pacs: LocalOrthanc, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[pydicom.Dataset]]:
+    folder = tmp_path_factory.mktemp("local") / "ct"
+    datasets = write_ct_series(folder)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEDCOPILOT_PACS_USER", pacs.user)
+        mp.setenv("MEDCOPILOT_PACS_PASSWORD", pacs.password)
+        stored = PacsClient(pacs.dicomweb).store(datasets, datasets[0].StudyInstanceUID)
+    assert len(stored) == len(datasets)
+    return folder, datasets
+
+
+def study_url(pacs: LocalOrthanc, ds: pydicom.Dataset, series: bool = False) -> str:
+    tail = f"/series/{ds.SeriesInstanceUID}" if series else ""
+    return f"{pacs.dicomweb}/studies/{ds.StudyInstanceUID}{tail}"
+
+
+def open_url(url: str, trace_dir: Path | None, track: str = "A") -> Session:
+    """What `gui`/`serve` do with a URL: retrieve, open like a folder, origin in the trace header."""
+    local = local_study(url)
+    return open_study(with_origin(study_for(local.path), local.origin), trace_dir, track=track)
+
+
+def volume_of(session: Session) -> Any:
+    scene = session.scene_data()
+    assert scene
+    return scene
+
+
+# ----- without a PACS -----
+
+
+def test_urls_are_parsed_and_credentials_refused_in_them() -> None:
+    ref = parse_dicomweb_url("HTTPS://pacs.example.org:8443/dicom-web/studies/1.2.3/series/4.5.6/")
+    assert (ref.base, ref.study, ref.series) == ("https://pacs.example.org:8443/dicom-web", "1.2.3", "4.5.6")
+    assert parse_dicomweb_url("http://h/studies/1.2").base == "http://h"
+    for bad, words in [
+        ("http://h/dicom-web/series/1.2", "expected"),
+        ("http://h/studies/1.2.x", "not a DICOM UID"),
+        ("ftp://h/studies/1.2", "not an http"),
+        ("https://bob:secret@h/studies/1.2", "not in the URL"),
+    ]:
+        with pytest.raises(HandlerError, match=words) as err:
+            parse_dicomweb_url(bad)
+        assert "secret" not in err.value.message
+
+
+def test_credentials_from_environment_or_config_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root = "https://pacs.example.org/dicom-web"
+    assert credentials_for(root).scheme == "none"
+    config = tmp_path / "config" / "medcopilot" / "pacs.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"servers": [
+        {"url": "https://pacs.example.org", "username": "ward", "password": "p1"},
+        {"url": "https://pacs.example.org/dicom-web", "token": "tok-123", "ca_bundle": "/etc/ssl/h.pem"},
+    ]}))  # fmt: skip
+    creds = credentials_for(root)
+    assert (creds.token, creds.ca_bundle) == ("tok-123", "/etc/ssl/h.pem") and "tok-123" not in repr(creds)
+    assert credentials_for("https://pacs.example.org/other").username == "ward"  # the longest matching prefix
+    session = http_session(root)
+    assert session.headers["Authorization"] == "Bearer tok-123" and session.verify == "/etc/ssl/h.pem"
+    monkeypatch.setenv("MEDCOPILOT_PACS_USER", "env-user")
+    monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", "env-pw")
+    env = http_session(root)  # the environment wins; TLS still verified (no CA bundle from the environment)
+    assert env.auth == ("env-user", "env-pw") and "Authorization" not in env.headers and env.verify == "/etc/ssl/h.pem"
+    monkeypatch.delenv("MEDCOPILOT_PACS_PASSWORD")
+    with pytest.raises(HandlerError, match="without a password"):
+        credentials_for(root)
+
+
+def test_cache_is_bounded_and_cleared(tmp_path: Path) -> None:
+    from copilot.pacs.cache import write_origin
+
+    cache = PacsCache(tmp_path / "c", max_bytes=2500)
+    folders = []
+    for n in range(3):
+        d = cache.series_dir("http://h/dw", "1.2", f"1.2.{n}")
+        d.mkdir(parents=True)
+        (d / "00001.dcm").write_bytes(b"\0" * 1000)
+        write_origin(d, {"dicomweb": "http://h/dw", "study": "1.2", "series": f"1.2.{n}", "complete": True})
+        folders.append(d)
+        cache.touch(d)
+    assert cache.size() > 2500
+    cache.touch(folders[0])  # opened again: now the most recent
+    removed = cache.evict(keep=[folders[2]])
+    assert removed == [folders[1]] and cache.size() <= 2500
+    assert cache.clear() > 0 and cache.size() == 0 and cache.series_dirs() == []
+
+
+# ----- against the live PACS -----
+
+
+@needs_orthanc
+def test_search_finds_the_uploaded_study(pacs: LocalOrthanc, uploaded: Any, capsys: pytest.CaptureFixture) -> None:
+    from copilot.cli import main
+
+    _, datasets = uploaded
+    ds = datasets[0]
+    found = PacsClient(pacs.dicomweb).search(patient_id=PATIENT_ID, modality="CT", date="20240101-20241231")
+    assert [s["uid"] for s in found] == [ds.StudyInstanceUID]
+    (series,) = found[0]["series"]
+    assert (series["uid"], series["modality"], series["instances"]) == (ds.SeriesInstanceUID, "CT", 8)
+    assert PacsClient(pacs.dicomweb).search(patient_id="nobody") == []
+    assert PacsClient(pacs.dicomweb).search(modality="MR") == []
+    assert main(["pacs", "search", pacs.dicomweb, "--patient-id", PATIENT_ID, "--modality", "CT"]) == 0
+    out = capsys.readouterr().out
+    assert study_url(pacs, ds) in out and study_url(pacs, ds, series=True) in out and "8 images" in out
+
+
+@needs_orthanc
+def test_url_opens_the_same_volume_as_the_folder(pacs: LocalOrthanc, uploaded: Any, tmp_path: Path) -> None:
+    folder, datasets = uploaded
+    local = open_study(study_for(folder), None)
+    for series in (False, True):
+        url = study_url(pacs, datasets[0], series)
+        session = open_url(url, tmp_path / f"trace{series}")
+        a, b = volume_of(local), volume_of(session)
+        assert a["volume"].dimensions == b["volume"].dimensions == (128, 128, 8)
+        assert np.array_equal(a["volume"].data, b["volume"].data)
+        assert np.allclose(a["volume"].ijk_to_ras, b["volume"].ijk_to_ras, atol=1e-9)
+        session.close()
+        header = json.loads((tmp_path / f"trace{series}" / "trace.jsonl").read_text().splitlines()[0])
+        origin = header["case_inputs"]["origin"]
+        assert origin["url"] == url and origin["dicomweb"] == pacs.dicomweb
+        text = (tmp_path / f"trace{series}" / "trace.jsonl").read_text()
+        assert pacs.password not in text and pacs.user not in text  # credentials never traced
+    cached = PacsCache()
+    assert len(cached.series_dirs()) == 1 and cached.root == tmp_path / "cache"  # the series URL reused the copy
+    for path in cached.root.rglob("*"):
+        assert datasets[0].StudyInstanceUID not in str(path) and "127.0.0.1" not in str(path)
+
+
+def _dciodvfy_errors(path: Path) -> list[str]:
+    if shutil.which("dciodvfy") is None:
+        pytest.skip("dciodvfy is not installed (Debian package dicom3tools; `make sysdeps`)")
+    run = subprocess.run(["dciodvfy", str(path)], capture_output=True, text=True, timeout=60)
+    return [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("Error")]
+
+
+SCRIPT = [
+    ("record_key_slice", {"view": "red", "label": "block"}),
+    ("record_point", {"ras": [-10.5, 0.0, 0.0], "label": "block centre"}),
+    ("record_point", {"ras": [25.25, 12.0, 0.0], "label": "far corner"}),
+    ("measure_distance", {"ras_a": [-10.5, 0.0, 0.0], "ras_b": [25.25, 12.0, 0.0], "label": "span"}),
+]
+
+
+def _shifted(rec_ras: list[float], origin: np.ndarray) -> list[float]:
+    return [float(v) for v in np.asarray(rec_ras) + origin]
+
+
+@needs_orthanc
+def test_conversation_evidence_and_segmentation_go_back_to_the_pacs(
+    pacs: LocalOrthanc, uploaded: Any, tmp_path: Path
+) -> None:
+    from copilot.agent.policy import ScriptedPolicy
+
+    _, datasets = uploaded
+    source = datasets[0]
+    session = open_url(study_url(pacs, source), tmp_path / "trace", track="B")
+    centre = volume_of(session)["volume"].ijk_to_ras @ np.array([64.0, 64.0, 4.0, 1.0])
+    script = [(h, {k: _shifted(v, centre[:3]) if k.startswith("ras") else v for k, v in a.items()}) for h, a in SCRIPT]
+    script += [
+        ("segment_threshold", {"volume": _volume_name(session), "output_segment": "block",
+                               "lower": 1100, "upper": 5000}),
+        ("export_evidence_sr", {"output_name": "evidence_report"}),
+        ("export_dicom_seg", {"segment": "block", "output_name": "block_seg"}),
+    ]  # fmt: skip
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"calls": [{"handler": h, "args": a} for h, a in script], "answer": "done"}))
+    ScriptedPolicy(plan).run(session, session.case, budget=20)
+    events = [e for e in session.trace_events() if e["type"] == "handler_call"]
+    assert [e["handler"] for e in events] == ["open_case"] + [h for h, _ in script]
+    failed = [(e["handler"], e.get("error")) for e in events if not e.get("ok")]
+    assert failed == []
+    evidence = list(session.evidence)
+    points = [r for r in evidence if r["kind"] == "point"]
+    distance = next(r for r in evidence if r["kind"] == "distance")
+    assert len(points) == 2 and distance["distance_mm"] == pytest.approx(
+        float(np.linalg.norm(np.subtract(points[0]["ras"], points[1]["ras"]))), abs=1e-6
+    )
+    sr_event, seg_event = events[-2], events[-1]
+    assert sr_event["result"]["stored_to"] == seg_event["result"]["stored_to"] == "pacs"
+    counts = {k: sr_event["result"][k] for k in ("points", "distances", "key_slices", "left_out")}
+    assert counts == {"points": 2, "distances": 1, "key_slices": 1, "left_out": 0}
+
+    # retrieved back through DICOMweb
+    client = PacsClient(pacs.dicomweb)
+    by_modality = {s["modality"]: s for s in client.series(source.StudyInstanceUID)}
+    assert set(by_modality) == {"CT", "SR", "SEG"}
+    manifest = {m["file"]: m for m in stored_manifest(tmp_path / "trace" / "derived")}
+    assert set(manifest) == {"evidence_report.dcm", "block_seg.dcm"}
+    back = {}
+    for modality, file in (("SR", "evidence_report.dcm"), ("SEG", "block_seg.dcm")):
+        (ds,) = list(client.iter_series(source.StudyInstanceUID, by_modality[modality]["uid"]))
+        assert manifest[file]["sop_instance_uid"] == ds.SOPInstanceUID
+        assert manifest[file]["url"].startswith(pacs.dicomweb + "/studies/")
+        path = tmp_path / f"back_{modality}.dcm"
+        ds.save_as(path, enforce_file_format=True)
+        assert _dciodvfy_errors(path) == [], modality
+        back[modality] = ds
+    source_uids = {d.SOPInstanceUID for d in datasets}
+
+    sr = back["SR"]
+    assert sr.StudyInstanceUID == source.StudyInstanceUID and sr.PatientID == PATIENT_ID
+    evidence_refs = {
+        item.ReferencedSOPInstanceUID
+        for study in sr.CurrentRequestedProcedureEvidenceSequence
+        for series in study.ReferencedSeriesSequence
+        for item in series.ReferencedSOPSequence
+    }
+    assert evidence_refs == source_uids
+    sr_points = _scoord3d(sr)
+    expected = [np.array(ras_to_lps(p["ras"])) for p in points] + [
+        np.array([ras_to_lps(distance["a"]["ras"]), ras_to_lps(distance["b"]["ras"])])
+    ]
+    assert len(sr_points) == 3
+    for got, want in zip(sr_points, expected, strict=True):
+        assert np.allclose(got.reshape(want.shape), want, atol=1e-4)  # FL (float32) coordinates
+    assert _observer_device(sr) == "MedCopilot"
+    length = _numeric(sr)
+    assert length == pytest.approx(distance["distance_mm"], abs=1e-4)
+
+    seg = back["SEG"]
+    seg_refs = {i.ReferencedSOPInstanceUID for s in seg.ReferencedSeriesSequence for i in s.ReferencedInstanceSequence}
+    assert seg_refs <= source_uids and seg_refs and seg.StudyInstanceUID == source.StudyInstanceUID
+
+    # nothing identifying reached the model: every agent-visible result is free of patient and study identifiers
+    seen = json.dumps([{k: e.get(k) for k in ("result", "state", "error")} for e in events])
+    for ident in (PATIENT_ID, "Testpatient", ACCESSION, source.StudyInstanceUID, "127.0.0.1", pacs.password):
+        assert ident not in seen, ident
+    session.close()
+
+
+def _volume_name(session: Session) -> str:
+    return str(session.snapshot()["volumes"][0]["name"])
+
+
+def _walk(items: Any) -> Iterator[pydicom.Dataset]:
+    for item in items:
+        yield item
+        yield from _walk(getattr(item, "ContentSequence", []))
+
+
+def _scoord3d(sr: pydicom.Dataset) -> list[np.ndarray]:
+    return [np.array(i.GraphicData, dtype=float) for i in _walk(sr.ContentSequence) if i.ValueType == "SCOORD3D"]
+
+
+def _numeric(sr: pydicom.Dataset) -> float:
+    (value,) = [
+        float(i.MeasuredValueSequence[0].NumericValue)
+        for i in _walk(sr.ContentSequence)
+        if i.ValueType == "NUM" and i.ConceptNameCodeSequence[0].CodeValue == "410668003"
+    ]  # Length
+    return value
+
+
+def _observer_device(sr: pydicom.Dataset) -> str:
+    items = [i for i in _walk(sr.ContentSequence) if i.ValueType == "TEXT"]
+    names = [i.TextValue for i in items if i.ConceptNameCodeSequence[0].CodeMeaning == "Device Observer Name"]
+    return names[0] if names else ""
+
+
+@needs_orthanc
+def test_a_store_the_pacs_refuses_is_a_named_error_that_changes_nothing(
+    pacs: LocalOrthanc, uploaded: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, datasets = uploaded
+    source = datasets[0]
+    session = open_url(study_url(pacs, source, series=True), tmp_path / "trace", track="B")
+    centre = volume_of(session)["volume"].ijk_to_ras @ np.array([64.0, 64.0, 4.0, 1.0])
+    assert session.call("record_point", {"ras": [float(v) for v in centre[:3]]}).ok
+    before_series = {s["uid"] for s in PacsClient(pacs.dicomweb).series(source.StudyInstanceUID)}
+    before = session.snapshot()
+    monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", "not-the-password")  # the PACS answers 401
+    out = session.call("export_evidence_sr", {"output_name": "report"})
+    assert not out.ok and out.error["code"] == "pacs_refused" and "HTTP 401" in out.error["message"]
+    assert session.snapshot() == before
+    assert not (tmp_path / "trace" / "derived" / "report.dcm").exists()
+    assert stored_manifest(tmp_path / "trace" / "derived") == []
+    monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", pacs.password)
+    assert {s["uid"] for s in PacsClient(pacs.dicomweb).series(source.StudyInstanceUID)} == before_series
+    again = session.call("export_evidence_sr", {"output_name": "report"})  # the same name: nothing was left behind
+    assert again.ok and again.result["stored_to"] == "pacs", again.error
+    session.close()
+
+
+@needs_orthanc
+def test_a_study_conflict_is_refused_by_the_pacs(pacs: LocalOrthanc, uploaded: Any) -> None:
+    _, datasets = uploaded
+    other = copy.deepcopy(datasets[0])
+    other.StudyInstanceUID, other.SOPInstanceUID = pydicom.uid.generate_uid(), pydicom.uid.generate_uid()
+    with pytest.raises(HandlerError) as err:
+        PacsClient(pacs.dicomweb).store([other], datasets[0].StudyInstanceUID)
+    assert err.value.code == "pacs_refused" and getattr(err.value, "http_status", None) == 409
+
+
+def test_unreachable_pacs_is_named(tmp_path: Path) -> None:
+    from copilot.pacs.orthanc import free_port
+
+    with pytest.raises(HandlerError) as err:
+        fetch(f"http://127.0.0.1:{free_port()}/dicom-web/studies/1.2.3", PacsCache(tmp_path / "c"))
+    assert err.value.code == "pacs_unreachable"
