@@ -380,3 +380,55 @@ def test_unreachable_pacs_is_named(tmp_path: Path) -> None:
     with pytest.raises(HandlerError) as err:
         fetch(f"http://127.0.0.1:{free_port()}/dicom-web/studies/1.2.3", PacsCache(tmp_path / "c"))
     assert err.value.code == "pacs_unreachable"
+
+
+def write_dicom_wsi(folder: Path, tmp: Path) -> list[pydicom.Dataset]:
+    """A three-level DICOM whole-slide series: a tiled TIFF made here, converted by Orthanc's dicomizer.
+
+    Orthanc WSI 1.1 leaves out ImageType and marks every level as a one-instance concatenation; OpenSlide needs
+    the one and refuses the other, so both are set right here as a current converter writes them."""
+    import tifffile
+
+    image = np.full((1024, 1536, 3), 232, np.uint8)
+    image[300:500, 400:700] = (150, 60, 120)
+    tifffile.imwrite(tmp / "slide.tif", image, tile=(256, 256), compression="jpeg", photometric="rgb")
+    folder.mkdir(parents=True)
+    subprocess.run(
+        ["OrthancWSIDicomizer", "--folder", str(folder), "--pyramid", "1", "--levels", "3", "--tile-width", "256",
+         "--tile-height", "256", str(tmp / "slide.tif")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    written = []
+    for n, path in enumerate(sorted(folder.iterdir())):
+        ds = pydicom.dcmread(path)
+        ds.ImageType = ["ORIGINAL" if n == 0 else "DERIVED", "PRIMARY", "VOLUME", "NONE" if n == 0 else "RESAMPLED"]
+        for keyword in ("ConcatenationUID", "SOPInstanceUIDOfConcatenationSource", "ConcatenationFrameOffsetNumber",
+                        "InConcatenationNumber", "InConcatenationTotalNumber"):  # fmt: skip
+            if keyword in ds:
+                delattr(ds, keyword)
+        ds.PatientID, ds.PatientName = PATIENT_ID, PATIENT_NAME
+        ds.save_as(path)
+        written.append(ds)
+    return written
+
+
+@needs_orthanc
+@pytest.mark.skipif(shutil.which("OrthancWSIDicomizer") is None, reason="Debian package orthanc-wsi not installed")
+def test_a_dicom_whole_slide_series_opens_in_the_slide_viewer(pacs: LocalOrthanc, tmp_path: Path) -> None:
+    datasets = write_dicom_wsi(tmp_path / "wsi", tmp_path)
+    ds = datasets[0]
+    PacsClient(pacs.dicomweb).store(datasets, ds.StudyInstanceUID)
+    local = open_study(study_for(tmp_path / "wsi"), None)
+    remote = open_url(study_url(pacs, ds, series=True), tmp_path / "trace")
+    assert local.kind == remote.kind == "pathology"
+    a, b = local.snapshot(), remote.snapshot()
+    assert a["dimensions"] == b["dimensions"] == [1536, 1024] and a["levels"] == b["levels"] == 3
+    assert b["image"] == "00001" and ds.StudyInstanceUID not in json.dumps(b)
+    from copilot.session import Peek
+
+    pa, pb = local.peek(Peek(size=(200, 150))), remote.peek(Peek(size=(200, 150)))
+    assert pa is not None and pb is not None
+    ia, ib = np.asarray(pa["viewer"]), np.asarray(pb["viewer"])
+    inner = (slice(ia.shape[0] // 4, -ia.shape[0] // 4), slice(ia.shape[1] // 4, -ia.shape[1] // 4))  # no overlays
+    assert np.array_equal(ia[inner], ib[inner]) and ia[inner].std() > 5  # the same pixels, not a blank
+    remote.close()

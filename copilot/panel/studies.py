@@ -20,6 +20,7 @@ from copilot.engine.loading import is_dicom
 from copilot.engine.volume import VOLUME_SUFFIXES
 from copilot.errors import HandlerError
 from copilot.kinds import viewer_kind
+from copilot.pacs.wsi import dicom_wsi_file
 from copilot.session import Session
 from copilot.trace.recorder import TRACE_FILE, TraceRecorder
 
@@ -143,6 +144,9 @@ def study_for(path: str | Path, series: Series | None = None) -> Study | CasePac
         raise StudyError(f"{p.name} is a {what.replace('_', ' ')}, not a single study")
     if what == "slide":
         return Study(p.parent, p.name, "", "pathology", {"slide": p.name})
+    slide = dicom_wsi_file(series.folder if series is not None else p) if what == "dicom" and p.is_dir() else None
+    if slide is not None:  # a DICOM whole-slide series: the slide viewer opens its level-0 instance
+        return Study(p, p.name, "", "pathology", {"slide": os.path.relpath(slide, p)})
     if what == "volume" or (what == "dicom" and p.is_file()):
         return Study(p.parent, p.name, "", "radiology", {"volumes": [p.name]})
     if series is None:
