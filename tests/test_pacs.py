@@ -279,6 +279,10 @@ def test_conversation_evidence_and_segmentation_go_back_to_the_pacs(
         assert _dciodvfy_errors(path) == [], modality
         back[modality] = ds
     source_uids = {d.SOPInstanceUID for d in datasets}
+    from copilot.panel.model import PanelModel
+
+    report = PanelModel(session).export_report(tmp_path / "report.html").read_text()
+    assert all(f'href="{m["url"]}"' in report for m in manifest.values())  # the report links the stored instances
 
     sr = back["SR"]
     assert sr.StudyInstanceUID == source.StudyInstanceUID and sr.PatientID == PATIENT_ID

@@ -53,3 +53,18 @@ def store_back(
             for path, item in zip(written, stored, strict=False):
                 fh.write(json.dumps({"file": Path(path).name, **item}, sort_keys=True) + "\n")
     return {"stored_to": "pacs", "pacs_instances_stored": len(stored)}
+
+
+def stored_html(folder: Path | None) -> str:
+    """An HTML list linking what a session stored on a PACS (its WADO-RS URLs); '' when nothing was stored."""
+    import html
+
+    items = stored_manifest(folder)
+    if not items:
+        return ""
+    rows = "".join(
+        f'<li><a href="{html.escape(str(m.get("url", "")))}">{html.escape(str(m.get("file", "")))}</a> '
+        f"<code>{html.escape(str(m.get('sop_instance_uid', '')))}</code></li>"
+        for m in items
+    )
+    return f"<h2>Stored in the PACS</h2><ul>{rows}</ul>"

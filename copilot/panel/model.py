@@ -19,6 +19,7 @@ from typing import Any
 
 from copilot.cases.pack import CasePack
 from copilot.engine.render import encode_png
+from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
@@ -279,7 +280,8 @@ class PanelModel:
             for view, image in (self.session.peek(cited_views(ev, self.session.kind)) or {}).items():
                 data = base64.b64encode(encode_png(image)).decode()
                 parts.append(f'<img alt="{view}" src="data:image/png;base64,{data}" width="256">')
-        parts.append("</body></html>")
+        trace_dir = self.session.trace_dir
+        parts.append(stored_html(trace_dir / "derived" if trace_dir is not None else None) + "</body></html>")
         out = Path(path)
         out.write_text("".join(parts), encoding="utf-8")
         return out
