@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pydicom
 import pytest
-from pydicom.data import get_testdata_file
 
 from copilot.errors import HandlerError
 from copilot.pacs import parse_dicomweb_url
@@ -24,36 +23,14 @@ from copilot.pacs.cache import PacsCache
 from copilot.pacs.client import PacsClient
 from copilot.pacs.fetch import fetch, local_study, with_origin
 from copilot.pacs.orthanc import LocalOrthanc, missing
+from copilot.pacs.sample import SAMPLE_PATIENT, write_ct_series
 from copilot.pacs.store import stored_manifest
 from copilot.panel.studies import open_study, study_for
 from copilot.session import Session
 from copilot.tools.evidence_sr import ras_to_lps
 
-PATIENT_ID, PATIENT_NAME, ACCESSION = "MC-PACS-0042", "Testpatient^Pacs", "ACC-7731"
+PATIENT_ID, PATIENT_NAME, ACCESSION = (SAMPLE_PATIENT[k] for k in ("PatientID", "PatientName", "AccessionNumber"))
 needs_orthanc = pytest.mark.skipif(missing() is not None, reason=str(missing()))
-
-
-def write_ct_series(folder: Path, n: int = 8) -> list[pydicom.Dataset]:
-    """An axial CT series from pydicom's CT_small.dcm: n slices 2.5 mm apart, a bright block moving per slice."""
-    base = pydicom.dcmread(get_testdata_file("CT_small.dcm"))
-    study, series, frame = (pydicom.uid.generate_uid() for _ in range(3))
-    folder.mkdir(parents=True)
-    written = []
-    for k in range(n):
-        ds = copy.deepcopy(base)
-        ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = study, series, frame
-        ds.SOPInstanceUID = ds.file_meta.MediaStorageSOPInstanceUID = pydicom.uid.generate_uid()
-        ds.PatientID, ds.PatientName, ds.AccessionNumber = PATIENT_ID, PATIENT_NAME, ACCESSION
-        ds.StudyDate, ds.SeriesDescription, ds.SeriesNumber = "20240611", "chest axial", 3
-        ds.ImagePositionPatient = [-40.0, -30.0, 10.0 + 2.5 * k]
-        ds.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
-        ds.SliceThickness, ds.InstanceNumber = "2.5", k + 1
-        arr = base.pixel_array.copy()
-        arr[40 + k : 60 + k, 50:70] = 1200 + 10 * k
-        ds.PixelData = arr.tobytes()
-        ds.save_as(folder / f"slice_{k:02d}.dcm")
-        written.append(ds)
-    return written
 
 
 @pytest.fixture(scope="module")
@@ -436,3 +413,12 @@ def test_a_dicom_whole_slide_series_opens_in_the_slide_viewer(pacs: LocalOrthanc
     inner = (slice(ia.shape[0] // 4, -ia.shape[0] // 4), slice(ia.shape[1] // 4, -ia.shape[1] // 4))  # no overlays
     assert np.array_equal(ia[inner], ib[inner]) and ia[inner].std() > 5  # the same pixels, not a blank
     remote.close()
+
+
+@needs_orthanc
+def test_the_demo_step_stores_its_report_and_segmentation(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from copilot.pacs_demo import run_pacs_demo
+
+    assert run_pacs_demo(tmp_path)
+    out = capsys.readouterr().out
+    assert "stored evidence_report.dcm → http://127.0.0.1:" in out and "stored block_seg.dcm → " in out
