@@ -11,7 +11,7 @@ SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2
 QT_PACKAGES := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libegl-mesa0 libgl1-mesa-dri
 
-.PHONY: demo test lint sysdeps venv bench clean screenshots
+.PHONY: demo test test-fast lint sysdeps venv bench clean screenshots
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory sysdeps
@@ -36,12 +36,20 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory sysdeps
 	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
 	$(BIN)/mypy
+	PYTHONPATH=slicer_ext/MedCopilot $(BIN)/lint-imports  # the import contracts in pyproject.toml
 	$(BIN)/python -m tests.qupath_jvm  # compiles the QuPath API fixture (tests/java) for the bridge's JVM tests
 	$(BIN)/python -m pytest
+
+# The core alone in about a minute: no Qt widgets, no slicer-core, no JVM, no external servers.
+test-fast: $(STAMP)
+	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
+	@start=$$(date +%s); $(BIN)/python -m pytest -m "not heavy"; \
+	  rc=$$?; echo "make test-fast: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 lint: $(STAMP)
 	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
 	$(BIN)/mypy
+	PYTHONPATH=slicer_ext/MedCopilot $(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py

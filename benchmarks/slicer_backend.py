@@ -23,8 +23,8 @@ from benchmarks.render import rotated, timed
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.engine.viewer import EmbeddedVolumeViewer
 from copilot.engine.volume import Volume, volume_from_sitk
+from copilot.runtime import new_session
 from copilot.session import Session
-from copilot.tools import RADIOLOGY
 
 BACKENDS = ("embedded", "slicer")
 
@@ -42,7 +42,7 @@ def session_with(backend: str, volumes: list[Volume]) -> Session:
     viewer = make_viewer(backend)
     ids = [viewer.add_volume(v) for v in volumes]
     viewer.recover_standard_views(ids[0])  # fitted for 512² views (both backends' default size)
-    return Session(viewer, RADIOLOGY)
+    return new_session("radiology", viewer=viewer)
 
 
 def cases(t1: Volume) -> dict[str, list[Volume]]:

@@ -184,7 +184,8 @@ def _mcp(ns: argparse.Namespace) -> int:
     from copilot.server.mcp_server import serve_stdio
 
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, backend=ns.backend)
+    case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case
+    session = open_session(case, track=ns.track, trace_dir=trace_dir, backend=ns.backend)
     try:
         anyio.run(serve_stdio, session)
     finally:
@@ -240,13 +241,14 @@ def _default_trace_dir(case_dir: str) -> Path:
     return Path("traces") / f"{name}-{stamp}-{secrets.token_hex(3)}"
 
 
-def _open_url_study(url: str, track: str, trace_dir: Path) -> Any:
-    """A session on a DICOMweb study or series URL, its origin in the trace header."""
+def _url_study(url: str) -> Any:
+    """The study a DICOMweb study or series URL names, retrieved into the PACS cache; its origin goes into the
+    trace header."""
     from copilot.pacs.fetch import local_study, with_origin
-    from copilot.panel.studies import open_study, study_for
+    from copilot.panel.studies import study_for
 
     local = local_study(url)
-    return open_study(with_origin(study_for(local.path), local.origin), trace_dir, track=track)
+    return with_origin(study_for(local.path), local.origin)
 
 
 def _serve(ns: argparse.Namespace) -> int:
@@ -263,10 +265,8 @@ def _serve(ns: argparse.Namespace) -> int:
         from qupath_ext import QuPathViewer
 
         viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
-    if is_dicomweb_url(ns.case):  # a PACS study or series: retrieved into the cache, opened like a DICOM folder
-        session = _open_url_study(ns.case, ns.track, trace_dir)
-    else:
-        session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
+    case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case  # a PACS URL: retrieved, then a study
+    session = open_session(case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
     limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
     if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):

@@ -15,6 +15,7 @@ from copilot.engine.slide_viewer import EmbeddedSlideViewer
 from copilot.engine.viewer import EmbeddedVolumeViewer
 from copilot.slicer_backend import slicer_viewer
 from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
+from copilot.viewer.protocol import Viewer
 
 
 @dataclass(frozen=True)
@@ -22,16 +23,16 @@ class ViewerKind:
     """One kind of case and the viewer that shows it."""
 
     name: str
-    new_viewer: Callable[[], Any]
+    new_viewer: Callable[[], Viewer]
     registry: Registry
     open_handler: str  # opens the case's inputs (called by the system when a session starts)
     opening: tuple[str, dict[str, Any]]  # the observation an agent's episode starts from
     view_names: tuple[str, ...]  # the views a host shows, in order
     stepwise: bool  # one tool per round, each round answered with the viewer's state (Appendix H.2 protocol)
     slicer_api: bool  # whether the read-only /slicer subset is served
-    backends: dict[str, Callable[[], Any]] = field(default_factory=dict)  # other viewers by backend name
+    backends: dict[str, Callable[[], Viewer]] = field(default_factory=dict)  # other viewers by backend name
 
-    def viewer(self, backend: str = "embedded") -> Any:
+    def viewer(self, backend: str = "embedded") -> Viewer:
         """A fresh viewer of this kind on a backend ('embedded' by default)."""
         if backend == "embedded":
             return self.new_viewer()
@@ -61,7 +62,24 @@ PATHOLOGY_KIND = ViewerKind(
     stepwise=True,
     slicer_api=False,
 )
-KINDS = {k.name: k for k in (RADIOLOGY_KIND, PATHOLOGY_KIND)}
+KINDS: dict[str, ViewerKind] = {}
+
+
+def register_kind(kind: ViewerKind) -> ViewerKind:
+    """Declare a viewer kind (a third kind is this call and its viewer and handlers); a second kind of the same
+    name, or a registry of another kind, is an error."""
+    if kind.name in KINDS and KINDS[kind.name] is not kind:
+        raise ValueError(f"viewer kind {kind.name!r} is declared twice")
+    if kind.registry.kind != kind.name:
+        raise ValueError(f"viewer kind {kind.name!r} has the handlers of {kind.registry.kind!r}")
+    if kind.open_handler not in kind.registry:
+        raise ValueError(f"viewer kind {kind.name!r}: its open handler {kind.open_handler!r} is not declared")
+    KINDS[kind.name] = kind
+    return kind
+
+
+for _kind in (RADIOLOGY_KIND, PATHOLOGY_KIND):
+    register_kind(_kind)
 
 
 def viewer_kind(name: str) -> ViewerKind:

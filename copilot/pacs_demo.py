@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+from copilot.cases.pack import CasePack
 from copilot.pacs.client import PacsClient
 from copilot.pacs.fetch import local_study, with_origin
 from copilot.pacs.orthanc import LocalOrthanc, missing
 from copilot.pacs.sample import SAMPLE_PATIENT, write_ct_series
 from copilot.pacs.store import stored_manifest
-from copilot.panel.studies import open_study, study_for
+from copilot.runtime import open_session
 
 
 def run_pacs_demo(out: Path) -> bool:
@@ -49,7 +50,8 @@ def _step(pacs: LocalOrthanc, tmp: Path, out: Path) -> bool:
     url = study["series"][0]["url"]
     print(f"  search found {study['url']}\n  opening {url}")
     local = local_study(url)
-    session = open_study(with_origin(study_for(local.path), local.origin), out / "pacs-trace", track="B")
+    case = with_origin(CasePack(local.path, "pacs-demo", "", {"volumes": ["."]}), local.origin)
+    session = open_session(case, track="B", trace_dir=out / "pacs-trace")
     vol = session.scene_data()["volume"]  # type: ignore[index]
     a, b = ((vol.ijk_to_ras @ np.array([i, j, 4.0, 1.0]))[:3].tolist() for i, j in ((55.0, 45.0), (90.0, 70.0)))
     calls = [

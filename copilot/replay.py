@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.kinds import viewer_kind
+from copilot.runtime import new_session
 from copilot.session import Session
-from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 
 
@@ -74,10 +73,7 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
         return failure
     head = events[0]
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
-    kind = viewer_kind(head["kind"])
-    registry = registry_view(kind.registry, head.get("ops"))
-    viewer = kind.viewer(head.get("backend", "embedded"))  # the backend the trace was recorded on
-    session = Session(viewer, registry, root, head.get("case_inputs"), head.get("track", "A"))
+    session = session_for(head, root)
     calls = 0
     for ev in events[1:]:
         if ev["type"] != "handler_call":
@@ -87,6 +83,14 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
         if problem:
             return ReplayReport(False, len(events), calls, f"event {ev['seq']} ({ev['handler']}): {problem}", ev["seq"])
     return ReplayReport(True, len(events), calls)
+
+
+def session_for(head: dict[str, Any], root: Path, case: Any = None) -> Session:
+    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs."""
+    return new_session(
+        head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
+        case=case, case_root=root, case_inputs=head.get("case_inputs"),
+    )  # fmt: skip
 
 
 def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:

@@ -1,4 +1,5 @@
-"""Building sessions for a case: viewer + registry + optional trace, with the case preloaded."""
+"""Building sessions: the one place a `Session` is constructed (viewer of the recorded kind and backend, registry
+limited to an operation set, optional trace), for batch episodes, the server, replays and the desktop alike."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import copilot
-from copilot.cases.pack import CasePack, load_case
+from copilot.cases.pack import CaseLike, load_case
 from copilot.errors import HandlerError
 from copilot.kinds import viewer_kind
 from copilot.session import Session
 from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
+from copilot.viewer.protocol import Viewer
 
 
-def session_header(case: CasePack, track: str, ops: str | None = None, backend: str = "embedded") -> dict[str, Any]:
+def session_header(case: CaseLike, track: str, ops: str | None = None, backend: str = "embedded") -> dict[str, Any]:
     """What a replay needs to rebuild the same session."""
     return {
         "backend": backend,
@@ -29,8 +31,31 @@ def session_header(case: CasePack, track: str, ops: str | None = None, backend: 
     }
 
 
+def new_session(
+    kind_name: str,
+    *,
+    backend: str = "embedded",
+    viewer: Viewer | None = None,
+    ops: str | None = None,
+    track: str = "A",
+    trace: TraceRecorder | None = None,
+    case: CaseLike | None = None,
+    case_root: Path | None = None,
+    case_inputs: dict[str, Any] | None = None,
+) -> Session:
+    """A session of a viewer kind on a backend (or on `viewer`, e.g. a live QuPath), nothing opened yet.
+
+    A backend the kind does not have falls back to the embedded viewer (slides stay on it); `case_root` and
+    `case_inputs` replace the case's own (a replay against a moved case folder).
+    """
+    kind = viewer_kind(kind_name)
+    if viewer is None:
+        viewer = kind.viewer(backend if backend in kind.backends else "embedded")
+    return Session(viewer, registry_view(kind.registry, ops), case_root, case_inputs, track, trace, case)
+
+
 def open_session(
-    case_dir: str | Path | CasePack,
+    case_dir: str | Path | CaseLike,
     track: str = "A",
     trace_dir: str | Path | None = None,
     preload: bool = True,
@@ -38,23 +63,21 @@ def open_session(
     ops: str | None = None,
     backend: str = "embedded",
 ) -> Session:
-    """A session on a case; with `preload`, the system opens the case's inputs (recorded in the trace).
+    """A session on a case pack (a folder or already read) or any study; with `preload`, the system opens its
+    inputs (recorded in the trace).
 
     `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); otherwise `backend` picks
     the kind's viewer ("embedded", or "slicer" for radiology: Slicer's MRML libraries). `ops` limits Track B
     to one operation set (`copilot.tools.operation_sets`).
     """
-    case = case_dir if isinstance(case_dir, CasePack) else load_case(case_dir)
+    case: CaseLike = load_case(case_dir) if isinstance(case_dir, str | Path) else case_dir
     kind = viewer_kind(case.kind)
     backend = backend if backend in kind.backends else "embedded"  # e.g. slides stay on the embedded viewer
-    viewer = viewer if viewer is not None else kind.viewer(backend)
     header = session_header(case, track, ops, backend)
     trace = TraceRecorder(trace_dir, header) if trace_dir is not None else None
-    session = Session(viewer, registry_view(kind.registry, ops), track=track, trace=trace, case=case)
-    if hasattr(viewer, "show_evidence"):  # a Slicer scene: evidence is shown as markups
-        viewer.show_evidence(session.evidence)
+    session = new_session(case.kind, backend=backend, viewer=viewer, ops=ops, track=track, trace=trace, case=case)
     if preload:
         outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:
-            raise HandlerError(outcome.error["code"], f"cannot open case {case.root}: {outcome.error['message']}")  # type: ignore[index]
+            raise HandlerError(outcome.error["code"], f"cannot open {case.case_id}: {outcome.error['message']}")  # type: ignore[index]
     return session

@@ -14,35 +14,32 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PIL import Image
 
-from copilot.cases.pack import CasePack
+from copilot.cases.pack import CaseLike
+from copilot.engine.peek import Peek
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, ImageOut, Registry
 from copilot.trace.outcome import CallOutcome, EncodedImage, jsonable
 from copilot.trace.recorder import TraceRecorder
+from copilot.viewer.protocol import Viewer
+
+__all__ = ["Listener", "Peek", "Session", "SessionState"]
+
+Listener = Callable[[CallOutcome, "dict[str, Any] | None", str], None]  # fn(outcome, args, actor) after every call
 
 
-@dataclass(frozen=True)
-class Peek:
-    """A render that leaves the views as they are: a view re-oriented, moved to an offset (or a fraction of its
-    range), or the scene centred on a RAS point or a level-0 slide point, only for this image."""
+class SessionState:
+    """What `rewind` puts back: the viewer's exported state and a copy of the evidence (opaque to callers)."""
 
-    views: tuple[str, ...] = ()  # radiology: () = the layout's views; pathology: ignored (one viewer)
-    size: tuple[int, int] = (256, 256)
-    orientation: str | None = None
-    offset: float | None = None
-    scroll_to: float | None = None
-    ras: tuple[float, float, float] | None = None
-    wsi_point: tuple[float, float] | None = None
-    background: str | None = None  # radiology: this volume alone as the background (e.g. a prior study beside)
-    fill: bool = False  # pathology: render at `size`, the agent's field scaled to fit it (a host's pane)
+    def __init__(self, viewer_state: Any, evidence: list[dict[str, Any]]) -> None:
+        self.viewer_state = viewer_state
+        self.evidence = evidence
 
 
 class Session:
@@ -50,13 +47,13 @@ class Session:
 
     def __init__(
         self,
-        viewer: Any,
+        viewer: Viewer,
         registry: Registry,
         case_root: Path | None = None,
         case_inputs: dict[str, Any] | None = None,
         track: str = "A",
         trace: TraceRecorder | None = None,
-        case: CasePack | None = None,
+        case: CaseLike | None = None,
     ) -> None:
         self._viewer = viewer
         self._lock = threading.RLock()
@@ -65,18 +62,58 @@ class Session:
         self.registry = registry
         self.track = track
         self.kind: str = viewer.kind
-        self.evidence: list[dict[str, Any]] = []
-        self.listeners: list[Any] = []  # fn(outcome, args, actor), called after every call (e.g. the panel)
+        self._evidence: list[dict[str, Any]] = []
+        self._listeners: list[Listener] = []
         root = case.root if case is not None and case_root is None else case_root
         inputs = case.inputs if case is not None and case_inputs is None else case_inputs
         output = trace.dir / "derived" if trace is not None else None
-        self._ctx = HandlerContext(viewer, root, self.evidence, dict(inputs or {}), output)
+        self._ctx = HandlerContext(viewer, root, self._evidence, dict(inputs or {}), output)
+        show = getattr(viewer, "show_evidence", None)
+        if show is not None:  # a Slicer scene shows the evidence as markups, following this list
+            show(self._evidence)
+
+    # ----- subscriptions -----
+    def subscribe(self, fn: Listener, first: bool = False) -> Callable[[], None]:
+        """Call `fn(outcome, args, actor)` after every call, whoever made it; `first` puts it before the others
+        (a screen that follows the state, so that later listeners see it current). Returns the unsubscribe."""
+        with self._lock:
+            self._listeners.insert(0, fn) if first else self._listeners.append(fn)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if fn in self._listeners:
+                    self._listeners.remove(fn)
+
+        return unsubscribe
+
+    def unsubscribe_all(self) -> None:
+        """Drop every listener (a host that replaces its panel)."""
+        with self._lock:
+            self._listeners.clear()
 
     # ----- read-only -----
     def snapshot(self) -> dict[str, Any]:
         """Viewer state plus the evidence recorded so far (what a call may change)."""
         with self._lock:
-            return jsonable({**self._viewer.state(), "evidence": self.evidence})
+            return jsonable({**self._viewer.state(), "evidence": self._evidence})
+
+    def evidence(self) -> list[dict[str, Any]]:
+        """A copy of the evidence recorded so far, taken under the lock."""
+        with self._lock:
+            return copy.deepcopy(self._evidence)
+
+    def save_state(self) -> SessionState:
+        """The viewer's state and the evidence now, for `rewind` (replay seeking)."""
+        with self._lock:
+            return SessionState(self._viewer.export_state(), copy.deepcopy(self._evidence))
+
+    def rewind(self, saved: SessionState) -> None:
+        """Put the viewer and the evidence back as `save_state` found them (a replay's scrubber; not a call: the
+        trace of a live session is never rewound). `saved` stays usable for later rewinds."""
+        with self._lock:
+            self._viewer.restore_state(saved.viewer_state)
+            self._viewer.restore_state(self._viewer.export_state())  # a copy: later moves leave `saved` intact
+            self._evidence[:] = copy.deepcopy(saved.evidence)
 
     def handlers(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.registry.specs(self.track)]
@@ -85,7 +122,7 @@ class Session:
         """A copy of a slice view's geometry (`SliceView`) or of the slide viewport (`Viewport`), for conversions
         between screen and patient coordinates in a host's own widgets."""
         with self._lock:
-            return copy.deepcopy(self._viewer.viewport if self.kind == "pathology" else self._viewer.view(view))
+            return self._viewer.geometry(view)
 
     @property
     def trace_dir(self) -> Path | None:
@@ -118,7 +155,9 @@ class Session:
             duration_ms = (time.perf_counter() - t0) * 1000.0
             if self._trace is not None:
                 outcome.seq = self._trace.record_call(name, args, actor, outcome, duration_ms)
-        for listener in list(self.listeners):
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
             listener(outcome, args, actor)
         return outcome
 
@@ -132,7 +171,7 @@ class Session:
         try:
             saved = self._viewer.export_state()
             try:
-                return self._peek(request)
+                return self._viewer.peek(request)
             finally:
                 self._viewer.restore_state(saved)
         finally:
@@ -141,8 +180,6 @@ class Session:
     def scene_data(self, blocking: bool = True) -> dict[str, Any] | None:
         """Read-only voxels for a host's 3D view: the active volume (volumes are immutable), its window/level and
         the segments; {} without a volume, None when not `blocking` and busy."""
-        if self.kind != "radiology":
-            return {}
         if not self._lock.acquire(blocking=blocking):
             return None
         try:
@@ -161,38 +198,6 @@ class Session:
             self._trace.close(final)
 
     # ----- inside -----
-    def _peek(self, r: Peek) -> dict[str, Image.Image]:
-        viewer = self._viewer
-        if self.kind == "pathology":
-            if not viewer.has_image():
-                return {}
-            if r.wsi_point is not None:
-                viewer.set_centre(*r.wsi_point)
-            if r.fill:
-                vp = viewer.viewport
-                scale = max(vp.width / r.size[0], vp.height / r.size[1])
-                vp.width, vp.height, vp.downsample = int(r.size[0]), int(r.size[1]), vp.downsample * scale
-            return {"viewer": viewer.render()}
-        if not viewer.volume_ids():
-            return {}
-        views = r.views or tuple(viewer.layout_views())
-        if r.background is not None:
-            viewer.set_fusion(viewer.resolve_volume(volume_id=r.background), None, 0.0)
-        if r.ras is not None:
-            viewer.jump(np.asarray(r.ras, dtype=float))
-        for name in views:
-            if r.orientation is not None and r.orientation != viewer.view(name).orientation:
-                viewer.set_orientation(name, r.orientation)
-            offset = r.offset
-            if r.scroll_to is not None:
-                if not 0.0 <= r.scroll_to <= 1.0:
-                    raise HandlerError("invalid_arguments", "scrollTo must lie in [0, 1]")
-                lo, hi = viewer.slice_offset_range(name)
-                offset = lo + r.scroll_to * (hi - lo)
-            if offset is not None:
-                viewer.set_slice_offset(name, offset)
-        return {name: viewer.render(name, r.size, remember=False) for name in views}
-
     def _execute(self, name: str, args: dict[str, Any] | None) -> CallOutcome:
         try:
             spec = self.registry.get(name)
@@ -202,7 +207,7 @@ class Session:
         except HandlerError as exc:
             return CallOutcome(name, False, exc.status, error=exc.to_json())
         saved_viewer = self._viewer.export_state()
-        saved_evidence = copy.deepcopy(self.evidence)
+        saved_evidence = copy.deepcopy(self._evidence)
         saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
             out = spec.impl(self._ctx, **kwargs)
@@ -210,7 +215,7 @@ class Session:
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
             self._viewer.restore_state(saved_viewer)
-            self.evidence[:] = saved_evidence
+            self._evidence[:] = saved_evidence
             self._ctx.memo.clear()
             self._ctx.memo.update(saved_memo)  # a failed call showed the model nothing
             if isinstance(exc, HandlerError):

@@ -28,6 +28,7 @@ from typing import Any
 from PIL import Image
 
 from copilot.engine.geometry import Viewport, pyramid_level
+from copilot.engine.peek import Peek, peek_slide
 from copilot.engine.slide import SlideInfo
 from copilot.engine.slide_viewer import IMAGE_TYPES, full_magnification, viewport_state
 from copilot.errors import ViewerError
@@ -289,6 +290,18 @@ class QuPathViewer:
         """QuPath's own viewer snapshot (its overlays are whatever QuPath shows)."""
         data = base64.b64decode(str(self.ep.snapshotBase64(self._viewer)))
         return Image.open(io.BytesIO(data)).convert("RGB")
+
+    def peek(self, request: Peek) -> dict[str, Image.Image]:
+        """QuPath's snapshot for a `Peek` (the session puts the viewport back afterwards)."""
+        return peek_slide(self, request)
+
+    def geometry(self, view: str = "viewer") -> Viewport:
+        """The viewport as QuPath's viewer holds it now (a fresh value each time)."""
+        return self.viewport
+
+    def scene_data(self) -> dict[str, Any]:
+        """Slides have no 3D scene."""
+        return {}
 
     @_java_call
     def state(self) -> dict[str, Any]:

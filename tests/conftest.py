@@ -22,6 +22,20 @@ from copilot.server.http import make_server
 from copilot.session import Session
 
 
+# Tests that need Qt widgets, slicer-core's MRML scene, a JVM or an external server: `make test-fast` leaves them out.
+HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark as `heavy` what `make test-fast` skips: heavy files, and every case run on the slicer backend."""
+    for item in items:
+        name = item.path.name
+        params = getattr(item, "callspec", None)
+        on_slicer = params is not None and params.params.get("backend") == "slicer"
+        if on_slicer or any(h in name for h in HEAVY_FILES) or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.heavy)
+
+
 def rotation(ax: float, ay: float, az: float) -> np.ndarray:
     """Rotation matrix from three angles (radians)."""
     cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)

@@ -107,7 +107,7 @@ def test_approve_mode_blocks_until_approval_and_stop_ends(qtbot, window, tmp_pat
     assert [e.status for e in model.timeline if e.actor == "agent"][:2] == ["ok", "rejected"]
     window.panel.stop_button.click()
     qtbot.waitUntil(lambda: model.status == "stopped", timeout=10000)
-    assert model.session.evidence == []  # the episode ended before recording anything
+    assert model.session.evidence() == []  # the episode ended before recording anything
 
 
 def test_event_loop_serviced_during_a_slow_handler(qtbot, window, tmp_path: Path) -> None:

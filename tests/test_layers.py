@@ -74,3 +74,42 @@ def test_only_the_session_reaches_its_viewer_lock_and_trace() -> None:
 
 def test_every_unit_is_on_a_floor() -> None:
     assert {unit(m) for m in EDGES} <= set(floors(UNITS))
+
+
+def test_sessions_are_built_in_one_module() -> None:
+    """`Session(` is constructed only by `copilot.runtime.new_session` (the one factory), so the recorded kind,
+    backend, operation set and track are honoured everywhere a session is made."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sites = []
+    for pkg in ("copilot", "qupath_ext", "slicer_ext", "benchmarks"):
+        for path in (root / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Session":
+                    sites.append(str(path.relative_to(root)))
+    assert sites == ["copilot/runtime.py"]
+
+
+def test_no_public_mutable_lists_on_the_session() -> None:
+    """Evidence and listeners are reached through methods (`evidence()`, a copy under the lock; `subscribe`)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    offenders = []
+    for pkg in ("copilot", "qupath_ext", "slicer_ext", "benchmarks"):
+        for path in (root / pkg).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in ("evidence", "listeners")
+                    and id(node) not in called
+                    and isinstance(node.value, ast.Attribute | ast.Name)
+                    and (node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id) == "session"
+                ):
+                    offenders.append(f"{path.relative_to(root)}:{node.lineno} session.{node.attr}")
+    assert offenders == []

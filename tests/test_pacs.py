@@ -229,7 +229,7 @@ def test_conversation_evidence_and_segmentation_go_back_to_the_pacs(
     assert [e["handler"] for e in events] == ["open_case"] + [h for h, _ in script]
     failed = [(e["handler"], e.get("error")) for e in events if not e.get("ok")]
     assert failed == []
-    evidence = list(session.evidence)
+    evidence = session.evidence()
     points = [r for r in evidence if r["kind"] == "point"]
     distance = next(r for r in evidence if r["kind"] == "distance")
     assert len(points) == 2 and distance["distance_mm"] == pytest.approx(

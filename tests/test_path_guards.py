@@ -102,7 +102,7 @@ def test_stale_view_and_unobserved_point(case: Path) -> None:
     viewer.set_centre(650.0, 500.0)
     moved = session.call("record_view_evidence", {"label": "hp2", "x": 500, "y": 500})
     assert codes(moved.result) == ["stale_view"]
-    assert len(session.evidence) == 3  # every warned call still recorded its evidence
+    assert len(session.evidence()) == 3  # every warned call still recorded its evidence
 
 
 def test_report_counts_pathology_guards(case: Path, tmp_path: Path) -> None:

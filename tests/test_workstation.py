@@ -185,9 +185,9 @@ def test_trace_timeline_restores_each_scene(brain_case: Path, tmp_path: Path) ->
         recorded, again = timeline.rendered_hashes(k)
         assert recorded and recorded == again
     timeline.seek(4)
-    assert timeline.session.evidence[0]["label"] == "lesion"
+    assert timeline.session.evidence()[0]["label"] == "lesion"
     timeline.seek(0)
-    assert timeline.session.evidence == []
+    assert timeline.session.evidence() == []
 
 
 def test_model_moves_views_to_the_answer(brain_case: Path) -> None:

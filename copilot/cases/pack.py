@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 KINDS = ("radiology", "pathology")
 CASE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -23,8 +23,25 @@ class CaseError(ValueError):
     """A folder is not a valid case pack."""
 
 
+class CaseLike(Protocol):
+    """What a session needs of what it opens: a case pack, or any study a clinician brings."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def module(self) -> str: ...  # "" for a study that belongs to no benchmark module
+    @property
+    def kind(self) -> str: ...
+    @property
+    def inputs(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class CasePack:
+    """A benchmark case pack as read from its folder (hidden/ never read here)."""
+
     root: Path
     case_id: str
     module: str

@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image
 
 from copilot.engine.geometry import Viewport, magnification_at, pyramid_level
+from copilot.engine.peek import Peek, peek_slide
 from copilot.engine.slide import SlideError, SlideSource, TileCache, filled
 from copilot.engine.slide_overlays import draw_slide_overlays, overview_box
 from copilot.errors import ViewerError
@@ -173,6 +174,18 @@ class EmbeddedSlideViewer:
         if overlays:
             draw_slide_overlays(image, slide, self.viewport, self.magnification())
         return image
+
+    def peek(self, request: Peek) -> dict[str, Image.Image]:
+        """The viewer's image for a `Peek` (the session puts the viewport back afterwards)."""
+        return peek_slide(self, request)
+
+    def geometry(self, view: str = "viewer") -> Viewport:
+        """A copy of the viewport, for a host's own conversions."""
+        return copy.copy(self.viewport)
+
+    def scene_data(self) -> dict[str, Any]:
+        """Slides have no 3D scene."""
+        return {}
 
     def state(self) -> dict[str, Any]:
         if self.slide is None:

@@ -18,6 +18,7 @@ from copilot.engine import view_rules as rules
 from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
 from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
+from copilot.engine.peek import Peek, peek_volumes
 from copilot.engine.render import Layer, compose, corner_text, draw_corners
 from copilot.engine.volume import Volume
 
@@ -263,6 +264,14 @@ class EmbeddedVolumeViewer:
     @property
     def background(self) -> str | None:
         return self._s.background
+
+    def peek(self, request: Peek) -> dict[str, Image.Image]:
+        """Images of a `Peek` (the session puts the state back afterwards)."""
+        return peek_volumes(self, request)
+
+    def geometry(self, view: str) -> SliceView:
+        """A copy of a slice view's geometry, for a host's own conversions."""
+        return copy.deepcopy(self.view(view))
 
     def scene_data(self) -> dict[str, Any]:
         """For a host's 3D view: the active volume (immutable, shared), its window/level and the segments; {}

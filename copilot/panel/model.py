@@ -90,7 +90,7 @@ class PanelModel:
         self.crosshair: list[float] | None = None  # RAS of the linked cursor shown in every slice view
         self.answer_items: list[dict[str, Any]] = []  # evidence stated in the final answer
         self.selected: int | None = None  # the evidence item last jumped to
-        session.listeners.append(self._on_call)
+        session.subscribe(self._on_call)
 
     # ----- notifications -----
     def _notify(self, what: str) -> None:
@@ -118,7 +118,7 @@ class PanelModel:
     @property
     def evidence(self) -> list[dict[str, Any]]:
         """Recorded evidence, then what the final answer states (key slices, RAS point, slide points)."""
-        return list(self.session.evidence) + list(self.answer_items)
+        return self.session.evidence() + list(self.answer_items)
 
     # ----- the episode -----
     def run_episode(self, policy: Any, instruction: str = "") -> None:
@@ -272,7 +272,7 @@ class PanelModel:
         ]
         answer = next((t for who, t in reversed(self.messages) if who == "agent"), "")
         parts.append(f"<h2>Answer</h2><pre>{html.escape(answer)}</pre><h2>Evidence</h2>")
-        for n, ev in enumerate(list(self.session.evidence)):
+        for n, ev in enumerate(self.session.evidence()):
             parts.append(
                 f"<h3>{n + 1}. {html.escape(ev.get('kind', ''))} {html.escape(ev.get('label', ''))}</h3>"
                 f"<pre>{html.escape(str({k: v for k, v in ev.items() if k != 'view_state'}))}</pre>"

@@ -8,19 +8,16 @@ the images that call produced hash to what the trace recorded.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from copilot.engine.render import encode_png
-from copilot.kinds import viewer_kind
 from copilot.panel.studies import Study
-from copilot.replay import read_events
-from copilot.session import Peek, Session
+from copilot.replay import read_events, session_for
+from copilot.session import Peek, SessionState
 from copilot.tools.args import DEFAULT_SIZE
-from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import canonical_json
 
 
@@ -37,8 +34,7 @@ class ReplayStep:
     replayed_hashes: list[str]
     artifacts: list[Path]
     state_matches: bool
-    scene: Any = None  # the viewer state after the call
-    evidence: list[dict[str, Any]] | None = None
+    scene: SessionState | None = None  # the viewer state and evidence after the call
 
     @property
     def matches(self) -> bool:
@@ -53,8 +49,8 @@ class ReplayStep:
 class TraceTimeline:
     """A verified trace, replayed once; `seek(k)` shows the scene after call k.
 
-    The timeline builds its session on a viewer it creates and keeps, so that it can put that viewer's
-    state back after any call; it is used from one thread (the GUI's), and no agent runs on it.
+    The timeline's session is built like the recorded one (kind, backend, operation set, track); seeking
+    rewinds it to the state saved after a call. It is used from one thread (the GUI's); no agent runs on it.
     """
 
     def __init__(self, trace_dir: str | Path, case_dir: str | Path | None = None) -> None:
@@ -67,11 +63,7 @@ class TraceTimeline:
         self.header = head
         self.study = Study(root, str(head.get("case_id", root.name)), str(head.get("module", "")), head["kind"],
                            dict(head.get("case_inputs") or {}))  # fmt: skip
-        kind = viewer_kind(head["kind"])
-        self._viewer = kind.viewer()
-        registry = registry_view(kind.registry, head.get("ops"))
-        self.session = Session(self._viewer, registry, root, head.get("case_inputs"), head.get("track", "A"),
-                               case=self.study)  # type: ignore[arg-type]  # fmt: skip
+        self.session = session_for(head, root, case=self.study)
         self.steps: list[ReplayStep] = []
         self.final: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "episode_end"), {})
         for ev in events[1:]:
@@ -86,7 +78,7 @@ class TraceTimeline:
         return ReplayStep(
             ev["seq"], ev["handler"], ev.get("actor", ""), dict(ev.get("args") or {}), bool(ev["ok"]), recorded,
             [im.sha256 for im in out.images], [self.dir / im["artifact"] for im in ev.get("images", [])], same_state,
-            self._viewer.export_state(), copy.deepcopy(self.session.evidence),
+            self.session.save_state(),
         )  # fmt: skip
 
     @property
@@ -103,9 +95,8 @@ class TraceTimeline:
             raise IndexError("the trace records no handler calls")
         index = max(0, min(int(index), len(self.steps) - 1))
         step = self.steps[index]
-        self._viewer.restore_state(step.scene)
-        self._viewer.restore_state(self._viewer.export_state())  # a copy: later moves leave the step's intact
-        self.session.evidence[:] = copy.deepcopy(step.evidence or [])
+        if step.scene is not None:
+            self.session.rewind(step.scene)
         self.position = index
         return step
 

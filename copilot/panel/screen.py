@@ -83,7 +83,7 @@ class Screen:
         self._cache: dict[str, tuple[Any, np.ndarray]] = {}
         self.renders = 0  # how many panes were actually rendered (the rest came from the cache)
         self._state: dict[str, Any] = session.snapshot()
-        session.listeners.insert(0, self._on_call)
+        session.subscribe(self._on_call, first=True)
 
     def _on_call(self, outcome: CallOutcome, args: Any, actor: str) -> None:
         if outcome.ok and outcome.state:

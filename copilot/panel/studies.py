@@ -18,11 +18,10 @@ from typing import Any
 from copilot.cases.pack import CasePack, load_case
 from copilot.engine.loading import is_dicom
 from copilot.engine.volume import VOLUME_SUFFIXES
-from copilot.errors import HandlerError
-from copilot.kinds import viewer_kind
 from copilot.pacs.wsi import dicom_wsi_file
+from copilot.runtime import open_session
 from copilot.session import Session
-from copilot.trace.recorder import TRACE_FILE, TraceRecorder
+from copilot.trace.recorder import TRACE_FILE
 
 SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mrxs", ".svslide", ".bif", ".dcm")
 MAX_DICOM_FILES = 20000  # a series scan reads headers only, but stops somewhere
@@ -161,17 +160,11 @@ def study_for(path: str | Path, series: Series | None = None) -> Study | CasePac
     return Study(p, f"{p.name} — {series.description or series.uid}", "", "radiology", inputs)
 
 
-def open_study(study: Study | CasePack, trace_dir: str | Path | None = None, track: str = "A") -> Session:
+def open_study(
+    study: Study | CasePack, trace_dir: str | Path | None = None, backend: str = "embedded", track: str = "A"
+) -> Session:
     """A session with the study loaded by the system's audited open call (Track B: with the operators)."""
-    from copilot.runtime import session_header
-
-    kind = viewer_kind(study.kind)
-    trace = TraceRecorder(trace_dir, session_header(study, track)) if trace_dir is not None else None  # type: ignore[arg-type]
-    session = Session(kind.viewer(), kind.registry, study.root, study.inputs, track, trace, case=study)  # type: ignore[arg-type]
-    outcome = session.call(kind.open_handler, {}, actor="system")
-    if not outcome.ok:
-        raise HandlerError(outcome.error["code"], f"cannot open {study.case_id}: {outcome.error['message']}")  # type: ignore[index]
-    return session
+    return open_session(study, track=track, trace_dir=trace_dir, backend=backend)
 
 
 def case_packs(folder: str | Path) -> list[Path]:

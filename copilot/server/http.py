@@ -20,7 +20,6 @@ import ipaddress
 import json
 import socket
 import threading
-import time
 from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,14 +32,14 @@ from starlette.responses import Response
 from copilot.errors import HandlerError
 from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
-from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length, parse_json_body
-from copilot.server.openapi import openapi_document
+from copilot.server.dispatch import dispatch
+from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length
 from copilot.server.protocol import error_body as _error_body
 from copilot.server.protocol import protocol_for
+from copilot.server.routes import API
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
 
-API = "/medcopilot/v1"
 MAX_BODY = DEFAULT_LIMITS.max_body
 Scope = dict[str, Any]
 
@@ -152,58 +151,13 @@ class HandlerApp:
         return await self._route(method, path, body)
 
     async def _route(self, method: str, path: str, body: bytes) -> Response:
-        session = self.server.session
-        if path == f"{API}/handlers" and method == "GET":
-            return self._response(200, _body({"handlers": session.handlers(), "track": session.track}))
-        if path.startswith(f"{API}/handlers/") and method == "POST":
-            return await self._call(path[len(f"{API}/handlers/") :], parse_json_body(body, self.server.limits))
-        if path == f"{API}/state" and method == "GET":
-            state = await run_in_threadpool(session.snapshot)
-            return self._response(200, _body({"ok": True, "state": state}))
-        if path == f"{API}/trace" and method == "GET":
-            events = await run_in_threadpool(session.trace_events)
-            return self._response(200, _body({"ok": True, "events": events}))
-        if path == f"{API}/openapi.json" and method == "GET":
-            return self._response(200, _body(openapi_document(session.handlers(), API)))
-        if path.startswith(f"{API}/jobs/"):
-            return await self._job(method, path[len(f"{API}/jobs/") :], body)
-        if path.startswith(API) and _known(path):
-            return self._response(405, _error_body("not_found", f"no route {method} {path}"))
-        return self._response(404, _error_body("not_found", f"no route {method} {path}"))
-
-    async def _call(self, name: str, args: Any) -> Response:
-        """A synchronous call; an operator still running after `call_timeout_s` is cancelled at its next
-        step (rolled back: nothing changes) and the client is told to run it as a job."""
-        limit = self.server.limits.call_timeout_s
-        deadline = time.monotonic() + limit
-        outcome = await run_in_threadpool(
-            self.server.session.call, name, args, "http", None, lambda: time.monotonic() > deadline
+        if path != API and not path.startswith(f"{API}/"):
+            return self._response(404, _error_body("not_found", f"no route {method} {path}"))
+        server = self.server
+        status, obj = await run_in_threadpool(
+            dispatch, server.session, method, path[len(API) :], body, jobs=server.jobs, limits=server.limits
         )
-        if not outcome.ok and (outcome.error or {}).get("code") == "cancelled" and time.monotonic() > deadline:
-            message = (
-                f"{name} ran longer than {limit:g} s, the limit of a synchronous call; nothing changed. "
-                f"Run it as a job: POST {API}/jobs/{name}"
-            )
-            return self._response(422, _error_body("call_timeout", message))
-        return self._response(outcome.status, _body(outcome.envelope()))
-
-    async def _job(self, method: str, name: str, body: bytes) -> Response:
-        """POST /jobs/HANDLER starts a call off the request thread (202); GET /jobs/ID polls it; DELETE cancels."""
-        jobs = self.server.jobs
-        if method == "POST":
-            if name not in self.server.session.registry:
-                raise HandlerError("unknown_handler", f"no handler named {name!r}")
-            args = parse_json_body(body, self.server.limits)
-            started = jobs.submit(name, args if isinstance(args, dict) else {"_": args}, actor="http")
-            return self._response(202, _body(started.to_json()))
-        job = jobs.get(name)
-        if job is None:
-            return self._response(404, _error_body("not_found", f"no job {name!r}"))
-        if method == "GET":
-            return self._response(200, _body(job.to_json()))
-        if method == "DELETE":
-            return self._response(202, _body(jobs.cancel(name).to_json()))  # type: ignore[union-attr]
-        return self._response(405, _error_body("not_found", f"{method} is not allowed on a job"))
+        return self._response(status, _body(obj))
 
     async def _slicer(self, method: str, path: str, query: str) -> Response:
         if method != "GET":
@@ -212,12 +166,6 @@ class HandlerApp:
             raise HandlerError("not_found", "the /slicer subset is served for radiology cases only", status=404)
         status, ctype, body = await run_in_threadpool(self.server.compat.handle, path, parse_qs(query))
         return self._response(status, body, ctype)
-
-
-def _known(path: str) -> bool:
-    return path in (f"{API}/handlers", f"{API}/state", f"{API}/trace", f"{API}/openapi.json") or path.startswith(
-        f"{API}/handlers/"
-    )
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 import copilot
+from copilot.server.routes import ROUTES
 
 ERROR = {
     "type": "object",
@@ -83,40 +84,37 @@ def _responses(ok: dict[str, Any], ok_status: str = "200") -> dict[str, Any]:
 
 
 def openapi_document(handlers: list[dict[str, Any]], base: str = "/medcopilot/v1") -> dict[str, Any]:
-    """OpenAPI document for the given handler descriptions (`Session.handlers()`)."""
+    """OpenAPI document of the route table (`copilot.server.routes.ROUTES`) for the given handler descriptions
+    (`Session.handlers()`): a per-handler route appears once per handler, its arguments as the body."""
     components: dict[str, Any] = {"Error": ERROR, "Envelope": ENVELOPE}
-    paths: dict[str, Any] = {
-        f"{base}/handlers": {"get": {"operationId": "list_handlers", "responses": _responses({"type": "object"})}},
-        f"{base}/state": {"get": {"operationId": "get_state", "responses": _responses({"type": "object"})}},
-        f"{base}/trace": {"get": {"operationId": "get_trace", "responses": _responses({"type": "object"})}},
-        f"{base}/jobs/{{job_id}}": {
-            "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "get": {"operationId": "get_job", "responses": _responses({"type": "object"})},
-            "delete": {"operationId": "cancel_job", "responses": _responses({"type": "object"}, "202")},
-        },
-    }
+    refs = {}
     for h in handlers:
-        schema = _move_defs(h["parameters"], h["name"], components)
-        components[f"{h['name']}.args"] = schema
-        ref = {"$ref": f"#/components/schemas/{h['name']}.args"}
-        paths[f"{base}/handlers/{h['name']}"] = {
-            "post": {
-                "operationId": h["name"],
-                "summary": h["description"],
-                "tags": [h["role"]],
-                "requestBody": _json_body(ref),
-                "responses": _responses({"$ref": "#/components/schemas/Envelope"}),
+        components[f"{h['name']}.args"] = _move_defs(h["parameters"], h["name"], components)
+        refs[h["name"]] = {"$ref": f"#/components/schemas/{h['name']}.args"}
+    paths: dict[str, Any] = {}
+    for route in ROUTES:
+        ok = {"$ref": "#/components/schemas/Envelope"} if route.operation == "call" else {"type": "object"}
+        if not route.per_handler:
+            item = paths.setdefault(f"{base}{route.path}", {})
+            if "{job_id}" in route.path:
+                item["parameters"] = [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+            item[route.method.lower()] = {
+                "operationId": route.operation,
+                "summary": route.summary,
+                "responses": _responses(ok, str(route.ok_status)),
             }
-        }
-        paths[f"{base}/jobs/{h['name']}"] = {
-            "post": {
-                "operationId": f"{h['name']}_job",
-                "summary": f"{h['name']} as a job (poll GET /jobs/JOB_ID)",
-                "tags": [h["role"]],
-                "requestBody": _json_body(ref),
-                "responses": _responses({"type": "object"}, "202"),
+            continue
+        for h in handlers:
+            job = route.operation == "start_job"
+            paths[f"{base}{route.path.replace('{name}', h['name'])}"] = {
+                route.method.lower(): {
+                    "operationId": f"{h['name']}_job" if job else h["name"],
+                    "summary": f"{h['name']} as a job (poll GET /jobs/JOB_ID)" if job else h["description"],
+                    "tags": [h["role"]],
+                    "requestBody": _json_body(refs[h["name"]]),
+                    "responses": _responses(ok, str(route.ok_status)),
+                }
             }
-        }
     return {
         "openapi": "3.1.0",
         "info": {"title": "MedCopilot handler API", "version": copilot.__version__},

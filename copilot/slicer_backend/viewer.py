@@ -15,6 +15,7 @@ offsets (Slicer 5's sagittal normal is L); `copilot.engine.geometry` converts be
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from copilot.engine.geometry import (
     canonical_range,
     native_offset,
 )
+from copilot.engine.peek import Peek, peek_volumes
 from copilot.engine.render import corner_text, draw_corners
 from copilot.engine.volume import VOLUME_SUFFIXES, Volume
 from copilot.slicer_backend.markups import EvidenceMarkups
@@ -529,6 +531,14 @@ class SlicerSceneViewer:
     @property
     def background(self) -> str | None:
         return self.composite_node("red").GetBackgroundVolumeID()
+
+    def peek(self, request: Peek) -> dict[str, Image.Image]:
+        """Images of a `Peek` (the session puts the scene back afterwards)."""
+        return peek_volumes(self, request)
+
+    def geometry(self, view: str) -> SliceView:
+        """A copy of a slice view's geometry as the slice node holds it, for a host's own conversions."""
+        return copy.deepcopy(self.view(view))
 
     def scene_data(self) -> dict[str, Any]:
         """For a host's 3D view: the background volume, its display node's window/level and the segments; {}

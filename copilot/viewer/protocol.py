@@ -1,4 +1,4 @@
-"""The radiology viewer contract that handlers are written against.
+"""The viewer contracts: what a session needs of any viewer, and what handlers are written against.
 
 `EmbeddedVolumeViewer` implements it here; `copilot.slicer_backend.SlicerSceneViewer` implements it on
 Slicer's MRML scene (slicer-core standalone, or the Slicer application's scene). Handlers never reach
@@ -16,17 +16,29 @@ from PIL import Image
 from copilot.engine.derived import Segment, TransformNode
 from copilot.engine.display import DisplaySettings
 from copilot.engine.geometry import SliceView, Viewport
+from copilot.engine.peek import Peek
 from copilot.engine.volume import Volume
 
 
 @runtime_checkable
-class RadiologyViewer(Protocol):
-    """Scene of volumes shown in red/yellow/green slice views with Slicer's conventions."""
+class Viewer(Protocol):
+    """What a session needs of every viewer, whatever its kind: a transactional state, renders that move
+    nothing (`peek`), a copy of a view's geometry for a host's conversions, and the data of a 3D view."""
 
     kind: str
 
     def export_state(self) -> Any: ...
     def restore_state(self, state: Any) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def peek(self, request: Peek) -> dict[str, Image.Image]: ...  # the session restores the state afterwards
+    def geometry(self, view: str) -> Any: ...  # a copy: `SliceView` or `Viewport`
+    def scene_data(self) -> dict[str, Any]: ...  # {} where there is no 3D scene
+
+
+@runtime_checkable
+class RadiologyViewer(Viewer, Protocol):
+    """Scene of volumes shown in red/yellow/green slice views with Slicer's conventions."""
+
     def add_volume(self, volume: Volume) -> str: ...
     def clear(self) -> None: ...
     def volume(self, vid: str) -> Volume: ...
@@ -59,24 +71,19 @@ class RadiologyViewer(Protocol):
     def set_fusion(self, bg: str, fg: str | None, opacity: float, mode: str = "blend") -> None: ...
     def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image: ...
     def point_to_ras(self, view: str, point_1000: tuple[float, float]) -> np.ndarray: ...
-    def state(self) -> dict[str, Any]: ...
-    def scene_data(self) -> dict[str, Any]: ...  # active volume, its "window"/"level", "segments"; {} without one
 
 
 @runtime_checkable
-class SlideViewer(Protocol):
+class SlideViewer(Viewer, Protocol):
     """A whole-slide viewer with QuPath's viewport: centre (level-0 px), downsample, component size.
 
     `EmbeddedSlideViewer` implements it here; `qupath_ext.bridge.QuPathViewer` against a live QuPath.
     """
 
-    kind: str
     last_action: str
 
     @property
     def viewport(self) -> Viewport: ...
-    def export_state(self) -> Any: ...
-    def restore_state(self, state: Any) -> None: ...
     def open(self, path: str | Path, image_type: str = "BRIGHTFIELD_H_E") -> None: ...
     def close(self) -> None: ...
     def has_image(self) -> bool: ...
@@ -90,4 +97,3 @@ class SlideViewer(Protocol):
     def point_to_level0(self, x1000: float, y1000: float) -> tuple[float, float]: ...
     def overview_box(self) -> tuple[int, int, int, int] | None: ...
     def render(self, overlays: bool = True) -> Image.Image: ...
-    def state(self) -> dict[str, Any]: ...

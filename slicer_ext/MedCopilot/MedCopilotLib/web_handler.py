@@ -19,10 +19,9 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from copilot.errors import HandlerError
-from copilot.server.limits import parse_json_body
-
-PREFIX = "/medcopilot/v1"
+from copilot.server.dispatch import dispatch
+from copilot.server.routes import API as PREFIX
+from copilot.server.routes import error
 
 
 def _json(obj: Any) -> tuple[bytes, bytes]:
@@ -30,32 +29,20 @@ def _json(obj: Any) -> tuple[bytes, bytes]:
 
 
 def route(session: Any, token: str, method: str, uri: bytes | str, body: bytes | None) -> tuple[bytes, bytes]:
-    """The `/medcopilot/v1` API on a session: handlers, calls, state, trace."""
+    """The `/medcopilot/v1` API on a session through the project's one route table (no jobs here: Slicer's
+    WebServer answers on the application's main thread)."""
     raw = uri.decode("utf-8") if isinstance(uri, bytes) else uri
     parts = urlsplit(raw)
     given = (parse_qs(parts.query).get("access_token") or [""])[0]
-    if not token or not hmac.compare_digest(given.encode(), token.encode()):
-        return _json(
-            {"ok": False, "status": 401, "error": {"code": "unauthorized", "message": "missing or wrong access_token"}}
-        )
+    if not token or not hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
+        return _json({"status": 401, **error("unauthorized", "missing or wrong access_token")})
     path = parts.path
-    if path == f"{PREFIX}/handlers" and method == "GET":
-        return _json({"handlers": session.handlers(), "track": session.track})
-    if path.startswith(f"{PREFIX}/handlers/") and method == "POST":
-        try:
-            args = parse_json_body(body)
-        except HandlerError as exc:
-            return _json({"ok": False, "status": exc.status, "error": exc.to_json()})
-        outcome = session.call(path[len(f"{PREFIX}/handlers/") :], args, actor="http")
-        envelope = outcome.envelope()
-        if not outcome.ok:
-            envelope["status"] = outcome.status
-        return _json(envelope)
-    if path == f"{PREFIX}/state" and method == "GET":
-        return _json({"ok": True, "state": session.snapshot()})
-    if path == f"{PREFIX}/trace" and method == "GET":
-        return _json({"ok": True, "events": session.trace_events()})
-    return _json({"ok": False, "status": 404, "error": {"code": "not_found", "message": f"no route {method} {path}"}})
+    if path != PREFIX and not path.startswith(f"{PREFIX}/"):
+        return _json({"status": 404, **error("not_found", f"no route {method} {path}")})
+    status, obj = dispatch(session, method, path[len(PREFIX) :], body, timeout=False)
+    if status >= 400 and isinstance(obj, dict):
+        obj = {**obj, "status": status}  # Slicer's WebServer answers 200: the status travels in the body
+    return _json(obj)
 
 
 def make_handler(session: Any, token: str) -> Any:
