@@ -422,3 +422,18 @@ def test_the_demo_step_stores_its_report_and_segmentation(tmp_path: Path, capsys
     assert run_pacs_demo(tmp_path)
     out = capsys.readouterr().out
     assert "stored evidence_report.dcm → http://127.0.0.1:" in out and "stored block_seg.dcm → " in out
+
+
+@needs_orthanc
+def test_serve_and_mcp_take_a_url(pacs: LocalOrthanc, uploaded: Any, tmp_path: Path) -> None:
+    """The command line turns a URL into a study for the one session factory (every backend and track option)."""
+    from copilot.cli import _default_trace_dir, _url_study
+    from copilot.runtime import open_session
+
+    _, datasets = uploaded
+    url = study_url(pacs, datasets[0], series=True)
+    session = open_session(_url_study(url), track="B", trace_dir=tmp_path / "trace")
+    assert session.track == "B" and session.case.inputs["origin"]["url"] == url
+    assert session.snapshot()["volumes"][0]["name"] == "chest axial"
+    session.close()
+    assert _default_trace_dir(url).name.startswith("pacs-")  # no UID in a folder name
