@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
             ("Open DICOM or case folder…", self._open_folder_dialog, None),
             ("Open trace for replay…", self._open_trace_dialog, None),
             ("Open from PACS (DICOMweb URL)…", self._open_url_dialog, None),
+            ("PACS browser", self.show_pacs_browser, None),
             ("Save screenshot…", self._save_screenshot, None),
         ):
             action = QAction(text, self)
@@ -191,6 +192,17 @@ class MainWindow(QMainWindow):
         url, ok = QInputDialog.getText(self, "Open from PACS", prompt)
         if ok and url.strip():
             self.open_path(url.strip())
+
+    def show_pacs_browser(self) -> Any:
+        """The PACS browser dock (made on first use): search a DICOMweb server, double-click to open."""
+        from copilot.gui.pacs_dock import PacsDock
+
+        dock = getattr(self, "pacs_dock", None)
+        if dock is None:
+            dock = self.pacs_dock = PacsDock(self, self.open_path)
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        dock.show()
+        return dock
 
     def _open_trace_dialog(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open a trace folder")

@@ -95,3 +95,16 @@ def http_session(root: str) -> Any:
     elif creds.username:
         session.auth = (creds.username, creds.password or "")
     return session
+
+
+def default_server() -> str:
+    """The PACS a browser starts with: `MEDCOPILOT_PACS_URL`, else the first server of the config file, else ''."""
+    if os.environ.get("MEDCOPILOT_PACS_URL"):
+        return os.environ["MEDCOPILOT_PACS_URL"]
+    path = config_path()
+    try:
+        servers = json.loads(path.read_text(encoding="utf-8")).get("servers") if path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return ""
+    first = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], dict) else {}
+    return str(first.get("url", ""))
