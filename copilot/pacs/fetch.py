@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,8 +39,11 @@ def origin_of(ref: DicomwebRef) -> dict[str, Any]:
     return out
 
 
-def retrieve_series(client: PacsClient, ref: DicomwebRef, cache: PacsCache, expected: int | None = None) -> Path:
-    """One series in the cache (retrieved unless a complete copy of the same size is there); its folder."""
+def retrieve_series(
+    client: PacsClient, ref: DicomwebRef, cache: PacsCache, expected: int | None = None, keep: Sequence[Path] = ()
+) -> Path:
+    """One series in the cache (retrieved unless a complete copy of the same size is there); its folder. Making
+    room never removes `keep` (the other series of a study being opened)."""
     assert ref.series is not None
     folder = cache.series_dir(ref.base, ref.study, ref.series)
     origin = read_origin(folder)
@@ -62,7 +66,7 @@ def retrieve_series(client: PacsClient, ref: DicomwebRef, cache: PacsCache, expe
         partial.rename(folder)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    cache.evict(keep=[folder])
+    cache.evict(keep=[*keep, folder])
     return folder
 
 
@@ -82,9 +86,11 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
     if not images:
         raise HandlerError("not_found", "the PACS holds no image series in that study")
     study_dir = cache.study_dir(ref.base, ref.study)
-    folders = [
-        retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"]) for s in images
-    ]
+    folders: list[Path] = []
+    for s in images:
+        folders.append(
+            retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders)
+        )
     cache.evict(keep=folders)
     write_origin(study_dir, origin_of(ref))
     return LocalStudy(study_dir, origin_of(ref))
