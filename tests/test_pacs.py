@@ -437,3 +437,37 @@ def test_serve_and_mcp_take_a_url(pacs: LocalOrthanc, uploaded: Any, tmp_path: P
     assert session.snapshot()["volumes"][0]["name"] == "chest axial"
     session.close()
     assert _default_trace_dir(url).name.startswith("pacs-")  # no UID in a folder name
+
+
+def test_tls_is_verified_unless_the_ca_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PACS with a self-signed certificate is refused (`pacs_tls`); with its CA configured the request goes
+    through (this stand-in answers every request with 501, which is the server's own failure)."""
+    import http.server
+    import ssl
+    import threading
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://localhost:{server.server_address[1]}/dicom-web/studies/1.2.3"
+    try:
+        with pytest.raises(HandlerError) as err:
+            fetch(url, PacsCache(tmp_path / "c"))
+        assert err.value.code == "pacs_tls" and "MEDCOPILOT_PACS_CA_BUNDLE" in err.value.message
+        monkeypatch.setenv("MEDCOPILOT_PACS_CA_BUNDLE", str(cert))
+        with pytest.raises(HandlerError) as err:
+            fetch(url, PacsCache(tmp_path / "c"))
+        assert err.value.code == "pacs_failed" and "HTTP 501" in err.value.message  # past TLS: the server answered
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -87,8 +87,18 @@ def http_session(root: str) -> Any:
     """A `requests` session for a service root: its credentials attached, TLS verified (a CA bundle if set)."""
     import requests
 
+    class PacsSession(requests.Session):
+        """A session whose configured CA bundle wins over REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE of the environment
+        (requests would let those replace it); proxies from the environment still apply."""
+
+        def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
+            settings = super().merge_environment_settings(*args, **kwargs)
+            if isinstance(self.verify, str):
+                settings["verify"] = self.verify
+            return settings
+
     creds = credentials_for(root)
-    session = requests.Session()
+    session = PacsSession()
     session.verify = creds.ca_bundle or True
     if creds.token:
         session.headers["Authorization"] = f"Bearer {creds.token}"

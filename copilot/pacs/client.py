@@ -46,6 +46,11 @@ class PacsClient:
             code = "pacs_refused" if status is not None and 400 <= status < 500 else "pacs_failed"
             reason = exc.response.reason if exc.response is not None else ""
             raise PacsError(code, f"the PACS answered {what} with HTTP {status} {reason}".strip(), status) from None
+        except requests.exceptions.SSLError:
+            raise PacsError(
+                "pacs_tls",
+                f"the TLS certificate of {self.root} could not be verified (a private CA: MEDCOPILOT_PACS_CA_BUNDLE)",
+            ) from None
         except requests.RequestException as exc:
             kind = type(exc).__name__
             raise PacsError("pacs_unreachable", f"the PACS at {self.root} could not be reached ({kind})") from None
