@@ -143,6 +143,19 @@ def test_cache_is_bounded_and_cleared(tmp_path: Path) -> None:
     assert cache.clear() > 0 and cache.size() == 0 and cache.series_dirs() == []
 
 
+def test_cache_commands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from copilot.cli import main
+
+    series = tmp_path / "cache" / "a" / "b" / "c"  # MEDCOPILOT_PACS_CACHE of this test
+    series.mkdir(parents=True)
+    (series / "00001.dcm").write_bytes(b"\0" * 5000)
+    (series / "origin.json").write_text('{"dicomweb": "http://h/dw", "complete": true}')
+    assert main(["pacs", "cache"]) == 0
+    assert f"{tmp_path / 'cache'}: 0.0 MiB of 4096 MiB, 1 series" in capsys.readouterr().out
+    assert main(["pacs", "clear"]) == 0 and "cleared" in capsys.readouterr().out
+    assert not series.exists() and (tmp_path / "cache").is_dir()
+
+
 # ----- against the live PACS -----
 
 
@@ -161,6 +174,11 @@ def test_search_finds_the_uploaded_study(pacs: LocalOrthanc, uploaded: Any, caps
     assert main(["pacs", "search", pacs.dicomweb, "--patient-id", PATIENT_ID, "--modality", "CT"]) == 0
     out = capsys.readouterr().out
     assert study_url(pacs, ds) in out and study_url(pacs, ds, series=True) in out and "8 images" in out
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEDCOPILOT_PACS_URL", pacs.dicomweb)
+        assert main(["pacs", "search", "--date", "20240611", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["uid"] == ds.StudyInstanceUID
+    assert main(["pacs", "search"]) == 2 and "no PACS given" in capsys.readouterr().err
 
 
 @needs_orthanc

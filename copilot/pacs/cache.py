@@ -1,7 +1,7 @@
 """The local cache of retrieved series: bounded in size, least recently opened series evicted first.
 
 Location: `MEDCOPILOT_PACS_CACHE`, else `$XDG_CACHE_HOME/medcopilot/pacs` (default `~/.cache/medcopilot/pacs`).
-Bound: `MEDCOPILOT_PACS_CACHE_MB` megabytes (default 4096). Layout: `SERVER/STUDY/SERIES/00001.dcm…`, where
+Bound: `MEDCOPILOT_PACS_CACHE_MB` MiB (default 4096). Layout: `SERVER/STUDY/SERIES/00001.dcm…`, where
 each folder name is a short hash (no UID or host appears in a path a viewer or a model might show), and each
 study and series folder holds `origin.json` (service root and UIDs; never credentials).
 """

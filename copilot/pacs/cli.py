@@ -7,11 +7,17 @@ import argparse
 import json
 from typing import Any
 
+MIB = 1024 * 1024
+
 
 def _search(ns: argparse.Namespace) -> int:
+    from copilot.pacs.auth import default_server
     from copilot.pacs.client import PacsClient
 
-    studies = PacsClient(ns.url).search(ns.patient_id, ns.modality, ns.date, ns.limit)
+    url = ns.url or default_server()
+    if not url:
+        raise ValueError("no PACS given: pass its DICOMweb URL, or set MEDCOPILOT_PACS_URL or the PACS config file")
+    studies = PacsClient(url).search(ns.patient_id, ns.modality, ns.date, ns.limit)
     if ns.json:
         print(json.dumps(studies, indent=2))
         return 0
@@ -39,9 +45,9 @@ def _cache(ns: argparse.Namespace) -> int:
     cache = PacsCache()
     if ns.clear:
         freed = cache.clear()
-        print(f"cleared {cache.root} ({freed / 1e6:.1f} MB)")
+        print(f"cleared {cache.root} ({freed / MIB:.1f} MiB)")
         return 0
-    print(f"{cache.root}: {cache.size() / 1e6:.1f} MB of {cache.max_bytes / 1e6:.0f} MB, "
+    print(f"{cache.root}: {cache.size() / MIB:.1f} MiB of {cache.max_bytes / MIB:.0f} MiB, "
           f"{len(cache.series_dirs())} series")  # fmt: skip
     return 0
 
@@ -51,7 +57,11 @@ def add_pacs_parser(sub: Any) -> None:
     pacs = sub.add_parser("pacs", help="studies on a DICOMweb PACS: search, retrieve, the local cache")
     psub = pacs.add_subparsers(dest="pacs_command", required=True)
     search = psub.add_parser("search", help="list studies and their series (QIDO-RS)")
-    search.add_argument("url", help="the DICOMweb service root, e.g. https://pacs.example.org/dicom-web")
+    search.add_argument(
+        "url", nargs="?", default=None,
+        help="the DICOMweb service root, e.g. https://pacs.example.org/dicom-web (default: $MEDCOPILOT_PACS_URL, "
+        "else the first server of the PACS config file)",
+    )  # fmt: skip
     search.add_argument("--patient-id", default=None)
     search.add_argument("--modality", default=None, help="e.g. CT, MR, SM")
     search.add_argument("--date", default=None, help="study date or range, YYYYMMDD or YYYYMMDD-YYYYMMDD")
