@@ -244,11 +244,9 @@ def _default_trace_dir(case_dir: str) -> Path:
 def _url_study(url: str) -> Any:
     """The study a DICOMweb study or series URL names, retrieved into the PACS cache; its origin goes into the
     trace header."""
-    from copilot.pacs.fetch import local_study, with_origin
-    from copilot.panel.studies import study_for
+    from copilot.panel.studies import study_at
 
-    local = local_study(url)
-    return with_origin(study_for(local.path), local.origin)
+    return study_at(url)
 
 
 def _serve(ns: argparse.Namespace) -> int:

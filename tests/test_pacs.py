@@ -21,11 +21,11 @@ from copilot.pacs import parse_dicomweb_url
 from copilot.pacs.auth import credentials_for, http_session
 from copilot.pacs.cache import PacsCache
 from copilot.pacs.client import PacsClient
-from copilot.pacs.fetch import fetch, local_study, with_origin
+from copilot.pacs.fetch import fetch
 from copilot.pacs.orthanc import LocalOrthanc, missing
 from copilot.pacs.sample import SAMPLE_PATIENT, write_ct_series
 from copilot.pacs.store import stored_manifest
-from copilot.panel.studies import open_study, study_for
+from copilot.panel.studies import open_study, study_at, study_for
 from copilot.session import Session
 from copilot.tools.evidence_sr import ras_to_lps
 
@@ -73,8 +73,7 @@ def study_url(pacs: LocalOrthanc, ds: pydicom.Dataset, series: bool = False) -> 
 
 def open_url(url: str, trace_dir: Path | None, track: str = "A") -> Session:
     """What `gui`/`serve` do with a URL: retrieve, open like a folder, origin in the trace header."""
-    local = local_study(url)
-    return open_study(with_origin(study_for(local.path), local.origin), trace_dir, track=track)
+    return open_study(study_at(url), trace_dir, track=track)
 
 
 def volume_of(session: Session) -> Any:

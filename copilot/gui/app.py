@@ -37,11 +37,11 @@ from PySide6.QtWidgets import (
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.pacs import is_dicomweb_url
-from copilot.pacs.fetch import local_study, with_origin
+from copilot.pacs.fetch import local_study
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
 from copilot.panel.screen import Busy, Frame, Screen
-from copilot.panel.studies import RecentStudies, Series, StudyError, case_packs, classify, dicom_series, study_for
+from copilot.panel.studies import RecentStudies, Series, StudyError, case_packs, classify, dicom_series, study_at
 
 SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
 ONE_UP_VIEWS = {"Axial": "red", "Sagittal": "yellow", "Coronal": "green"}
@@ -282,7 +282,7 @@ class MainWindow(QMainWindow):
     def load_study(self, path: Path, series: Series | None = None, trace_dir: str | Path | None = None) -> None:
         from copilot.panel.studies import open_study
 
-        study = with_origin(study_for(path, series), local_study(path).origin)  # a PACS study: its origin traced
+        study = study_at(path, series)  # a PACS study (a URL or its cached folder): its origin traced
         session = open_study(study, trace_dir)
         self.set_session(session, study)
 

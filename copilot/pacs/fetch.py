@@ -102,8 +102,9 @@ def local_study(location: str | Path, cache: PacsCache | None = None) -> LocalSt
         return fetch(str(location), cache)
     path = Path(location)
     origin = read_origin(path) if path.is_dir() else None
-    return LocalStudy(path, {k: v for k, v in origin.items() if k in ("dicomweb", "study", "series", "url")}
-                      if origin else None)  # fmt: skip
+    if origin is None:
+        return LocalStudy(path)
+    return LocalStudy(path, {k: v for k, v in origin.items() if k in ("dicomweb", "study", "series", "url")})
 
 
 def with_origin(study: S, origin: dict[str, Any] | None) -> S:

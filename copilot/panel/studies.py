@@ -18,6 +18,7 @@ from typing import Any
 from copilot.cases.pack import CasePack, load_case
 from copilot.engine.loading import is_dicom
 from copilot.engine.volume import VOLUME_SUFFIXES
+from copilot.pacs.fetch import local_study, with_origin
 from copilot.pacs.wsi import dicom_wsi_file
 from copilot.runtime import open_session
 from copilot.session import Session
@@ -158,6 +159,13 @@ def study_for(path: str | Path, series: Series | None = None) -> Study | CasePac
     if series.uid:
         inputs["series_uid"] = series.uid  # open_case opens this series of the folder
     return Study(p, f"{p.name} — {series.description or series.uid}", "", "radiology", inputs)
+
+
+def study_at(location: str | Path, series: Series | None = None) -> Study | CasePack:
+    """`study_for` of a path or of a DICOMweb study or series URL (retrieved into the PACS cache first); a study
+    from a PACS carries its origin in its inputs (the trace header records it, the exports store back to it)."""
+    local = local_study(location)
+    return with_origin(study_for(local.path, series), local.origin)
 
 
 def open_study(
