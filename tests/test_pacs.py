@@ -26,6 +26,7 @@ from copilot.pacs.orthanc import LocalOrthanc, missing
 from copilot.pacs.sample import SAMPLE_PATIENT, write_ct_series
 from copilot.pacs.store import stored_manifest
 from copilot.panel.studies import open_study, study_at, study_for
+from copilot.replay import replay
 from copilot.session import Session
 from copilot.tools.evidence_sr import ras_to_lps
 
@@ -197,6 +198,7 @@ def test_url_opens_the_same_volume_as_the_folder(pacs: LocalOrthanc, uploaded: A
         assert origin["url"] == url and origin["dicomweb"] == pacs.dicomweb
         text = (tmp_path / f"trace{series}" / "trace.jsonl").read_text()
         assert pacs.password not in text and pacs.user not in text  # credentials never traced
+        assert replay(tmp_path / f"trace{series}").ok  # re-executed on the cached copy
     cached = PacsCache()
     assert len(cached.series_dirs()) == 1 and cached.root == tmp_path / "cache"  # the series URL reused the copy
     for path in cached.root.rglob("*"):
