@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
 SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 \
-	openjdk-17-jdk-headless libturbojpeg0 \
-	orthanc orthanc-dicomweb orthanc-wsi dicom3tools
+	openjdk-17-jdk-headless libturbojpeg0 dicom3tools \
+	orthanc orthanc-dicomweb orthanc-wsi
 # what a Qt window needs under X (xcb platform plugin) and VTK's offscreen 3D view (Mesa EGL)
 QT_PACKAGES := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libegl-mesa0 libgl1-mesa-dri
@@ -70,6 +70,9 @@ screenshots: sysdeps $(STAMP)
 	$(SHOT) $(DEMO_OUT)/cases/lung_petct_004_0000 --screenshot docs/gui_petct_3d.png --run baseline --fusion PET_AC
 	$(SHOT) $(DEMO_OUT)/cases/breast_wsi_005_0003 --screenshot docs/gui_slide.jpg --run baseline
 	$(SHOT) $(DEMO_OUT)/replay_trace --screenshot docs/gui_replay.png
+	$(BIN)/python -m tests.qupath_jvm  # the host panels below: Slicer's (no Slicer needed) and QuPath's (fixture JVM)
+	MEDCOPILOT_SCREENSHOTS=docs QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests/test_slicer_panel.py \
+	  tests/test_qupath_host.py -k "panel"
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .hypothesis

@@ -2,8 +2,11 @@
 (Track B: every handler) and a pathology case, then hand-made HTTP probes.
 
 Prints calls, accepted, refused, 5xx, dropped connections and refusals that changed the state (all
-three must be 0) per case kind and in total; exits 1 otherwise.
-Run: `.venv/bin/python benchmarks/fuzz.py [--calls 10000] [--seed 0]`.
+three must be 0) per case kind and in total; then opens hostile files on a served case
+(`benchmarks/hostile_files.py`: references that leave the case, oversized tiles, looping IFDs, gzip bombs,
+random mutants of sound files), which must give no 5xx, no server death, no answer over 10 s and no leak;
+exits 1 otherwise.
+Run: `.venv/bin/python benchmarks/fuzz.py [--calls 10000] [--seed 0] [--hostile-mutants 120]`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import hostile_files
 from copilot.medflow import make_cases
 from copilot.runtime import open_session
 from copilot.server.client import RemoteViewer
@@ -133,6 +137,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=10_000, help="calls in total (split between the two cases)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hostile-mutants", type=int, default=120, help="mutated files opened (0: hostile set only)")
+    parser.add_argument("--no-hostile", action="store_true", help="skip the hostile files")
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -167,7 +173,12 @@ def main() -> int:
         print(f"refusals without code/message: {total.unlabelled_refusals}; probe failures: {total.probe_failures}")
         for example in total.examples:
             print("  problem:", example)
-    return 0 if total.clean else 1
+        hostile_clean = True
+        if not ns.no_hostile:
+            tally = hostile_files.run(ns.hostile_mutants, ns.seed, out / "hostile")
+            hostile_files.report(tally)
+            hostile_clean = tally.clean
+    return 0 if total.clean and hostile_clean else 1
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from copilot import oneline
 from copilot.medflow.policies import POLICY_HELP
 from copilot.medflow.registry import modules
 from copilot.pacs import is_dicomweb_url
@@ -132,6 +133,16 @@ def _bench_report(ns: argparse.Namespace) -> int:
         write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages)
         print(path)
         return 0
+    if ns.format == "json":
+        from copilot.bench.measures_report import measures_json
+
+        text = json.dumps(measures_json(rows), indent=1, ensure_ascii=False, default=str)
+        if ns.output:
+            Path(ns.output).write_text(text, encoding="utf-8")
+            print(ns.output)
+        else:
+            print(text)
+        return 0
     tables = paper_tables(rows) + process_tables(rows)
     text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables)
     if ns.output:
@@ -232,6 +243,10 @@ def _check_model_service(base_url: str | None) -> None:
 def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
+    if ns.qupath is not None:  # the side panel of a running QuPath, on the image open there
+        from copilot.gui.host_panel import qupath_main
+
+        return qupath_main(ns.qupath, ns.trace_dir, ns.screenshot)
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion)
 
 
@@ -255,8 +270,11 @@ def _serve(ns: argparse.Namespace) -> int:
     from copilot.runtime import open_session
     from copilot.server.http import make_server
     from copilot.server.limits import DEFAULT_LIMITS
+    from copilot.server.token import resolve_token
 
-    token = ns.token or os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(24)
+    token, token_source, token_warning = resolve_token(ns.token, ns.token_file)
+    if token_warning:
+        print(token_warning, file=sys.stderr)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
     viewer = None
     if ns.qupath is not None:  # a live QuPath instead of the embedded slide viewer
@@ -267,7 +285,7 @@ def _serve(ns: argparse.Namespace) -> int:
     session = open_session(case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
     limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
-    if not ns.token and not os.environ.get("MEDCOPILOT_TOKEN"):
+    if token_source == "random":
         print(f"token: {token}", file=sys.stderr)
     print(f"trace: {trace_dir}", file=sys.stderr)
     print(f"listening on {server.url}", flush=True)
@@ -372,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     brun.set_defaults(func=_bench_run)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
-    breport.add_argument("--format", choices=["html", "md", "csv"], default="html")
+    breport.add_argument("--format", choices=["html", "md", "csv", "json"], default="html")
     breport.add_argument("--output", default=None, help="file to write (default: report.html, or stdout)")
     breport.add_argument("--pages", action="store_true", help="also rewrite every episode page from its trace")
     breport.set_defaults(func=_bench_report)
@@ -385,7 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--case", required=True, help="a case pack, or a DICOMweb study or series URL")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8016)
-    serve.add_argument("--token", default=None, help="bearer token (default: $MEDCOPILOT_TOKEN or a random one)")
+    serve.add_argument(
+        "--token", default=None, help="bearer token; visible to every local user in the process list: prefer "
+        "--token-file or $MEDCOPILOT_TOKEN (default: a random one, printed on stderr)"
+    )  # fmt: skip
+    serve.add_argument("--token-file", default=None, help="read the bearer token from this file's first line")
     serve.add_argument("--track", choices=["A", "B"], default="A")
     serve.add_argument("--slicer-compat", action="store_true", help="open the read-only /slicer subset on loopback")
     serve.add_argument(
@@ -427,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
     gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
     gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
+    gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
+                     help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
+                     "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
+    gui.add_argument("--trace-dir", default=None, help="with --qupath: where the session's trace goes")
     gui.set_defaults(func=_gui)
 
     rp = sub.add_parser("replay", help="re-execute a trace and verify states and image hashes")
@@ -448,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; bad input ends with one `error:` line and exit code 2 (MEDCOPILOT_DEBUG=1: traceback)."""
     ns = build_parser().parse_args(argv)
+    oneline.install()  # background failures and log records: one line each on stderr
     try:
         return int(ns.func(ns))
     except KeyboardInterrupt:

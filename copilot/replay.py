@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from copilot.engine.png import LEGACY_PNG_ENCODER, png_encoder
 from copilot.runtime import new_session
 from copilot.session import Session
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
+from copilot.trace.redact import redact
 
 
 @dataclass
@@ -73,7 +75,16 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
         return failure
     head = events[0]
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
-    session = session_for(head, root)
+    try:
+        adopted = next((e for e in events if e["type"] == "scene_adopted"), None)  # a clinician's own Slicer scene
+        viewer = None
+        if adopted is not None:
+            from copilot.slicer_backend.adopt import replay_viewer
+
+            viewer = replay_viewer(adopted, tdir)
+        session = session_for(head, root, viewer=viewer)
+    except ValueError as exc:
+        return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
     calls = 0
     for ev in events[1:]:
         if ev["type"] != "handler_call":
@@ -85,11 +96,15 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     return ReplayReport(True, len(events), calls)
 
 
-def session_for(head: dict[str, Any], root: Path, case: Any = None) -> Session:
-    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs."""
+def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any = None) -> Session:
+    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs and
+    the PNG encoder (a header naming none was written by the legacy one); an encoder this version lacks is a
+    ValueError naming it. `viewer`: a scene rebuilt from the trace (an adopted Slicer scene)."""
+    encoder = head.get("png_encoder") or LEGACY_PNG_ENCODER
+    png_encoder(encoder)
     return new_session(
         head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
-        case=case, case_root=root, case_inputs=head.get("case_inputs"),
+        case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder, viewer=viewer,
     )  # fmt: skip
 
 
@@ -104,9 +119,9 @@ def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:
         if out.error["code"] != ev["error"]["code"]:
             return f"error code {out.error['code']!r} differs from recorded {ev['error']['code']!r}"
         return None
-    if canonical_json(out.state) != canonical_json(ev["state"]):
+    if canonical_json(redact(out.state)) != canonical_json(ev["state"]):  # recorded as redacted
         return "viewer state differs from the recorded snapshot"
-    if canonical_json(out.result) != canonical_json(ev["result"]):
+    if canonical_json(redact(out.result)) != canonical_json(ev["result"]):
         return "result differs from the recorded result"
     recorded = ev.get("images", [])
     if len(recorded) != len(out.images):

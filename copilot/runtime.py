@@ -8,6 +8,7 @@ from typing import Any
 
 import copilot
 from copilot.cases.pack import CaseLike, load_case
+from copilot.engine.png import PNG_ENCODER
 from copilot.errors import HandlerError
 from copilot.kinds import viewer_kind
 from copilot.session import Session
@@ -27,6 +28,7 @@ def session_header(case: CaseLike, track: str, ops: str | None = None, backend: 
         "case_inputs": case.inputs,
         "track": track,
         **({"ops": ops} if ops else {}),
+        "png_encoder": PNG_ENCODER,
         "medcopilot_version": copilot.__version__,
     }
 
@@ -42,6 +44,7 @@ def new_session(
     case: CaseLike | None = None,
     case_root: Path | None = None,
     case_inputs: dict[str, Any] | None = None,
+    png_encoder: str = PNG_ENCODER,
 ) -> Session:
     """A session of a viewer kind on a backend (or on `viewer`, e.g. a live QuPath), nothing opened yet.
 
@@ -51,7 +54,7 @@ def new_session(
     kind = viewer_kind(kind_name)
     if viewer is None:
         viewer = kind.viewer(backend if backend in kind.backends else "embedded")
-    return Session(viewer, registry_view(kind.registry, ops), case_root, case_inputs, track, trace, case)
+    return Session(viewer, registry_view(kind.registry, ops), case_root, case_inputs, track, trace, case, png_encoder)
 
 
 def open_session(

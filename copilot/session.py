@@ -21,7 +21,9 @@ from typing import Any
 from PIL import Image
 
 from copilot.cases.pack import CaseLike
+from copilot.engine.confine import case_folder
 from copilot.engine.peek import Peek
+from copilot.engine.png import PNG_ENCODER
 from copilot.engine.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, ImageOut, Registry
@@ -54,9 +56,12 @@ class Session:
         track: str = "A",
         trace: TraceRecorder | None = None,
         case: CaseLike | None = None,
+        png_encoder: str = PNG_ENCODER,
     ) -> None:
         self._viewer = viewer
+        self.png_encoder = png_encoder  # the lossless encoder of the images this session returns and traces
         self._lock = threading.RLock()
+        self._committed: dict[str, Any] | None = None  # the state after the last completed call
         self._trace = trace
         self.case = case
         self.registry = registry
@@ -92,10 +97,21 @@ class Session:
             self._listeners.clear()
 
     # ----- read-only -----
-    def snapshot(self) -> dict[str, Any]:
-        """Viewer state plus the evidence recorded so far (what a call may change)."""
-        with self._lock:
-            return jsonable({**self._viewer.state(), "evidence": self._evidence})
+    def snapshot(self, wait_s: float = -1) -> dict[str, Any]:
+        """Viewer state plus the evidence recorded so far (what a call may change).
+
+        With `wait_s` ≥ 0, a reader that finds a call in progress for longer than that gets the state the last
+        completed call left (calls are atomic: the one in progress is not visible before it ends).
+        """
+        if not self._lock.acquire(timeout=wait_s):
+            if self._committed is not None:
+                return copy.deepcopy(self._committed)
+            self._lock.acquire()
+        try:
+            self._committed = jsonable({**self._viewer.state(), "evidence": self._evidence})
+            return copy.deepcopy(self._committed)
+        finally:
+            self._lock.release()
 
     def evidence(self) -> list[dict[str, Any]]:
         """A copy of the evidence recorded so far, taken under the lock."""
@@ -210,8 +226,9 @@ class Session:
         saved_evidence = copy.deepcopy(self._evidence)
         saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
-            out = spec.impl(self._ctx, **kwargs)
-            images = [EncodedImage(im.view, im.mime, _encoded(im), im.label) for im in out.images]
+            with case_folder(self._ctx.case_root):  # every file a load opens is confined to the case
+                out = spec.impl(self._ctx, **kwargs)
+            images = [EncodedImage(im.view, im.mime, _encoded(im, self.png_encoder), im.label) for im in out.images]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
             self._viewer.restore_state(saved_viewer)
@@ -225,10 +242,10 @@ class Session:
             )
 
 
-def _encoded(image: ImageOut) -> bytes:
+def _encoded(image: ImageOut, encoder: str) -> bytes:
     """A handler's image as bytes: as given (JPEG, APNG) or encoded as PNG."""
     if image.data is not None:
         return image.data
     if image.image is None:
         raise ValueError(f"the {image.view} image has neither data nor pixels")
-    return encode_png(image.image)
+    return encode_png(image.image, encoder)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from PIL import Image
 
@@ -89,9 +89,7 @@ class QuPathViewer:
         self.last_action = "none"
 
     @classmethod
-    def connect(
-        cls, port: int = DEFAULT_PORT, token: str | None = None, read_timeout: float = READ_TIMEOUT_S
-    ) -> QuPathViewer:
+    def connect(cls, port: int = DEFAULT_PORT, token: str | None = None, read_timeout: float = READ_TIMEOUT_S) -> Self:
         """Connect to QuPath's Py4J gateway (as qubalab's `create_gateway` does); a wrong token is refused."""
         from py4j.java_gateway import GatewayParameters, JavaGateway
 
@@ -115,7 +113,7 @@ class QuPathViewer:
         if client is not None:  # later calls (and Py4J's finalizers) are refused here, not sent to a closed socket
             client.is_connected = False
 
-    def _on_fx(self, target: Any, method: str, *args: Any) -> Any:
+    def on_fx(self, target: Any, method: str, *args: Any) -> Any:
         """`target.method(*args)` on QuPath's JavaFX thread; its result, or None when it threw there."""
         jvm = self.jvm
         arguments = self.gateway.new_array(jvm.java.lang.Object, len(args))
@@ -142,6 +140,14 @@ class QuPathViewer:
         if server is None:
             raise ViewerError("no_image", "no image is open in QuPath; call load_case or load_image")
         return server
+
+    @_java_call
+    def image_data(self) -> Any:
+        """QuPath's `ImageData` of the open image (its server, type and object hierarchy)."""
+        data = self._viewer.getImageData()
+        if data is None:
+            raise ViewerError("no_image", "no image is open in QuPath")
+        return data
 
     @_java_call
     def has_image(self) -> bool:
@@ -210,7 +216,7 @@ class QuPathViewer:
     @_java_call
     def open(self, path: str | Path, image_type: str = "BRIGHTFIELD_H_E") -> None:
         qupath, viewer = self.ep.getQuPath(), self._viewer
-        ok = self._on_fx(qupath, "openImage", viewer, str(path), False, False)
+        ok = self.on_fx(qupath, "openImage", viewer, str(path), False, False)
         if not ok:
             raise ViewerError("load_failed", f"QuPath could not open {Path(path).name} (QuPath's log says why)")
         if image_type != "UNSET":
@@ -219,7 +225,7 @@ class QuPathViewer:
 
     @_java_call
     def close(self) -> None:
-        self._on_fx(self._viewer, "resetImageData")
+        self.on_fx(self._viewer, "resetImageData")
 
     @_java_call
     def set_image_type(self, image_type: str) -> None:

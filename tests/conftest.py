@@ -21,7 +21,6 @@ from copilot.server.client import LocalClient, RemoteViewer
 from copilot.server.http import make_server
 from copilot.session import Session
 
-
 # Tests that need Qt widgets, slicer-core's MRML scene, a JVM or an external server: `make test-fast` leaves them out.
 HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui")
 

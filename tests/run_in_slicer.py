@@ -1,10 +1,12 @@
-"""Run the shared contract tests inside 3D Slicer against its own scene:
+"""Run the shared contract tests and the adopt-the-scene test inside 3D Slicer against its own scene:
 
     Slicer --no-main-window --python-script tests/run_in_slicer.py
 
 Installs the core and the test tools into Slicer's Python (slicer.util.pip_install), then runs
 pytest with MEDCOPILOT_BACKEND=slicer: the contract tests' `slicer` backend (and every unparametrized
-`session` fixture) then runs on slicer.mrmlScene, the same code as on slicer-core.
+`session` fixture) then runs on slicer.mrmlScene, the same code as on slicer-core; tests/test_slicer_host.py
+loads a volume with slicer.util.loadVolume into slicer.mrmlScene, sets the user's window/level, layout and
+slices, and has the copilot adopt the application's scene (the agent's calls run on this main thread).
 """
 
 import os
@@ -25,6 +27,7 @@ code = pytest.main(
     [
         str(ROOT / "tests" / "test_contract.py"),
         str(ROOT / "tests" / "test_slicer_ext.py"),
+        str(ROOT / "tests" / "test_slicer_host.py"),
         "-q",
         "-k",
         "not http",  # in-process calls only: Slicer's scene belongs to its main thread

@@ -29,6 +29,7 @@ from copilot.cli import main
 from copilot.engine.loading import load_volume
 from copilot.medflow import score_case
 from copilot.runtime import open_session
+from tests.dicom_validator import assert_valid_dicom
 from tests.oracle import evidence_block, perfect_evidence, perfect_response
 
 # --- shared writers ----------------------------------------------------------------------------
@@ -269,6 +270,7 @@ def _seg(source: list[pydicom.Dataset], mask: np.ndarray, path: Path) -> None:
     )  # fmt: skip
     path.parent.mkdir(parents=True)
     seg.save_as(path)
+    assert_valid_dicom(path)
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,10 @@ def test_scripted_model_drives_the_viewer_and_is_scored(brain_case: Path, tmp_pa
     assert turns[0]["cost_usd"] == pytest.approx(1000 * 1e-6 + 50 * 2e-6) and turns[0]["latency_ms"] > 0
     assert [e["handler"] for e in events if e.get("actor") == "agent"] == ["select_volume", "set_slice_offset", "jump"]
     assert replay(tmp_path / "trace").ok
+    process = row["process"]  # the process measures: a clean episode, its model turns totalled
+    assert "measures_error" not in process and process["failures"] == []
+    assert process["usage"]["prompt_tokens"] == sum(t["usage"]["prompt_tokens"] for t in turns)
+    assert process["stages"][-1]["stage"] == "diagnose"
 
 
 def test_transport_faults_are_retried(brain_case: Path, tmp_path: Path) -> None:

@@ -202,14 +202,17 @@ def test_keep_alive_reuses_one_connection(server: RunningServer) -> None:
 
 
 def test_connection_limit_answers_503(traced_session: Session) -> None:
+    """Cap 3: with 3 idle connections open, a 4th without the token is refused 503; one with the token is counted
+    only against other authenticated requests and is served (fairness.py)."""
     srv = RunningServer(traced_session)
     srv.server._uvicorn.config.limit_concurrency = 3  # read as each connection is made
     host, port = srv.server.server_address[:2]
     try:
         idle = [socket.create_connection((host, port)) for _ in range(3)]
         time.sleep(0.3)
-        refused = srv.client.request("GET", f"{API}/state")
+        refused = srv.client.request("GET", f"{API}/state", auth=False)
         assert refused.status == 503 and refused.error_code == "too_many_connections"
+        assert srv.client.request("GET", f"{API}/state").status == 200
         for s in idle:
             s.close()
         time.sleep(0.3)

@@ -19,6 +19,7 @@ from copilot.engine.viewer import EmbeddedVolumeViewer
 from copilot.engine.volume import volume_from_sitk
 from copilot.session import Session
 from copilot.tools import RADIOLOGY
+from tests.dicom_validator import assert_valid_dicom
 from tests.oracle import deep_voxel
 
 
@@ -156,6 +157,7 @@ def test_dicom_import_and_seg_export_round_trip(tmp_path: Path) -> None:
     ).ok
     out = session.call("export_dicom_seg", {"segment": "bright", "output_name": "bright_seg"})
     assert out.ok, out.error
+    assert_valid_dicom(tmp_path / "trace" / "derived" / "bright_seg.dcm")
     seg = hd.seg.segread(tmp_path / "trace" / "derived" / "bright_seg.dcm")
     assert str(seg.FrameOfReferenceUID) == str(series[0].FrameOfReferenceUID) == out.result["frame_of_reference_uid"]
     assert seg.ReferencedSeriesSequence[0].SeriesInstanceUID == series[0].SeriesInstanceUID

@@ -15,6 +15,7 @@ from PIL import Image
 from scipy import ndimage
 
 from copilot.cases.slides import write_pyramid
+from copilot.engine.geometry import Viewport
 from copilot.engine.slide import SlideSource, TileCache
 from copilot.engine.slide_overlays import overview_box
 from copilot.engine.slide_viewer import MIN_DOWNSAMPLE, EmbeddedSlideViewer, render_viewport
@@ -239,3 +240,30 @@ def test_memory_stays_flat_panning_a_100k_by_80k_slide() -> None:
     profile = json.loads(out.stdout.strip().splitlines()[-1])
     assert profile["cache_bytes_mb"] <= 48
     assert profile["growth_after_warmup_mb"] < 48, profile
+
+
+@pytest.mark.parametrize("compression", ["zlib", "jpeg"])
+@pytest.mark.parametrize(("downsample", "centre"), [(3.3, (300.0, 200.0)), (5.7, (1000.0, 700.0)), (2.6, (600, 450))])
+def test_shrinking_views_are_low_pass_filtered_past_the_edge(
+    tmp_path: Path, compression: str, downsample: float, centre: tuple[float, float]
+) -> None:
+    """Alternate black and white pixel columns on a single-level slide: a view that shrinks shows them as an even
+    grey (low-pass filtered), not as stripes (aliasing), inside the image and past its edge (black there)."""
+    import tifffile
+
+    img = np.zeros((768, 1024, 3), np.uint8)
+    img[:, ::2] = 255
+    path = tmp_path / f"lines_{compression}.tif"
+    tifffile.imwrite(path, img, tile=(256, 256), compression=compression, photometric="rgb", metadata=None)
+    src = SlideSource(path, cache=TileCache())
+    vp = Viewport(centre[0], centre[1], downsample, 400, 300)
+    out = np.asarray(render_viewport(src, vp)).astype(float)
+    xs, ys = np.meshgrid(np.arange(400) + 0.5, np.arange(300) + 0.5)
+    lx, ly = vp.screen_to_level0(xs, ys)
+    margin = 2 * downsample
+    inside = (lx > margin) & (ly > margin) & (lx < 1024 - margin) & (ly < 768 - margin)
+    outside = (lx < -margin) | (ly < -margin) | (lx > 1024 + margin) | (ly > 768 + margin)
+    assert inside.sum() > 1000
+    grey = out[inside].mean(axis=1)
+    assert abs(grey.mean() - 127.5) < 12 and grey.std() < 12, (grey.mean(), grey.std())
+    assert outside.sum() == 0 or out[outside].max() == 0

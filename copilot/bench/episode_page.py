@@ -73,6 +73,7 @@ def _line(v: Any, axis: str, value: float, size: tuple[int, int]) -> list[tuple[
 
 def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size: int = 320) -> list[tuple[str, str]]:
     """The three views of the source series at the cited key slices, with lines, point and lesion outline."""
+    from copilot.engine.confine import case_folder
     from copilot.engine.loading import load_case_volumes
     from copilot.engine.viewer import EmbeddedVolumeViewer
     from copilot.tools.args import resolve_case_path
@@ -80,7 +81,9 @@ def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size
 
     ctx = HandlerContext(EmbeddedVolumeViewer(), case.root, [], case.inputs)
     viewer = ctx.viewer
-    ids = [viewer.add_volume(v) for v in load_case_volumes([resolve_case_path(ctx, p) for p in case.inputs["volumes"]])]
+    with case_folder(case.root):  # files the inputs name stay in the case, as in a session
+        paths = [resolve_case_path(ctx, p) for p in case.inputs["volumes"]]
+        ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
     source = truth.data.get("source_series") or case.inputs.get("default_volume")
     names = {viewer.volume(v).name: v for v in ids}
     vid = names.get(str(source), ids[0])
@@ -284,6 +287,9 @@ def render_episode(
         parts.append("<h2>Prompt</h2>" + "".join(f"<pre>{html.escape(text)}</pre>" for text in prompt))
     parts.append(f"<h2>Final answer against the truth</h2><pre>{html.escape(row['response'])}</pre>")
     parts.append(_field_rows(details) + "<h3>Evidence checks</h3>" + _evidence_rows(details))
+    from copilot.bench.measures_report import failures_html
+
+    parts.append(failures_html(process))
     parts.append("<h2>Evidence drawn on the case</h2>")
     if case is not None:
         truth = Truth(case)

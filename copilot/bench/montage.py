@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from copilot.cases.pack import CasePack, load_case
+from copilot.engine.confine import case_folder
 from copilot.engine.loading import load_case_volumes
 from copilot.engine.render import encode_png, overlay_font
 from copilot.engine.viewer import EmbeddedVolumeViewer
@@ -37,7 +38,8 @@ def volume_montages(case: CasePack, axial: int = 12, other: int = 6, tile: int =
     ctx = HandlerContext(EmbeddedVolumeViewer(), case.root, [], case.inputs)
     paths = [resolve_case_path(ctx, p) for p in case.inputs.get("volumes", [])]
     viewer = ctx.viewer
-    ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
+    with case_folder(case.root):  # files the inputs name stay in the case, as in a session
+        ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
     out = {}
     for vid in ids:
         viewer.recover_standard_views(vid)
@@ -56,7 +58,8 @@ def slide_montage(case: CasePack, side: int = 1024) -> Image.Image:
     from copilot.engine.slide import SlideSource
 
     ctx = HandlerContext(None, case.root, [], case.inputs)
-    slide = SlideSource(resolve_case_path(ctx, case.inputs["slide"]))
+    with case_folder(case.root):
+        slide = SlideSource(resolve_case_path(ctx, case.inputs["slide"]))
     info = slide.info
     w, h = info.dimensions
     scale = side / max(w, h)

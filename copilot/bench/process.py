@@ -9,6 +9,8 @@ definitions are in docs/ARCHITECTURE.md ("Process metrics"):
 - conduct (Clinical Conduct Boundaries): calls outside the track (refused as not_in_track);
 - workflow continuity: run-time workflow guards (warnings in handler results), counted by code;
 - care action fulfillment: the episode ended with a parseable answer within its budget.
+The measures of the related benchmarks (failure labels, stages, checkpoints, the seven dimensions by their
+equations…) are added by `copilot.bench.episode_measures` (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from copilot.bench import parsers as P
 from copilot.bench.coverage import episode_coverage
+from copilot.bench.episode_measures import harness_measures
 from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
 
@@ -229,7 +232,7 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
     response = str(end.get("response", ""))
     cited = _cited(response, case.module)
     refused = [e["handler"] for e in agent if (e.get("error") or {}).get("code") == "not_in_track"]
-    return {
+    out = {
         "evidence_alignment": _alignment(agent, cited, case.kind),
         "closed_loop_verification": _verification(agent),
         "auditability": _auditability(calls(events, None), cited),
@@ -242,3 +245,4 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
         "coverage": episode_coverage(events, case),
         "signature": [call_signature(e) for e in agent],
     }
+    return {**out, **harness_measures(events, case, score, out)}

@@ -154,7 +154,9 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
     for (track, policy, module), _ in sorted(stats.items()):
         values = [r["strict"] for r in rows if (r["track"], r["policy"], r["module"]) == (track, policy, module)]
         parts.append(_histogram(f"Strict: {known[module].title} ({policy}, {track})", values))
-    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}<h2>Episodes</h2>")
+    from copilot.bench.measures_report import measures_html
+
+    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}{measures_html(rows)}<h2>Episodes</h2>")
     head = "".join(
         f"<th>{h}</th>"
         for h in ("case", "module", "model", "track", "budget", "repeat", "status", "Task", "Strict", "Loc",

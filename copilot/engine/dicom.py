@@ -17,6 +17,8 @@ import pydicom
 import pydicom.misc
 import SimpleITK as sitk
 
+from copilot.engine import dicom_geometry as geo
+from copilot.engine.dicom_values import check_not_mosaic, dose_scaling, real_world_values, value_metadata
 from copilot.engine.volume import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
 
 LPS_TO_RAS_4 = np.diag([-1.0, -1.0, 1.0, 1.0])  # the assumed grid: 1 mm voxels, LPS axes, origin 0
@@ -107,7 +109,34 @@ def _pixels(ds: pydicom.Dataset, name: str) -> np.ndarray:
         raise VolumeLoadError(
             f"{name}: pixel data cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})", "undecodable_pixels"
         ) from exc
-    return arr * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
+    slope, intercept = _rescale(ds, arr.shape[0] if arr.ndim == 3 else 1)
+    if arr.ndim == 3:
+        slope, intercept = slope[:, None, None], intercept[:, None, None]
+    else:
+        slope, intercept = slope[0], intercept[0]
+    return (arr * slope + intercept) * np.float32(dose_scaling(ds))
+
+
+def _rescale(ds: pydicom.Dataset, frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame rescale slope and intercept: the dataset's own tags, else its Pixel Value Transformation
+    functional groups (enhanced multi-frame), else identity."""
+    if "RescaleSlope" in ds or "RescaleIntercept" in ds:
+        values = [(float(getattr(ds, "RescaleSlope", 1) or 1), float(getattr(ds, "RescaleIntercept", 0) or 0))]
+    else:
+        shared = list(ds.get("SharedFunctionalGroupsSequence") or [])
+        per_frame = list(ds.get("PerFrameFunctionalGroupsSequence") or [])
+        values = []
+        for n in range(frames):
+            groups = [per_frame[n]] if n < len(per_frame) else []
+            item = next(
+                (g.PixelValueTransformationSequence[0] for g in [*groups, *shared[:1]]
+                 if g.get("PixelValueTransformationSequence")),
+                None,
+            )  # fmt: skip
+            values.append((float(item.get("RescaleSlope", 1) or 1), float(item.get("RescaleIntercept", 0) or 0))
+                          if item is not None else (1.0, 0.0))  # fmt: skip
+    arr = np.array(values * (frames if len(values) == 1 else 1), dtype=np.float32)
+    return arr[:, 0], arr[:, 1]
 
 
 def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
@@ -120,12 +149,16 @@ def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
 
 
 def _modality(ds: pydicom.Dataset) -> str:
-    return MODALITY_NAMES.get(str(getattr(ds, "Modality", "MR")), "MR")
+    """The file's own Modality (RTDOSE stays RTDOSE); MR only when the tag is absent."""
+    value = str(getattr(ds, "Modality", "") or "").strip().upper()
+    return MODALITY_NAMES.get(value, value) if value else "MR"
 
 
 def _metadata(ds: pydicom.Dataset) -> dict[str, str]:
     keys = ("Modality", "SeriesDescription", "SeriesInstanceUID", "StudyInstanceUID", "SeriesNumber")
-    return {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None}
+    out = {k: str(getattr(ds, k)) for k in keys if getattr(ds, k, None) is not None}
+    out.update(value_metadata(ds))
+    return out
 
 
 def _dataset(path: str | Path) -> pydicom.Dataset:
@@ -139,15 +172,26 @@ def load_dicom_file(path: Path, name: str | None = None, accept_missing_geometry
     """One DICOM file (single- or multi-frame) as a volume."""
     ds = _read_header(path)
     vname = name or _series_name(ds, path.stem)
+    check_not_mosaic(ds, vname)
     assumed = _check_geometry(ds, vname, accept_missing_geometry)
+    frames = None if assumed else geo.header_frames(ds, vname)
+    if frames is not None:
+        geo.check_frames(frames[0], frames[1], vname)
+    elif not assumed and ds.get("ImageOrientationPatient"):
+        geo.series_frames([ds], vname)
     try:
         image = sitk.ReadImage(str(path), sitk.sitkFloat32)
         vol = volume_from_sitk(image, vname, modality=_modality(ds), source=str(path))
+        if frames is not None:
+            geo.verify_placement(vol, frames[0], vname)
+        vol = real_world_values(vol, ds)
     except RuntimeError:
         full = _dataset(path)
         if assumed:
             pixels = _pixels(full, vname)
             vol = Volume(vname, pixels if pixels.ndim == 3 else pixels[None], LPS_TO_RAS_4, _modality(full), str(path))
+        elif frames is not None:
+            vol = volume_from_frames(full, frames, vname, str(path))
         else:
             vol = volume_from_datasets([full], vname, source=str(path))
     vol.metadata.update(_metadata(ds))
@@ -202,12 +246,24 @@ def load_dicom_series(
         )
     assumed = any(_check_geometry(h, vname, accept_missing_geometry) for h in headers)
     _check_consistent(headers, vname)
+    for h in headers:
+        check_not_mosaic(h, vname)
+    frames = None if assumed else geo.series_frames(headers, vname)
+    if frames is not None and len(headers) > 1:
+        geo.check_frames(frames[0], frames[1], vname)
+    if len(headers) == 1 and not assumed:
+        frames = geo.header_frames(first, vname) or frames
+        if frames is not None:
+            geo.check_frames(frames[0], frames[1], vname)
     try:
         if assumed and len(files) > 1:
             raise RuntimeError("slice order needs positions")
         reader.SetFileNames(files)
         reader.SetOutputPixelType(sitk.sitkFloat32)
         vol = volume_from_sitk(reader.Execute(), vname, modality=_modality(first), source=str(folder))
+        if frames is not None:
+            geo.verify_placement(vol, frames[0], vname)
+        vol = real_world_values(vol, first)
     except RuntimeError:
         datasets = [_dataset(f) for f in files]
         if assumed:
@@ -227,14 +283,11 @@ def _check_consistent(headers: list[pydicom.Dataset], name: str) -> None:
     sizes = {(int(getattr(h, "Rows", 0) or 0), int(getattr(h, "Columns", 0) or 0)) for h in headers}
     if len(sizes) > 1:
         raise VolumeLoadError(f"{name}: slices of different sizes {sorted(sizes)} in one series", "inconsistent_series")
-    try:
-        orients = {
-            tuple(round(float(v), 4) for v in h.ImageOrientationPatient)
-            for h in headers
-            if h.get("ImageOrientationPatient")
-        }
-    except (TypeError, ValueError) as exc:
-        raise VolumeLoadError(f"{name}: ImageOrientationPatient is not numeric ({exc})", "missing_geometry") from exc
+    orients = {
+        tuple(round(float(v), 4) for v in np.concatenate(geo.plane_axes(h.ImageOrientationPatient, name)[:2]))
+        for h in headers
+        if h.get("ImageOrientationPatient")
+    }
     if len(orients) > 1:
         raise VolumeLoadError(
             f"{name}: slices with {len(orients)} different orientations in one series", "inconsistent_series"
@@ -249,30 +302,55 @@ def volume_from_datasets(datasets: list[pydicom.Dataset], name: str, source: str
     for d in datasets:
         _check_geometry(d, name, False)
     _check_consistent(datasets, name)
-    try:
-        iop = np.array([float(v) for v in first.ImageOrientationPatient])
-        spacing_rc = [float(v) for v in first.PixelSpacing]
-        row_dir, col_dir = iop[:3], iop[3:]
-        normal = np.cross(row_dir, col_dir)
-        datasets = sorted(datasets, key=lambda d: float(np.dot(normal, [float(v) for v in d.ImagePositionPatient])))
-        positions = np.array([[float(v) for v in d.ImagePositionPatient] for d in datasets])
-    except (AttributeError, TypeError, ValueError, IndexError) as exc:
-        raise VolumeLoadError(f"{name}: unusable patient geometry ({exc})", "missing_geometry") from exc
-    if len(datasets) > 1:
-        slice_step = float(np.median(np.diff(positions @ normal)))
-        if not np.isfinite(slice_step) or abs(slice_step) < 1e-6:
-            raise VolumeLoadError(f"{name}: slices share one position (no slice spacing)", "inconsistent_series")
-    else:
+    frames = geo.series_frames(datasets, name)
+    if frames is None:
+        raise VolumeLoadError(
+            f"{name}: a slice lacks ImagePositionPatient or ImageOrientationPatient", "missing_geometry"
+        )
+    positions, iop = frames
+    row_dir, col_dir, normal = geo.plane_axes(iop, name)
+    spacing_rc = geo.pixel_spacing(first.get("PixelSpacing"), name)
+    order, slice_step = geo.check_slice_positions(positions, normal, name)
+    datasets = [datasets[int(i)] for i in order]
+    if len(datasets) == 1:
         slice_step = float(getattr(first, "SpacingBetweenSlices", 0) or getattr(first, "SliceThickness", 1) or 1)
     data = np.stack([_pixels(d, name) for d in datasets])  # [k, row(j), column(i)]
-    # Column index i advances along the row direction by the column spacing (PixelSpacing[1]).
-    lps = np.eye(4)
-    lps[:3, 0] = row_dir * spacing_rc[1]
-    lps[:3, 1] = col_dir * spacing_rc[0]
-    lps[:3, 2] = normal * slice_step
-    lps[:3, 3] = positions[0]
-    ras = np.eye(4)
-    ras[:3, :] = LPS_TO_RAS @ lps[:3, :]
+    ras = _affine(row_dir, col_dir, normal, spacing_rc, slice_step, positions[order[0]])
     vol = Volume(name=name, data=data, ijk_to_ras=ras, modality=_modality(first), source=source)
     vol.metadata.update(_metadata(first))
     return vol
+
+
+def _affine(
+    row_dir: np.ndarray,
+    col_dir: np.ndarray,
+    normal: np.ndarray,
+    spacing_rc: tuple[float, float],
+    step: float,
+    origin: np.ndarray,
+) -> np.ndarray:
+    """IJK→RAS of slices along `normal`: column index i advances along the row direction by PixelSpacing[1]."""
+    lps = np.eye(4)
+    lps[:3, 0] = row_dir * spacing_rc[1]
+    lps[:3, 1] = col_dir * spacing_rc[0]
+    lps[:3, 2] = normal * step
+    lps[:3, 3] = origin
+    ras = np.eye(4)
+    ras[:3, :] = LPS_TO_RAS @ lps[:3, :]
+    return ras
+
+
+def volume_from_frames(ds: pydicom.Dataset, frames: tuple[np.ndarray, np.ndarray], name: str, source: str) -> Volume:
+    """A multi-frame dataset as a volume at its per-frame positions (pydicom, when GDCM cannot read it)."""
+    positions, iop = frames
+    row_dir, col_dir, normal = geo.plane_axes(iop, name)
+    order, step = geo.check_slice_positions(positions, normal, name)
+    pixels = _pixels(ds, name)
+    pixels = pixels if pixels.ndim == 3 else pixels[None]
+    if len(pixels) != len(positions):
+        raise VolumeLoadError(f"{name}: {len(pixels)} frames for {len(positions)} positions", "inconsistent_series")
+    spacing_rc = geo.frame_pixel_spacing(ds, name)
+    if len(positions) == 1:
+        step = float(getattr(ds, "SpacingBetweenSlices", 0) or getattr(ds, "SliceThickness", 1) or 1)
+    ras = _affine(row_dir, col_dir, normal, spacing_rc, step, positions[order[0]])
+    return Volume(name=name, data=pixels[order], ijk_to_ras=ras, modality=_modality(ds), source=source)

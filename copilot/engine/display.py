@@ -1,9 +1,14 @@
 """Window/level, presets and colour maps of the embedded viewer.
 
 CT preset values are 3D Slicer's Volumes-module presets (CT-Lung W1400/L-500, CT-Abdomen
-W350/L40 used for the mediastinum, CT-Bone W1000/L400, CT-Brain W100/L50). Automatic
+W350/L40 used for the mediastinum, CT-Bone W1000/L400, CT-Brain W100/L50). A DICOM image opens
+with its own WindowCenter/WindowWidth (the first pair) when it has one. Otherwise automatic
 window/level uses robust percentiles of the non-background voxels, as Slicer's auto W/L
-does with its histogram, so that a few hot voxels do not wash out the image.
+does with its histogram, so that a few hot voxels do not wash out the image; when those
+percentiles span less than `MIN_WINDOW_FRACTION` of the full value range (an image of a few
+values, such as air with one soft-tissue block), the window spans the full range instead, so
+no value present in the image is clipped to the same grey as another; a constant image gets
+a window of 1.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ AUTO_PRESETS: dict[str, tuple[float, float]] = {
     "pet_auto": (0.0, 99.9),
 }
 PRESET_NAMES = tuple(FIXED_PRESETS) + tuple(AUTO_PRESETS)
+MIN_WINDOW_FRACTION = 0.01  # of the full value range: narrower automatic windows fall back to the full range
 COLORMAPS = ("grey", "pet_heat")
 
 
@@ -69,6 +75,9 @@ def _auto_window_level(volume: Volume, low: float, high: float) -> tuple[float, 
     if fg.size < 16:
         fg = sample
     lo, hi = (float(v) for v in np.percentile(fg, [low, high]))
+    hi_all = float(sample.max())
+    if hi - lo < MIN_WINDOW_FRACTION * (hi_all - lo_all):
+        lo, hi = lo_all, hi_all
     if hi <= lo:
         hi = lo + 1.0
     if volume.modality == "PT":
@@ -81,8 +90,20 @@ def default_display(volume: Volume) -> DisplaySettings:
     if volume.modality == "PT":
         w, lv = auto_window_level(volume, *AUTO_PRESETS["pet_auto"])
         return DisplaySettings(w, lv, auto=True, colormap="pet_heat", preset="pet_auto")
+    window = file_window(volume)
+    if window is not None:
+        return DisplaySettings(window[0], window[1], auto=False)
     w, lv = auto_window_level(volume)
     return DisplaySettings(w, lv, auto=True)
+
+
+def file_window(volume: Volume) -> tuple[float, float] | None:
+    """(window, level) the image file itself recommends (DICOM WindowWidth/WindowCenter), when valid."""
+    try:
+        w, lv = float(volume.metadata["WindowWidth"]), float(volume.metadata["WindowCenter"])
+    except (KeyError, ValueError):
+        return None
+    return (w, lv) if np.isfinite(w) and np.isfinite(lv) and w >= 1 else None
 
 
 def preset_settings(volume: Volume, preset: str) -> DisplaySettings:

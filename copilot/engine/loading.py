@@ -11,26 +11,30 @@ from pathlib import Path
 import SimpleITK as sitk
 
 from copilot.engine.dicom import load_dicom_file, load_dicom_series
+from copilot.engine.headers import vet_volume_file
 from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
     VolumeLoadError,
     check_nifti_complete,
     guess_modality,
+    pick_frame,
     sitk_reason,
     volume_from_sitk,
     volume_name_for,
 )
 from copilot.errors import HandlerError
 
-_CACHE: OrderedDict[tuple[str, int, int, bool, str | None], Volume] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int, bool, str | None, int | None], Volume] = OrderedDict()
 _CACHE_SIZE = 24
 _LOCK = threading.Lock()
 
 
-def _key(path: Path, assumed: bool, series_uid: str | None = None) -> tuple[str, int, int, bool, str | None]:
+def _key(
+    path: Path, assumed: bool, series_uid: str | None = None, frame: int | None = None
+) -> tuple[str, int, int, bool, str | None, int | None]:
     st = path.stat()
-    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed, series_uid)
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size, assumed, series_uid, frame)
 
 
 def load_volume(
@@ -38,14 +42,17 @@ def load_volume(
     name: str | None = None,
     accept_missing_geometry: bool = False,
     series_uid: str | None = None,
+    frame: int | None = None,
 ) -> Volume:
     """Load a NIfTI/NRRD/MetaImage file, a DICOM file, or a DICOM series folder (its first series, or the one
     with `series_uid`).
 
     A NIfTI file shorter than its header says is refused (`truncated_image`) instead of zero-filled;
     `accept_missing_geometry` loads DICOM without patient geometry on an assumed grid (flagged in metadata).
+    A 4D image opens one frame at a time (`frame`, the first by default; metadata `frame` and `frames`).
     """
     p = Path(path)
+    vet_volume_file(p)  # the file and every file it names stay in the case; its declared size within budget
     if p.is_dir():
         return load_dicom_series(p, name=name, series_uid=series_uid, accept_missing_geometry=accept_missing_geometry)
     if not p.is_file():
@@ -61,7 +68,11 @@ def load_volume(
         code = "truncated_image" if ("fread" in reason or "not read completely" in reason) else "load_failed"
         raise VolumeLoadError(f"cannot read {p.name}: {reason}", code) from exc
     vname = name or volume_name_for(p)
-    return volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
+    image, frames = pick_frame(image, vname, frame)
+    vol = volume_from_sitk(image, vname, modality=guess_modality(vname), source=str(p))
+    if frames > 1:
+        vol.metadata.update({"frame": str(frame or 0), "frames": str(frames)})
+    return vol
 
 
 def is_dicom(path: Path) -> bool:
@@ -74,19 +85,22 @@ def is_dicom(path: Path) -> bool:
         return False
 
 
-def load_cached(path: Path, accept_missing_geometry: bool = False, series_uid: str | None = None) -> Volume:
+def load_cached(
+    path: Path, accept_missing_geometry: bool = False, series_uid: str | None = None, frame: int | None = None
+) -> Volume:
     """Load a volume file or DICOM folder, reusing an earlier load of the same unchanged file.
 
     A DICOM series folder is named after the folder (the case author's name for it); its
     SeriesDescription stays in the volume's metadata.
     """
-    key = _key(path, accept_missing_geometry, series_uid)
+    vet_volume_file(path)  # before the cache too: what was loaded once is not thereby allowed now
+    key = _key(path, accept_missing_geometry, series_uid, frame)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
     name = path.name if path.is_dir() and series_uid is None else None  # a picked series: its description
-    vol = load_volume(path, name=name, accept_missing_geometry=accept_missing_geometry, series_uid=series_uid)
+    vol = load_volume(path, name, accept_missing_geometry, series_uid, frame)
     with _LOCK:
         _CACHE[key] = vol
         while len(_CACHE) > _CACHE_SIZE:
@@ -122,3 +136,5 @@ def load_case_volumes(
         return [load_cached(s, accept_missing_geometry, series_uid) for s in sources]
     except VolumeLoadError as exc:
         raise HandlerError(exc.code, str(exc)) from exc
+    except (RuntimeError, OverflowError, MemoryError) as exc:  # a reader's own failure: one named line, not a 500
+        raise HandlerError("load_failed", f"cannot read the image: {sitk_reason(exc)}") from exc

@@ -15,10 +15,11 @@ from PIL import Image, ImageChops, ImageDraw, ImageFont
 
 from copilot.engine.display import LUTS, DisplaySettings
 from copilot.engine.geometry import SliceView
+from copilot.engine.png import PNG_ENCODER, png_encoder
 from copilot.engine.reslice import reslice_uint8
 from copilot.engine.volume import Volume
 
-PNG_COMPRESS_LEVEL = 1  # level 1 is ~4× faster than Pillow's default 6 at a modest size cost
+PNG_COMPRESS_LEVEL = 1  # cines (APNG, Pillow): level 1 is ~4× faster than Pillow's default 6
 JPEG_QUALITY = 90  # slide screenshots for the model: visually lossless for H&E at this size, ~15× faster than PNG
 
 
@@ -106,11 +107,9 @@ def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
             draw.text((x, y), text, fill=ink, font=font)
 
 
-def encode_png(image: Image.Image) -> bytes:
-    """PNG bytes of an image (fast compression level; deterministic for identical pixels)."""
-    buf = io.BytesIO()
-    image.save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
-    return buf.getvalue()
+def encode_png(image: Image.Image, encoder: str = PNG_ENCODER) -> bytes:
+    """PNG bytes of an image by a named lossless encoder (`copilot.engine.png`; deterministic for given pixels)."""
+    return png_encoder(encoder)(image)
 
 
 def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:

@@ -3,13 +3,14 @@
 `read_region` follows OpenSlide's convention: the location is in level-0 pixels, the size in
 pixels of the requested level. Tiles are read in level coordinates and kept in a byte-bounded LRU
 cache, so panning a gigapixel slide never holds more than the budget in memory. Tiled JPEG TIFF
-levels are decoded straight from their raw tiles, at 1/2, 1/4 or 1/8 scale when the requested
-downsample lies between levels (`slide_jpeg`); everything else is read through OpenSlide.
+levels are decoded straight from their raw tiles, at 1/2, 1/4 or 1/8 scale when that scale is the
+requested downsample (`slide_jpeg`); everything else is read through OpenSlide.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -21,7 +22,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from copilot.engine.confine import check_sources
 from copilot.engine.geometry import pyramid_level
+from copilot.engine.probe import ProbeError, probe_slide
+from copilot.engine.slide_checks import SlideFileError, check_tiff_structure, is_tiff, slide_references
 from copilot.engine.slide_jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
 from copilot.errors import HandlerError
 
@@ -70,6 +74,7 @@ class SlideSource:
         p = Path(path)
         if not p.is_file():
             raise SlideError(f"no such slide file: {p.name}")
+        vet_slide_file(p)
         if p.suffix.lower() in (".tif", ".tiff", ".svs"):
             check_tiff_complete(p)
         self._slide, backend = _open(p)
@@ -136,17 +141,20 @@ class SlideSource:
             self._jpeg = None
 
     def serving_level(self, downsample: float) -> tuple[int, int]:
-        """(level, scale) to decode for a downsample: the coarsest (level, 1/scale) not coarser than asked.
+        """(level, scale) to decode for a downsample: the level OpenSlide's get_best_level_for_downsample
+        gives, or a raw JPEG level decoded at 1/scale (2, 4, 8) when that lands exactly on the downsample.
 
-        Scales above 1 exist only for raw JPEG levels (reduced-scale decoding); ties go to the real level.
+        A reduced-scale decode is a 2 × 2 … 8 × 8 box average and decimation: exact when its pixels are the
+        screen's, but followed by a further resize it blurs and aliases (fine lines break up), so in between
+        the level is decoded in full and shrunk with Pillow's widened bilinear filter, as OpenSlide users do.
+        Ties go to the real level.
         """
-        d = max(downsample, 1.0) * (1 + 1e-9)
         best = (pyramid_level(self.info.level_downsamples, downsample), 1)
         best_ds = self.info.level_downsamples[best[0]]
         for level in reversed(self.raw_levels):  # coarsest first: ties go to the level with less to decode
             for scale in SCALES[1:]:
                 v = self.info.level_downsamples[level] * scale
-                if best_ds * (1 + 1e-9) < v <= d:
+                if best_ds * (1 + 1e-9) < v and math.isclose(v, downsample, rel_tol=1e-9):
                     best, best_ds = (level, scale), v
         return best
 
@@ -259,6 +267,21 @@ class SlideSource:
         scale = side / max(w, h)
         thumb = self._slide.get_thumbnail((max(1, round(w * scale)), max(1, round(h * scale))))
         return Image.fromarray(_to_rgb(thumb))
+
+
+def vet_slide_file(path: Path) -> None:
+    """What a slide file must pass before any reader parses it: confinement of the file and the data files it
+    names, and (a TIFF) a sound directory structure with sizes a reader can allocate for."""
+    check_sources(path, slide_references(path))
+    try:
+        if is_tiff(path):
+            check_tiff_structure(path)
+        else:  # formats without a structure check here: opened first in a child process with limits
+            probe_slide(path)
+    except (SlideFileError, ProbeError) as exc:
+        raise SlideError(exc.message, exc.code) from None
+    except OSError as exc:
+        raise SlideError(f"cannot read {path.name}: {exc.strerror or exc}") from None
 
 
 def check_tiff_complete(path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from PIL import Image
 
 SCALES = (1, 2, 4, 8)  # reduced-scale factors every libjpeg build supports
 FAST_VENDORS = ("generic-tiff", "aperio")  # OpenSlide formats whose levels are plain tiled TIFF pages
+MAX_PAGES = 2048  # pages looked at for pyramid levels (the structure check refuses longer chains first)
 MATCH_TOLERANCE = 2.0  # mean absolute difference (grey levels) allowed against OpenSlide's decode of a tile
 
 Decoder = Callable[[bytes, int], np.ndarray]
@@ -130,7 +132,7 @@ def open_jpeg_tiles(path: Path, level_dimensions: tuple[tuple[int, int], ...], v
 def _jpeg_levels(pages: Any, level_dimensions: tuple[tuple[int, int], ...]) -> dict[int, JpegLevel]:
     """Levels whose page is a square-tiled, 8-bit RGB/YCbCr JPEG with tiles a multiple of 8 px."""
     by_size: dict[tuple[int, int], Any] = {}
-    for page in pages:
+    for page in itertools.islice(pages, MAX_PAGES):  # a bounded walk, even of a chain that loops
         key = (int(page.imagewidth), int(page.imagelength))
         if key in level_dimensions and key not in by_size:
             by_size[key] = page

@@ -279,15 +279,32 @@ def render_viewport(slide: SlideSource, vp: Viewport) -> Image.Image:
         oy, ox = (ty - g.ty0) * t, (tx - g.tx0) * t
         mosaic[oy : oy + tile.shape[0], ox : ox + tile.shape[1]] = tile
     box = (g.left - g.tx0 * t, g.top - g.ty0 * t, g.right - g.tx0 * t, g.bottom - g.ty0 * t)
-    src = Image.fromarray(mosaic)
-    if box[0] >= 0 and box[1] >= 0 and box[2] <= mosaic.shape[1] and box[3] <= mosaic.shape[0]:
-        return src.resize((vp.width, vp.height), Image.Resampling.BILINEAR, box=box)
-    # the viewport reaches beyond the image: an affine map leaves the outside in the background colour
-    s = vp.downsample / ds
-    coeffs = (s, 0.0, box[0], 0.0, s, box[1])
-    return src.transform(
-        (vp.width, vp.height), Image.Transform.AFFINE, coeffs, Image.Resampling.BILINEAR, fillcolor=OUTSIDE_RGB
-    )
+    return resample_view(mosaic, box, vp.width, vp.height)
+
+
+def resample_view(mosaic: np.ndarray, box: tuple[float, float, float, float], width: int, height: int) -> Image.Image:
+    """The `box` of a level mosaic (its pixels, may reach past the mosaic) resampled to the screen.
+
+    Pillow's bilinear resize widens its filter by the shrink factor, so a view that shrinks is low-pass
+    filtered like OpenSlide users' read_region + resize, inside the image or past its edge. Past the edge
+    the mosaic is padded with the background by the filter's reach and only the screen pixels whose
+    footprint meets the image are resampled; the rest stay background (no affine map without a filter).
+    """
+    mh, mw = mosaic.shape[:2]
+    if box[0] >= 0 and box[1] >= 0 and box[2] <= mw and box[3] <= mh:
+        return Image.fromarray(mosaic).resize((width, height), Image.Resampling.BILINEAR, box=box)
+    sx_, sy_ = (box[2] - box[0]) / width, (box[3] - box[1]) / height  # level pixels per screen pixel
+    pad = math.ceil(max(sx_, sy_, 1.0)) + 2  # bilinear reach: one screen pixel on each side, and a margin
+    sx0, sx1 = max(0, math.ceil((-pad - box[0]) / sx_)), min(width, math.floor((mw + pad - box[0]) / sx_))
+    sy0, sy1 = max(0, math.ceil((-pad - box[1]) / sy_)), min(height, math.floor((mh + pad - box[1]) / sy_))
+    out = Image.new("RGB", (width, height), OUTSIDE_RGB)
+    if sx1 <= sx0 or sy1 <= sy0:
+        return out
+    padded = filled((mh + 2 * pad, mw + 2 * pad), OUTSIDE_RGB)
+    padded[pad : pad + mh, pad : pad + mw] = mosaic
+    sub = (box[0] + sx0 * sx_ + pad, box[1] + sy0 * sy_ + pad, box[0] + sx1 * sx_ + pad, box[1] + sy1 * sy_ + pad)
+    out.paste(Image.fromarray(padded).resize((sx1 - sx0, sy1 - sy0), Image.Resampling.BILINEAR, box=sub), (sx0, sy0))
+    return out
 
 
 def _paste_1to1(tiles: dict[tuple[int, int], np.ndarray], g: _Grid, width: int, height: int) -> np.ndarray:

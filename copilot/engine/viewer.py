@@ -20,7 +20,7 @@ from copilot.engine.display import DisplaySettings, auto_window_level, default_d
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
 from copilot.engine.peek import Peek, peek_volumes
 from copilot.engine.render import Layer, compose, corner_text, draw_corners
-from copilot.engine.volume import Volume
+from copilot.engine.volume import Volume, inventory_facts
 
 
 @dataclass
@@ -138,7 +138,7 @@ class EmbeddedVolumeViewer:
                     "origin_ras": [round(float(x), 6) for x in v.ijk_to_ras[:3, 3]],
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in v.ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
-                    **({"geometry": "assumed"} if v.metadata.get("geometry") == "assumed" else {}),
+                    **inventory_facts(v),
                 }
             )
         return out

@@ -27,7 +27,8 @@ class VolumeLoadError(ValueError):
     """A file or folder could not be read as an image volume; `code` names the reason for callers.
 
     Codes: `load_failed` (unreadable), `truncated_image`, `missing_geometry`, `invalid_geometry`, `mixed_series`,
-    `inconsistent_series`, `undecodable_pixels`, `not_found`.
+    `inconsistent_series`, `irregular_slice_spacing`, `gantry_tilt`, `mosaic_image`, `invalid_values`,
+    `undecodable_pixels`, `not_found`.
     """
 
     def __init__(self, message: str, code: str = "load_failed") -> None:
@@ -104,6 +105,17 @@ class Volume:
         return _nearest_voxel(self.ras_to_ijk, ras, self.dimensions)
 
 
+def inventory_facts(volume: Volume) -> dict[str, Any]:
+    """What the scene inventory says beyond geometry: an assumed grid, the value units, the 4D frame shown."""
+    meta = volume.metadata
+    facts: dict[str, Any] = {"geometry": "assumed"} if meta.get("geometry") == "assumed" else {}
+    if "units" in meta:
+        facts["units"] = meta["units"]
+    if "frames" in meta:
+        facts["frame"], facts["frames"] = int(meta["frame"]), int(meta["frames"])
+    return facts
+
+
 def affine_from_sitk(image: sitk.Image) -> np.ndarray:
     """IJK→RAS 4×4 matrix of a SimpleITK image (whose geometry is LPS)."""
     direction = np.array(image.GetDirection(), dtype=float).reshape(3, 3)
@@ -120,6 +132,22 @@ def volume_from_sitk(image: sitk.Image, name: str, modality: str = "MR", source:
         raise VolumeLoadError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
     data = sitk.GetArrayFromImage(image).astype(np.float32, copy=False)
     return Volume(name=name, data=data, ijk_to_ras=affine_from_sitk(image), modality=modality, source=source)
+
+
+def pick_frame(image: sitk.Image, name: str, frame: int | None) -> tuple[sitk.Image, int]:
+    """One 3D frame of a 4D image (and the frame count; 1 for a 3D image); a frame out of range is refused."""
+    if image.GetDimension() != 4:
+        if frame not in (None, 0):
+            raise VolumeLoadError(f"{name} has one frame; frame {frame} does not exist", "not_found")
+        return image, 1
+    count = image.GetSize()[3]
+    index = 0 if frame is None else frame
+    if not 0 <= index < count:
+        raise VolumeLoadError(
+            f"{name} has {count} frames (0 to {count - 1}); frame {index} does not exist", "not_found"
+        )
+    size = [*image.GetSize()[:3], 0]
+    return sitk.Extract(image, size, [0, 0, 0, index]), count
 
 
 def volume_to_sitk(volume: Volume) -> sitk.Image:
@@ -163,31 +191,78 @@ def sitk_reason(exc: Exception) -> str:
     return _ADDRESS.sub("", lines[-1] if lines else type(exc).__name__)[:300]
 
 
-def check_nifti_complete(path: Path) -> None:
-    """Refuse a NIfTI file whose voxel data is shorter than its header says (ITK would fill with zeros)."""
+def _raw_nifti_header(path: Path) -> Any:
+    """The header exactly as stored (nibabel's repairs switched off: pixdim 0 stays 0, vox_offset stays)."""
+    import io
+
     import nibabel as nib
 
+    opener: Any = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        head = fh.read(540)
+    sizes = (int.from_bytes(head[:4], "little"), int.from_bytes(head[:4], "big"))
+    cls = nib.Nifti2Header if 540 in sizes else nib.Nifti1Header
+    return cls.from_fileobj(io.BytesIO(head), check=False)
+
+
+def check_nifti_geometry(header: Any, name: str) -> None:
+    """Refuse a NIfTI header whose voxel size or orientation is zero, negative, degenerate or not finite
+    (`invalid_geometry`): ITK would replace them by 1 mm or the identity."""
+    ndim = int(header["dim"][0])
+    pixdim = np.asarray(header["pixdim"], dtype=float)[1 : 1 + min(max(ndim, 1), 3)]
+    if not np.isfinite(pixdim).all() or (pixdim <= 0).any():
+        raise VolumeLoadError(
+            f"{name}: voxel size (pixdim) {pixdim.tolist()} must be positive and finite", "invalid_geometry"
+        )
+    if int(header["qform_code"]) > 0:
+        q = np.array([float(header[k]) for k in ("quatern_b", "quatern_c", "quatern_d")])
+        offs = np.array([float(header[k]) for k in ("qoffset_x", "qoffset_y", "qoffset_z")])
+        if not np.isfinite(q).all() or not np.isfinite(offs).all() or float(q @ q) > 1.0 + 1e-6:
+            raise VolumeLoadError(
+                f"{name}: the qform quaternion {q.tolist()} / offset {offs.tolist()} is not a rotation",
+                "invalid_geometry",
+            )
+    if int(header["sform_code"]) > 0:
+        srow = np.array([header["srow_x"], header["srow_y"], header["srow_z"]], dtype=float)
+        if not np.isfinite(srow).all() or abs(float(np.linalg.det(srow[:, :3]))) < 1e-12:
+            raise VolumeLoadError(
+                f"{name}: the sform {srow.tolist()} is not finite or is degenerate", "invalid_geometry"
+            )
+
+
+def check_nifti_complete(path: Path) -> None:
+    """Refuse a NIfTI file whose voxel data is shorter than its header says (ITK would fill with zeros), or
+    whose voxel size or orientation is invalid. A compressed stream is inflated no further than the header
+    promises (a small file that inflates to gigabytes is never read to its end)."""
+    try:
+        header: Any = _raw_nifti_header(path)
+        shape = header.get_data_shape()
+        itemsize = header.get_data_dtype().itemsize
+        offset = float(header["vox_offset"])
+    except (EOFError, OSError, zlib.error) as exc:
+        raise VolumeLoadError(
+            f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
+        ) from exc
+    except Exception as exc:  # nibabel raises several types for a damaged header
+        raise VolumeLoadError(f"cannot read {path.name}: not a valid NIfTI header ({exc})", "load_failed") from exc
+    if not np.isfinite(offset) or offset < 0:
+        raise VolumeLoadError(f"{path.name}: voxel data offset {offset} is not a valid position", "truncated_image")
+    expected = int(offset) + int(np.prod(shape, dtype=np.int64)) * itemsize
     size = path.stat().st_size
     if path.name.lower().endswith(".gz"):
         size = 0
         try:
             with gzip.open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
+                while size < expected and (chunk := fh.read(1 << 20)):  # no further than the header promises
                     size += len(chunk)
         except (EOFError, OSError, zlib.error) as exc:
             raise VolumeLoadError(
                 f"{path.name} is truncated or corrupt: the compressed stream ends early ({exc})", "truncated_image"
             ) from exc
-    try:
-        header: Any = nib.load(str(path)).header
-        shape = header.get_data_shape()
-        itemsize = header.get_data_dtype().itemsize
-        expected = int(header.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * itemsize
-    except Exception as exc:  # nibabel raises several types for a damaged header
-        raise VolumeLoadError(f"cannot read {path.name}: not a valid NIfTI header ({exc})", "load_failed") from exc
     if size < expected:
         raise VolumeLoadError(
-            f"{path.name} is truncated: its header promises {expected} bytes of image {list(shape)}, "
-            f"the file holds {size}",
+            f"{path.name} is truncated: its header promises {expected} bytes of image {list(shape)} "
+            f"from byte {int(offset)}, the file holds {size}",
             "truncated_image",
         )
+    check_nifti_geometry(header, path.name)

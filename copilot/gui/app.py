@@ -593,7 +593,7 @@ def main(
         print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
         return 2
     if target is not None and not window.open_path(target):
-        return 1 if screenshot else int(app.exec())
+        return 2 if screenshot else int(app.exec())  # an unreadable study is bad input: exit code 2, as everywhere
     if layout:
         window.set_layout(layout)
     window.show()

@@ -112,5 +112,6 @@ class TraceTimeline:
         if not views:
             return [], []
         images = self.session.peek(Peek(views, (size, size))) or {}
-        again = [hashlib.sha256(encode_png(images[v])).hexdigest() for v in views if v in images]
+        encoder = self.session.png_encoder
+        again = [hashlib.sha256(encode_png(images[v], encoder)).hexdigest() for v in views if v in images]
         return [last[v] for v in views if v in images], again

@@ -85,9 +85,9 @@ class RemoteViewer:
         raw: bool = False,
         headers: dict[str, str] | None = None,
     ) -> Reply:
-        sent = {"Content-Type": "application/json", **(headers or {})}
-        if auth:
-            sent["Authorization"] = f"Bearer {self.token}"
+        sent: dict[str, Any] = {"Content-Type": "application/json", **(headers or {})}
+        if auth:  # as UTF-8 bytes: http.client would send text as Latin-1 (or fail on a non-Latin-1 token)
+            sent["Authorization"] = f"Bearer {self.token}".encode()
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         for attempt in (0, 1):
             conn = self._connection()

@@ -16,6 +16,8 @@ from copilot.server.limits import DEFAULT_LIMITS, Limits, parse_json_body
 from copilot.server.openapi import openapi_document
 from copilot.server.routes import API, Route, error, find_route
 
+STATE_WAIT_S = 1.0  # GET /state waits this long for a call in progress, then answers the last completed state
+
 
 def dispatch(
     session: Any,
@@ -48,7 +50,7 @@ def _answer(
     if op == "list_handlers":
         return 200, {"handlers": session.handlers(), "track": session.track}
     if op == "get_state":
-        return 200, {"ok": True, "state": session.snapshot()}
+        return 200, {"ok": True, "state": session.snapshot(STATE_WAIT_S)}
     if op == "get_trace":
         return 200, {"ok": True, "events": session.trace_events()}
     if op == "get_openapi":

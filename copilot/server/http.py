@@ -15,7 +15,6 @@ always refused.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import ipaddress
 import json
 import socket
@@ -33,12 +32,14 @@ from copilot.errors import HandlerError
 from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
 from copilot.server.dispatch import dispatch
+from copilot.server.fairness import token_matches
 from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length
 from copilot.server.protocol import error_body as _error_body
 from copilot.server.protocol import protocol_for
 from copilot.server.routes import API
 from copilot.server.slicer_compat import SlicerCompat
 from copilot.session import Session
+from copilot.trace.redact import register_secret
 
 MAX_BODY = DEFAULT_LIMITS.max_body
 Scope = dict[str, Any]
@@ -83,10 +84,7 @@ class HandlerApp:
         return Response(body, status_code=status, media_type=ctype, headers=headers)
 
     def _authorised(self, headers: Headers) -> bool:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            token.strip().encode("utf-8", "replace"), self.server.token.encode()
-        )
+        return token_matches(headers.get("authorization"), self.server.token)
 
     @staticmethod
     def _loopback(scope: Scope) -> bool:
@@ -199,6 +197,7 @@ class HandlerServer:
         extra = () if host in ("", "0.0.0.0", "::") or host in limits.allowed_hosts else (host.lower(),)
         self.limits = replace(limits, allowed_hosts=(*limits.allowed_hosts, *extra))
         self.session, self.token, self.slicer_compat = session, token, slicer_compat
+        register_secret(token)  # cut out of every trace event, wherever a client puts it
         self.compat = SlicerCompat(session)
         self.jobs = JobManager(session, max_active=limits.max_jobs, kept=limits.kept_jobs)
         self.socket = _bind(host, address[1])
@@ -207,6 +206,7 @@ class HandlerServer:
             HandlerApp(self),
             lifespan="off",
             log_level="error",
+            log_config=None,  # records reach the process's handlers (one line each: copilot.oneline)
             access_log=False,
             http=protocol_for(self),
             limit_concurrency=limits.max_connections,

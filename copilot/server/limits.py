@@ -36,7 +36,10 @@ class Limits:
     body_timeout_s: float = 30.0  # time to receive a whole body
     call_timeout_s: float = 30.0  # a synchronous handler call; longer work runs as a job
     keep_alive_s: int = 5  # idle time before a kept-alive connection is closed
-    max_connections: int = 64  # open connections and in-flight requests, each
+    max_connections: int = 64  # open connections and in-flight requests, each (the 64th is served; see fairness.py)
+    max_pending_per_client: int = 16  # connections of one client address without the token, older than the grace
+    pending_grace_s: float = 1.0  # a new connection's time to present its headers before it may be closed for others
+    max_open_connections: int = 256  # connections of every kind (beyond: the oldest pending one is closed)
     max_jobs: int = 4  # queued or running jobs
     kept_jobs: int = 64  # finished jobs kept for polling (oldest dropped first)
     allowed_hosts: tuple[str, ...] = field(default=LOOPBACK_HOSTS)
@@ -93,11 +96,19 @@ def parse_json_body(body: bytes | str | None, limits: Limits = DEFAULT_LIMITS) -
 
 
 def host_name(header: str) -> str:
-    """The host part of a `Host` header value (brackets of an IPv6 literal removed, port dropped)."""
+    """The host part of a `Host` header value (brackets of an IPv6 literal removed, port dropped); anything after
+    the host other than `:digits` leaves the value whole, so that it matches no allowed name."""
     value = header.strip().lower()
     if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        end = value.find("]")
+        rest = value[end + 1 :] if end >= 0 else ""
+        if end < 0 or (rest and not (rest[:1] == ":" and rest[1:].isdigit())):
+            return value
+        return value[1:end]
+    if value.count(":") == 1:
+        name, port = value.split(":")
+        return name if port.isdigit() else value
+    return value
 
 
 def check_host(host: str | None, limits: Limits = DEFAULT_LIMITS) -> None:

@@ -19,13 +19,15 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 from uvicorn.server import ServerState
 
+from copilot.server.fairness import ConnectionBook, header, token_matches
 from copilot.server.limits import Limits
 
 
 class LimitsOwner(Protocol):
-    """Whatever holds the server's current limits (read at each connection, so tests may change them)."""
+    """Whatever holds the server's current limits (read at each connection, so tests may change them) and token."""
 
     limits: Limits
+    token: str
 
 
 def error_body(code: str, message: str) -> bytes:
@@ -48,6 +50,7 @@ class EnvelopeH11Protocol(H11Protocol):
     """One HTTP/1.1 connection: uvicorn's h11 handling with JSON refusals and a request-header deadline."""
 
     owner: LimitsOwner
+    book: ConnectionBook  # one per server: the connections by client address, pending or authenticated
 
     def __init__(
         self,
@@ -63,13 +66,31 @@ class EnvelopeH11Protocol(H11Protocol):
         self.header_timer: asyncio.TimerHandle | None = None
 
     def _capped(self, app: Any) -> Any:
+        async def refuse(send: Any, cap: int) -> None:
+            body = error_body("too_many_connections", f"the server holds its limit of {cap} connections")
+            await send({"type": "http.response.start", "status": 503, "headers": refusal_headers(body)})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
         async def capped(scope: Any, receive: Any, send: Any) -> None:
             cap = self.connection_cap
-            # this request's own task is already counted in `tasks`
-            if cap is not None and (len(self.connections) >= cap or len(self.tasks) > cap):
-                body = error_body("too_many_connections", f"the server holds its limit of {cap} connections")
-                await send({"type": "http.response.start", "status": 503, "headers": refusal_headers(body)})
-                await send({"type": "http.response.body", "body": body, "more_body": False})
+            if cap is None:
+                await app(scope, receive, send)
+                return
+            if token_matches(header(scope, b"authorization"), getattr(self.owner, "token", "")):
+                # counted only against other authenticated requests: pending connections cannot starve it
+                self.book.authenticate(self)
+                if self.book.in_flight_authenticated >= cap:
+                    await refuse(send, cap)
+                    return
+                self.book.in_flight_authenticated += 1
+                try:
+                    await app(scope, receive, send)
+                finally:
+                    self.book.in_flight_authenticated -= 1
+                return
+            # this connection and this request's own task are already counted: the cap-th is still served
+            if len(self.connections) > cap or len(self.tasks) > cap:
+                await refuse(send, cap)
                 return
             await app(scope, receive, send)
 
@@ -90,11 +111,16 @@ class EnvelopeH11Protocol(H11Protocol):
         if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
             return
         limit = self.owner.limits.header_timeout_s
-        self._refuse(408, "request_timeout", f"request headers not received within {limit:g} s")
+        self.refuse(408, "request_timeout", f"request headers not received within {limit:g} s")
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm_header_timer()
+        limits = self.owner.limits
+        address = self.client[0] if self.client else ""
+        per_client, total, grace = limits.max_pending_per_client, limits.max_open_connections, limits.pending_grace_s
+        for victim in self.book.opened(self, address, per_client, total, grace):
+            victim.refuse(503, "too_many_connections", "too many connections from one client without the token")
 
     def data_received(self, data: bytes) -> None:
         if self.header_timer is None and self.conn.their_state is h11.IDLE:
@@ -105,14 +131,15 @@ class EnvelopeH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
+        self.book.closed(self)
         super().connection_lost(exc)
 
     # refusals before the application sees a request
     def send_400_response(self, msg: str) -> None:
         message = "the request is not valid HTTP/1.1 (request line, header or body framing, e.g. Content-Length)"
-        self._refuse(400, "invalid_request", message)
+        self.refuse(400, "invalid_request", message)
 
-    def _refuse(self, status: int, code: str, message: str) -> None:
+    def refuse(self, status: int, code: str, message: str) -> None:
         """Answer with an envelope and close; when a response has already begun, only close."""
         body = error_body(code, message)
         try:
@@ -126,4 +153,4 @@ class EnvelopeH11Protocol(H11Protocol):
 
 def protocol_for(owner: LimitsOwner) -> type[EnvelopeH11Protocol]:
     """The protocol class for one server (uvicorn makes one instance per connection)."""
-    return type("ServerH11Protocol", (EnvelopeH11Protocol,), {"owner": owner})
+    return type("ServerH11Protocol", (EnvelopeH11Protocol,), {"owner": owner, "book": ConnectionBook()})

@@ -45,9 +45,10 @@ def standalone_scene() -> SlicerScene:
     return out
 
 
-def attach(scene: Any, app_logic: Any) -> SlicerScene:
+def attach(scene: Any, app_logic: Any, adopt: bool = False) -> SlicerScene:
     """The slice logics of an existing scene (the application's layout logics when they exist, new ones
-    otherwise, e.g. with `--no-main-window`) and its layout node."""
+    otherwise, e.g. with `--no-main-window`) and its layout node. With `adopt` an existing slice node keeps
+    the orientation the clinician gave it."""
     sc = mrml()
     if scene.GetDefaultNodeByClass("vtkMRMLSliceNode") is None:  # a bare scene: Slicer 5's presets first
         sc.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
@@ -67,7 +68,8 @@ def attach(scene: Any, app_logic: Any) -> SlicerScene:
                 logic.SetSliceNode(existing)
             else:
                 logic.AddSliceNode(layout_name)
-            logic.GetSliceNode().SetOrientation(DEFAULT_ORIENTATION[view])
+            if existing is None or not adopt:
+                logic.GetSliceNode().SetOrientation(DEFAULT_ORIENTATION[view])
         logics[view] = logic
     layout_logic = None
     if scene.GetFirstNodeByClass("vtkMRMLLayoutNode") is None:

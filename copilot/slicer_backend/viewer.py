@@ -40,7 +40,7 @@ from copilot.engine.geometry import (
 )
 from copilot.engine.peek import Peek, peek_volumes
 from copilot.engine.render import corner_text, draw_corners
-from copilot.engine.volume import VOLUME_SUFFIXES, Volume
+from copilot.engine.volume import VOLUME_SUFFIXES, Volume, inventory_facts
 from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene
@@ -101,13 +101,20 @@ class SlicerSceneViewer:
 
     kind = "radiology"
 
-    def __init__(self, scene: Any = None, app_logic: Any = None) -> None:
-        self.mrml: SlicerScene = standalone_scene() if scene is None else attach(scene, app_logic)
+    def __init__(self, scene: Any = None, app_logic: Any = None, adopt: bool = False) -> None:
+        """A viewer on a new standalone scene, or on a given one. With `adopt` the scene is the clinician's: no
+        node is removed and no view reset, the slice nodes keep the sizes of the clinician's views (renders of
+        other sizes are remembered here, not written into them) and `clear` is refused."""
+        self.adopted = adopt
+        self.mrml: SlicerScene = standalone_scene() if scene is None else attach(scene, app_logic, adopt)
         self.scene = self.mrml.scene
         self._volumes: dict[str, Volume] = {}
         self._segments: dict[str, Segment] = {}
         self._transforms: dict[str, TransformNode] = {}
         self._markups: EvidenceMarkups | None = None
+        self._shown_size: dict[str, tuple[int, int]] = {}  # adopted scene: the last image's size per view
+        if adopt:
+            return
         for node in self._nodes_where(OWNER_ATTR):  # left by an earlier session on the same scene
             self._remove(node)
         for name in VIEW_NAMES:
@@ -198,6 +205,7 @@ class SlicerSceneViewer:
             composites,
             displays,
             self.mrml.layout_node.GetViewArrangement(),
+            {"shown_size": dict(self._shown_size)},
         )
 
     def restore_state(self, state: SceneSnapshot) -> None:
@@ -241,6 +249,7 @@ class SlicerSceneViewer:
             d.SetAttribute(AUTO_ATTR, auto)
             d.SetAttribute(PRESET_ATTR, preset)
         self.mrml.layout_node.SetViewArrangement(state.layout)
+        self._shown_size = dict(state.extra.get("shown_size", {}))
 
     # ----- scene -----
     def add_volume(self, volume: Volume) -> str:
@@ -283,17 +292,23 @@ class SlicerSceneViewer:
             self.scene.RemoveNode(storage)
         return same
 
-    def adopt_volume_node(self, node: Any, modality: str = "MR") -> str:
-        """Take in a scalar volume node already in the scene (e.g. loaded by the user in Slicer)."""
+    def adopt_volume_node(
+        self, node: Any, modality: str = "MR", name: str | None = None, keep_display: bool = False
+    ) -> str:
+        """Take in a scalar volume node already in the scene (e.g. loaded by the user in Slicer). `name` is what
+        handlers and the model call it (the node keeps its own); with `keep_display` the node's window/level
+        and colours stay as the clinician set them."""
         m = vtkMatrix4x4()
         node.GetIJKToRASMatrix(m)
         k_j_i = tuple(reversed(node.GetImageData().GetDimensions()))
         data = numpy_support.vtk_to_numpy(node.GetImageData().GetPointData().GetScalars()).reshape(k_j_i)
-        volume = Volume(node.GetName(), data.astype(np.float32), np_matrix(m), modality, source=node.GetID())
+        label = name or node.GetName()
+        volume = Volume(label, data.astype(np.float32), np_matrix(m), modality, source=node.GetID())
         if node.GetDisplayNode() is None:
             node.CreateDefaultDisplayNodes()
         self._volumes[node.GetID()] = volume
-        self._write_display(node.GetID(), default_display(volume))
+        if not keep_display:
+            self._write_display(node.GetID(), default_display(volume))
         return node.GetID()
 
     def volume_name_taken(self, name: str) -> bool:
@@ -330,7 +345,12 @@ class SlicerSceneViewer:
         return rules.lookup(self._transforms, ref, "transform")
 
     def clear(self) -> None:
-        """Remove every node this viewer added (with display and storage nodes) and reset views and fusion."""
+        """Remove every node this viewer added (with display and storage nodes) and reset views and fusion;
+        refused on an adopted scene (the clinician's nodes and views are never cleared)."""
+        if self.adopted:
+            from copilot.errors import HandlerError
+
+            raise HandlerError("host_scene", "the clinician's scene is never cleared; open a case pack apart")
         for nid in [*self._volumes, *self._segments, *self._transforms]:
             node = self.scene.GetNodeByID(nid)
             if node is not None:
@@ -374,6 +394,7 @@ class SlicerSceneViewer:
                     "origin_ras": [round(float(x), 6) for x in ijk_to_ras[:3, 3]],
                     "ijk_to_ras": [[round(float(x), 6) for x in row] for row in ijk_to_ras],
                     "value_range": [round(x, 6) for x in v.value_range],
+                    **inventory_facts(v),
                 }
             )
         return out
@@ -615,7 +636,9 @@ class SlicerSceneViewer:
         background = (self._volumes[bg].name, self.display(bg)) if bg else None
         fg_name = self._volumes[fg].name if fg else None
         draw_corners(image, corner_text(v, background, fg_name, self.composite_node(view).GetForegroundOpacity()))
-        if remember:
+        if remember and self.adopted:
+            self._shown_size[view] = size
+        elif remember:
             node = self.slice_node(view)
             node.SetDimensions(size[0], size[1], 1)
         return image
@@ -623,7 +646,7 @@ class SlicerSceneViewer:
     def point_to_ras(self, view: str, point_1000: tuple[float, float]) -> np.ndarray:
         """RAS of a 0–999 point on the last image: the slice node's XYToRAS at that pixel position."""
         node = self.slice_node(view)
-        w, h = node.GetDimensions()[:2]
+        w, h = self._shown_size.get(view) or node.GetDimensions()[:2]
         fov = node.GetFieldOfView()
         s = max(fov[0] / w, fov[1] / h)
         x = point_1000[0] * (w - 1) / 999.0  # Slicer XY: pixel index, origin bottom-left
@@ -631,9 +654,21 @@ class SlicerSceneViewer:
         xy_to_slice = np.array([[s, 0, 0, -s * w / 2], [0, s, 0, -s * h / 2], [0, 0, 1, 0], [0, 0, 0, 1.0]])
         return (np_matrix(node.GetSliceToRAS()) @ xy_to_slice @ np.array([x, y, 0.0, 1.0]))[:3]
 
-    def show_evidence(self, evidence: list[dict[str, Any]]) -> None:
-        """Show a session's evidence list as markups (brought up to date whenever the state is read)."""
-        self._markups = EvidenceMarkups(self.scene, evidence)
+    def show_evidence(self, evidence: list[dict[str, Any]], extra: Any = None, session_id: str = "") -> EvidenceMarkups:
+        """Show a session's evidence list (and the items `extra()` gives, e.g. points an answer cites) as markups,
+        brought up to date whenever the state is read."""
+        self._markups = EvidenceMarkups(self.scene, evidence, extra, session_id)
+        return self._markups
+
+    def evidence_markups(self) -> EvidenceMarkups:
+        """The markups that show the session's evidence (`show_evidence` made them)."""
+        if self._markups is None:
+            raise RuntimeError("no evidence is shown on this scene")
+        return self._markups
+
+    def stop_showing_evidence(self) -> None:
+        """Leave the evidence markups as they are, no longer kept up to date (the session has ended)."""
+        self._markups = None
 
     def state(self) -> dict[str, Any]:
         """JSON-ready snapshot read from the scene: layers, layout, views, display nodes, derived nodes. The
@@ -668,4 +703,3 @@ class SlicerSceneViewer:
             ],
             "transforms": [{"id": tid, **t.snapshot()} for tid, t in self._transforms.items()],
         }
-

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
 
+from copilot.engine.confine import confine
 from copilot.errors import HandlerError
 from copilot.tools.guards import note_rendered
 from copilot.tools.registry import HandlerContext, ImageOut, RadiologyContext
@@ -118,10 +118,6 @@ def ras_report(ctx: RadiologyContext, vid: str, ras: np.ndarray) -> dict[str, An
     }
 
 
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def resolve_case_path(ctx: HandlerContext[Any], path: str) -> Path:
     """A path inside the case folder, never in (or linked into) its hidden/ part; returned as given
     (normalised, links not followed) so that volumes keep the names the case gives them.
@@ -143,23 +139,7 @@ def resolve_case_path(ctx: HandlerContext[Any], path: str) -> Path:
 
 def _resolve_case_path(case_root: Path, path: str) -> Path:
     """The checks of `resolve_case_path` (may raise OSError from the file system)."""
-    if "\x00" in path:
-        raise HandlerError("path_outside_case", "invalid path")
-    root = case_root.resolve()
-    candidate = Path(path)
-    lexical = Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
-    hidden = root / "hidden"
-    if not _within(lexical, root):
-        raise HandlerError("path_outside_case", f"{path!r} is outside the case folder")
-    if _within(lexical, hidden):
-        raise HandlerError("path_outside_case", f"{path!r} is not available to the viewer")
-    target = lexical.resolve()
-    if _within(target, hidden.resolve()):
-        raise HandlerError("path_outside_case", f"{path!r} is not available to the viewer")
-    if not _within(target, root):
-        file_link = lexical.is_symlink() and target.is_file() and lexical.parent.resolve() == lexical.parent
-        if not (file_link and _within(lexical, root / "images")):
-            raise HandlerError("path_outside_case", f"{path!r} leads outside the case folder")
-    if not target.exists():
+    lexical = confine(case_root, path)
+    if not lexical.resolve().exists():
         raise HandlerError("not_found", f"{path!r} does not exist in the case folder")
     return lexical

@@ -1,10 +1,16 @@
 """Track B DICOM operators: `import_dicom` (a DICOM folder of the case → volumes, described in the scene
-inventory) and `export_dicom_seg` (a segment → a DICOM SEG that references its source series, highdicom)."""
+inventory) and `export_dicom_seg` (a segment → a DICOM SEG that references its source series, highdicom).
+
+A SEG's Pixel Measures need the slice thickness (Type 1C). Where the source slices lack SliceThickness or
+leave it empty, the SEG states the distance between adjacent slice positions along the slice normal (the
+loaded volume's slice spacing, itself checked against every ImagePositionPatient); a single slice without
+SliceThickness or SpacingBetweenSlices is refused (`missing_slice_thickness`). The source files are not
+changed."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import pydicom
@@ -66,9 +72,10 @@ def export_dicom_seg(
     if ctx.output_dir is None:
         raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
     files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), source.metadata["SeriesInstanceUID"]))
-    datasets = [pydicom.dcmread(f) for f in files]  # SimpleITK's slice order = the volume's k order
+    datasets: list[pydicom.Dataset] = [pydicom.dcmread(f) for f in files]  # in the volume's k order
     if len(datasets) != source.dimensions[2]:
         raise HandlerError("not_dicom", "the source series no longer matches the loaded volume")
+    datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
     desc = hd.seg.SegmentDescription(
         segment_number=1,
         segment_label=sg.name[:64],
@@ -79,22 +86,10 @@ def export_dicom_seg(
             name=str(sg.provenance.get("operator", "medcopilot")), version="1", family=codes.DCM.ArtificialIntelligence
         ),
     )
-    seg_ds = hd.seg.Segmentation(
-        source_images=datasets,
-        pixel_array=(sg.mask.data > 0).astype(np.uint8),
-        segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
-        segment_descriptions=[desc],
-        series_instance_uid=hd.UID(),
-        series_number=900,
-        sop_instance_uid=hd.UID(),
-        instance_number=1,
-        manufacturer="MedCopilot",
-        manufacturer_model_name="MedCopilot",
-        software_versions="0.1",
-        device_serial_number="embedded",
-        series_description=output_name[:64],
-        omit_empty_frames=False,
-    )
+    try:
+        seg_ds = _segmentation(hd, datasets, sg.mask.data, desc, output_name)
+    except (AttributeError, TypeError, ValueError) as exc:  # highdicom's refusal of a source it cannot describe
+        raise HandlerError("invalid_source", f"{source.name}: no valid SEG can reference it ({exc})") from exc
     ctx.output_dir.mkdir(parents=True, exist_ok=True)
     out = ctx.output_dir / f"{output_name}.dcm"
     if out.exists():
@@ -111,4 +106,42 @@ def export_dicom_seg(
             "referenced_series_uid": source.metadata["SeriesInstanceUID"],
             "frame_of_reference_uid": str(seg_ds.FrameOfReferenceUID),
         }
+    )
+
+
+def _with_slice_thickness(datasets: list[pydicom.Dataset], spacing: float | None, name: str) -> list[pydicom.Dataset]:
+    """The source slices, with SliceThickness taken from the slice positions where it is absent or empty."""
+    if all(str(d.get("SliceThickness", "") or "").strip() for d in datasets):
+        return datasets
+    thickness = spacing or float(datasets[0].get("SpacingBetweenSlices") or 0)
+    if not thickness or thickness <= 0:
+        raise HandlerError(
+            "missing_slice_thickness", f"{name}: one slice without SliceThickness or SpacingBetweenSlices"
+        )
+    out = []
+    for d in datasets:
+        if not str(d.get("SliceThickness", "") or "").strip():
+            d = d.copy()
+            d.SliceThickness = f"{thickness:.6g}"
+        out.append(d)
+    return out
+
+
+def _segmentation(hd: Any, datasets: list[pydicom.Dataset], mask: np.ndarray, desc: Any, output_name: str) -> Any:
+    """A binary SEG of `mask` over the source slices (highdicom)."""
+    return hd.seg.Segmentation(
+        source_images=datasets,
+        pixel_array=(mask > 0).astype(np.uint8),
+        segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
+        segment_descriptions=[desc],
+        series_instance_uid=hd.UID(),
+        series_number=900,
+        sop_instance_uid=hd.UID(),
+        instance_number=1,
+        manufacturer="MedCopilot",
+        manufacturer_model_name="MedCopilot",
+        software_versions="0.1",
+        device_serial_number="embedded",
+        series_description=output_name[:64],
+        omit_empty_frames=False,
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.trace.outcome import CallOutcome
+from copilot.trace.redact import redact
 
 GENESIS = "0" * 64
 TRACE_FILE = "trace.jsonl"
@@ -48,7 +49,8 @@ class TraceRecorder:
         self.record("episode_start", {"format": FORMAT_VERSION, **header})
 
     def record(self, event_type: str, payload: dict[str, Any]) -> int:
-        """Append one event; returns its sequence number."""
+        """Append one event, secrets redacted (`copilot.trace.redact`); returns its sequence number."""
+        payload = redact(payload)
         with self._lock:
             event = {"seq": self._seq, "type": event_type, "time": round(time.time(), 3), "prev": self._prev, **payload}
             event["hash"] = event_hash(event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +43,21 @@ class MedCopilotParameterNode:
     policy: str = "baseline"
     track: str = "A"
     port: int = 2016
-    approveEachAction: bool = False
+    approveEachAction: bool = True
+    baseUrl: str = ""  # the key is never a parameter: parameters are saved with the scene
+    model: str = ""
 
 
 class MedCopilotLogic(ScriptedLoadableModuleLogic):
-    """Usable without the widget: sessions on Slicer's scene, the WebServer handler, episodes."""
+    """Usable without the widget: the copilot on the clinician's scene, benchmark cases, the WebServer handler."""
 
     def __init__(self) -> None:
         ScriptedLoadableModuleLogic.__init__(self)
-        self.session: Any = None
+        self.session: Any = None  # a benchmark case's session
+        self.host: Any = None  # the copilot on the clinician's own scene
         self.token = os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(16)
         self.web: Any = None
+        self.calls: Any = None
 
     def getParameterNode(self) -> MedCopilotParameterNode:
         return MedCopilotParameterNode(super().getParameterNode())
@@ -65,14 +70,45 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
         except ImportError:
             slicer.util.pip_install(["-e", str(REPO_ROOT)])
 
-    def open_case(self, case_dir: str, track: str = "A", trace_dir: str | None = None) -> Any:
+    def adopt_scene(self, base_url: str = "", model: str = "", api_key: str = "", trace_dir: str | None = None) -> Any:
+        """Start the copilot on the volumes, views, window/level and layout already in slicer.mrmlScene. The key
+        stays in this object's memory (never in the scene, the parameter node or Slicer's settings)."""
         self.ensure_dependencies()
-        from MedCopilotLib.slicer_viewer import application_viewer
+        from copilot.host.panel import MainThreadCalls
+        from copilot.host.slicer import SlicerHost, model_settings
 
-        from copilot.runtime import open_session
+        self.close_session()
+        self.calls = MainThreadCalls()  # the agent's calls run on Slicer's main thread (the widget's timer)
+        stamp = time.strftime("session-%Y%m%d-%H%M%S")
+        folder = trace_dir or str(Path(slicer.app.temporaryPath) / "MedCopilot" / stamp)
+        self.host = SlicerHost.adopt(
+            slicer.mrmlScene,
+            slicer.app.applicationLogic(),
+            folder,
+            settings=lambda: model_settings(base_url, model, api_key),
+            on_host=self.calls,
+        )
+        return self.host
 
-        # the slicer backend on slicer.mrmlScene; evidence is shown as markups by open_session
-        self.session = open_session(case_dir, track=track, trace_dir=trace_dir, viewer=application_viewer())
+    def close_session(self, remove_own_nodes: bool = False) -> None:
+        """End the copilot session; the clinician's nodes stay, the copilot's own only go when asked."""
+        if self.host is not None:
+            conversation = self.host.conversation
+            conversation.stop()
+            deadline = time.monotonic() + 5.0
+            while conversation.busy and time.monotonic() < deadline:  # its last calls still need this thread
+                self.calls.pump()
+                conversation.wait(0.05)
+            self.host.close(remove_own_nodes)
+            self.host = None
+
+    def open_case(self, case_dir: str, track: str = "A", trace_dir: str | None = None) -> Any:
+        """The explicit "Open benchmark case" action: a case pack opened into the scene."""
+        self.ensure_dependencies()
+        from copilot.host.slicer import open_benchmark_case
+
+        self.close_session()
+        self.session = open_benchmark_case(slicer.mrmlScene, slicer.app.applicationLogic(), case_dir, trace_dir, track)
         return self.session
 
     def start_web_server(self, port: int = 2016) -> int:
@@ -81,13 +117,14 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
         from WebServer import WebServerLogic
 
         self.stop_web_server()
+        session = self.host.session if self.host is not None else self.session
         self.web = WebServerLogic(
             port=port,
             enableSlicer=False,
             enableExec=False,
             enableDICOM=False,
             enableStaticPages=False,
-            requestHandlers=[make_handler(self.session, self.token)],
+            requestHandlers=[make_handler(session, self.token)],
         )
         self.web.start()
         return int(self.web.port)
@@ -99,45 +136,117 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
 
 
 class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
-    """Thin: binds the panel's widgets (Resources/UI/MedCopilot.ui) to `copilot.panel.PanelModel`."""
+    """Thin: forwards the panel's clicks (Resources/UI/MedCopilot.ui) to the logic and copies the Qt-free panel
+    state (`copilot.host.panel.panel_state`) into the widgets (`MedCopilotLib.panel_view`)."""
 
     def __init__(self, parent: Any = None) -> None:
         ScriptedLoadableModuleWidget.__init__(self, parent)
         VTKObservationMixin.__init__(self)
         self.logic: MedCopilotLogic | None = None
-        self.model: Any = None
+        self.model: Any = None  # a benchmark case's panel model
+        self.view: Any = None
         self._timer = qt.QTimer()
 
     def setup(self) -> None:
         ScriptedLoadableModuleWidget.setup(self)
+        from MedCopilotLib.panel_view import PanelView
+
         ui_widget = slicer.util.loadUI(self.resourcePath("UI/MedCopilot.ui"))
         self.layout.addWidget(ui_widget)
         self.ui = slicer.util.childWidgetVariables(ui_widget)
         ui_widget.setMRMLScene(slicer.mrmlScene)
+        self.view = PanelView(self.ui)
         self.logic = MedCopilotLogic()
         self._parameterNode = self.logic.getParameterNode()
         self._parameterNode.connectGui(self.ui)
+        self.ui.adoptButton.connect("clicked(bool)", self.onAdopt)
+        self.ui.closeButton.connect("clicked(bool)", self.onClose)
+        self.ui.askButton.connect("clicked(bool)", self.onAsk)
+        self.ui.questionEdit.connect("returnPressed()", self.onAsk)
+        self.ui.approveButton.connect("clicked(bool)", lambda _=None: self._conversation("approve"))
+        self.ui.rejectButton.connect("clicked(bool)", self.onReject)
+        self.ui.stopButton.connect("clicked(bool)", self.onStop)
+        self.ui.exportButton.connect("clicked(bool)", self.onExport)
+        self.ui.evidenceList.connect("currentRowChanged(int)", self.onEvidence)
         self.ui.openButton.connect("clicked(bool)", self.onOpen)
         self.ui.runButton.connect("clicked(bool)", self.onRun)
-        self.ui.stopButton.connect("clicked(bool)", lambda _=None: self.model and self.model.stop())
-        self.ui.approveButton.connect("clicked(bool)", lambda _=None: self.model and self.model.approve())
-        self.ui.rejectButton.connect("clicked(bool)", lambda _=None: self.model and self.model.reject())
         self.ui.serveButton.connect("clicked(bool)", self.onServe)
-        self.ui.evidenceList.connect(
-            "currentRowChanged(int)", lambda row: self.model and row >= 0 and self.model.jump_to_evidence(row)
-        )
-        self._timer.connect("timeout()", self.refresh)  # the model's notifications come from a worker thread
-        self._timer.start(200)
+        self._timer.connect("timeout()", self.refresh)  # runs the agent's queued calls, then updates the panel
+        self._timer.start(100)
 
     def cleanup(self) -> None:
         self._timer.stop()
         if self.logic is not None:
             self.logic.stop_web_server()
+            self.logic.close_session()
         self.removeObservers()
 
+    # ----- the copilot on the clinician's scene -----
+    def onAdopt(self) -> None:
+        p = self._parameterNode
+        try:
+            self.logic.adopt_scene(p.baseUrl, p.model, self.ui.apiKeyEdit.text)
+        except Exception as exc:  # e.g. no volume loaded yet
+            slicer.util.errorDisplay(f"Cannot start the copilot: {exc}")
+        self.model = None
+        self.refresh()
+
+    def onClose(self) -> None:
+        host = self.logic.host
+        if host is None:
+            return
+        own = [n.GetName() for n in host.own_nodes()]
+        remove = bool(own) and slicer.util.confirmYesNoDisplay(
+            "End the copilot session. Your volumes, views and window/level stay as they are.\n\n"
+            f"Also remove the copilot's own nodes ({', '.join(own)})?"
+        )
+        self.logic.close_session(remove_own_nodes=remove)
+        self.refresh()
+
+    def _conversation(self, action: str, *args: Any) -> None:
+        if self.logic.host is not None:
+            getattr(self.logic.host.conversation, action)(*args)
+        elif self.model is not None and hasattr(self.model, action):
+            getattr(self.model, action)()
+
+    def onAsk(self) -> None:
+        host = self.logic.host
+        question = self.ui.questionEdit.text.strip()
+        if host is None or not question:
+            return
+        host.conversation.approve_each = self._parameterNode.approveEachAction
+        host.conversation.ask(question)
+        self.ui.questionEdit.setText("")
+
+    def onReject(self) -> None:
+        self._conversation("reject", self.ui.rejectReasonEdit.text)
+        self.ui.rejectReasonEdit.setText("")
+
+    def onStop(self) -> None:
+        self._conversation("stop")
+
+    def onEvidence(self, row: int) -> None:
+        if row >= 0 and self.logic.host is not None:
+            self.logic.host.conversation.go_to(row)
+        elif row >= 0 and self.model is not None:
+            self.model.jump_to_evidence(row)
+
+    def onExport(self) -> None:
+        if self.logic.host is None:
+            return
+        path = qt.QFileDialog.getSaveFileName(None, "Export evidence report", "medcopilot-report.html", "HTML (*.html)")
+        if path:
+            self.logic.host.conversation.export_report(path)
+
+    # ----- benchmark cases -----
     def onOpen(self) -> None:
         from copilot.panel.model import PanelModel
 
+        if self.logic.host is not None and not slicer.util.confirmYesNoDisplay(
+            "Opening a benchmark case ends the copilot session on your scene and sets the views to the case's. "
+            "Your volumes stay. Continue?"
+        ):
+            return
         p = self._parameterNode
         self.model = PanelModel(self.logic.open_case(p.caseDir, p.track))
         self.refresh()
@@ -151,28 +260,36 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         self.model.run_episode(make_policy(self._parameterNode.policy))
 
     def onServe(self) -> None:
-        if self.model is None:
+        if self.model is None and self.logic.host is None:
             self.onOpen()
         port = self.logic.start_web_server(self._parameterNode.port)
         self.ui.statusLabel.text = f"serving http://127.0.0.1:{port}/medcopilot/v1 (access_token={self.logic.token})"
 
+    # ----- the panel -----
     def refresh(self) -> None:
-        m = self.model
-        if m is None:
+        from copilot.host.panel import PanelState, panel_state
+
+        if self.logic is None:
             return
-        self.ui.timelineList.clear()
-        for n, e in enumerate(m.timeline):
-            self.ui.timelineList.addItem(f"{n + 1}. [{e.actor}] {e.handler} — {e.status}")
-        labels = [f"{e.get('kind')}: {e.get('label', '')}" for e in m.evidence]
-        if self.ui.evidenceList.count != len(labels):
-            self.ui.evidenceList.clear()
-            for label in labels:
-                self.ui.evidenceList.addItem(label)
-        self.ui.budgetBar.maximum = m.budget
-        self.ui.budgetBar.value = min(m.rounds_used, m.budget)
-        self.ui.chatText.plainText = "\n\n".join(f"{who}: {text}" for who, text in m.messages)
-        pending = f" — waiting for approval: {m.pending.handler}" if m.pending else ""
-        self.ui.statusLabel.text = f"{m.status}{pending}"
+        if self.logic.calls is not None:
+            self.logic.calls.pump()
+        host, m = self.logic.host, self.model
+        if host is not None:
+            trace = str(host.trace_path or "")
+            state = panel_state(host.conversation, host.inventory_text(), trace)
+        elif m is not None:
+            pending = f"Proposed: {m.pending.handler} {m.pending.args}" if m.pending else ""
+            self.ui.budgetBar.maximum = m.budget
+            self.ui.budgetBar.value = min(m.rounds_used, m.budget)
+            state = PanelState(
+                m.status, f"Benchmark case {m.case.case_id}", "\n\n".join(f"{w}: {t}" for w, t in m.messages),
+                [f"{n + 1}. [{e.actor}] {e.handler}: {e.status}" for n, e in enumerate(m.timeline)],
+                [f"{e.get('kind')}: {e.get('label', '')}" for e in m.evidence], pending, False, m.pending is not None,
+                m.status == "running", str(m.session.trace_dir or ""),
+            )  # fmt: skip
+        else:
+            state = panel_state(None)
+        self.view.apply(state)
 
 
 class MedCopilotTest(ScriptedLoadableModuleTest):

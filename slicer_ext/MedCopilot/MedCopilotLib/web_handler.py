@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from copilot.server.dispatch import dispatch
 from copilot.server.routes import API as PREFIX
 from copilot.server.routes import error
+from copilot.trace.redact import register_secret
 
 
 def _json(obj: Any) -> tuple[bytes, bytes]:
@@ -48,6 +49,8 @@ def route(session: Any, token: str, method: str, uri: bytes | str, body: bytes |
 def make_handler(session: Any, token: str) -> Any:
     """A `WebServerLib.BaseRequestHandler` serving the session (import inside Slicer only)."""
     from WebServerLib import BaseRequestHandler
+
+    register_secret(token)  # cut out of every trace event
 
     class MedCopilotRequestHandler(BaseRequestHandler):
         def canHandleRequest(self, method: str, uri: bytes, requestBody: bytes) -> float:

@@ -1,6 +1,7 @@
 package qupath.lib.images;
 
 import qupath.lib.images.servers.ImageServer;
+import qupath.lib.objects.hierarchy.PathObjectHierarchy;
 
 /** An open image and its type (QuPath: qupath-core .../images/ImageData.java). */
 public class ImageData<T> {
@@ -9,6 +10,7 @@ public class ImageData<T> {
 
     private final ImageServer<T> server;
     private ImageType type = ImageType.UNSET;
+    private final PathObjectHierarchy hierarchy = new PathObjectHierarchy();
 
     public ImageData(ImageServer<T> server) {
         this.server = server;
@@ -16,6 +18,10 @@ public class ImageData<T> {
 
     public ImageServer<T> getServer() {
         return server;
+    }
+
+    public PathObjectHierarchy getHierarchy() {
+        return hierarchy;
     }
 
     public ImageType getImageType() {

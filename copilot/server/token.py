@@ -1,0 +1,57 @@
+"""Where the server's bearer token comes from: a file, the environment, the command line, or chance.
+
+`--token-file PATH` (first line; the file should be readable by its owner alone) and `$MEDCOPILOT_TOKEN` keep
+the token out of the process list; `--token T` works too but is visible to every local user (`ps`, `/proc`).
+Any UTF-8 text without spaces or control characters is a token; it is compared as UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+ENV = "MEDCOPILOT_TOKEN"
+MAX_LENGTH = 1024
+
+
+class TokenError(ValueError):
+    """The token given cannot be used (empty, unreadable file, spaces or control characters)."""
+
+
+def _checked(token: str, where: str) -> str:
+    if not token:
+        raise TokenError(f"the token from {where} is empty")
+    if len(token) > MAX_LENGTH or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in token):
+        raise TokenError(f"the token from {where} must be one line of at most {MAX_LENGTH} characters without spaces")
+    return token
+
+
+def read_token_file(path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """The token on the file's first line, and a warning when other users may read the file."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            first = fh.read(MAX_LENGTH + 2).split(b"\n", 1)[0].rstrip(b"\r")
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise TokenError(f"cannot read the token file {p}: {exc.strerror or exc}") from None
+    try:
+        token = _checked(first.decode("utf-8"), f"file {p}")
+    except UnicodeDecodeError:
+        raise TokenError(f"the token file {p} is not UTF-8 text") from None
+    warning = f"warning: the token file {p} is readable by other users (chmod 600)" if mode & 0o044 else None
+    return token, warning if stat.S_ISREG(mode) else None
+
+
+def resolve_token(given: str | None, token_file: str | None) -> tuple[str, str, str | None]:
+    """(token, where it came from: file/option/env/random, a warning or None), in that order of precedence."""
+    if token_file:
+        token, warning = read_token_file(token_file)
+        return token, "file", warning
+    if given:
+        return _checked(given, "--token"), "option", None
+    if os.environ.get(ENV):
+        return _checked(os.environ[ENV], f"${ENV}"), "env", None
+    return secrets.token_urlsafe(24), "random", None

@@ -1,0 +1,74 @@
+"""Secrets never reach a trace or a log: redaction applied to every event before it is hashed and written.
+
+Two rules, both applied by `TraceRecorder.record` (so every route and every caller is covered):
+
+- **By name**: the value of any mapping key that names a credential (`token`, `access_token`,
+  `authorization`, `api_key`, `password`, `secret`, `cookie`, ...) becomes `[redacted]`, wherever it
+  nests; so do `name=value` pairs of such names inside query strings and URLs.
+- **By value**: every secret registered with `register_secret` (the server's bearer token is registered when
+  the server is made) is cut out of any string it appears in, whatever the key.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 4  # shorter values would cut ordinary words out of the trace
+_NAME = re.compile(
+    r"(?:^|[_\-.])(?:token|access[_\-]?token|auth|authorization|api[_\-]?key|apikey|password|passwd|secret|"
+    r"cookie|set[_\-]cookie|credentials?|bearer)$",
+    re.IGNORECASE,
+)
+_PAIR = re.compile(
+    r"(?P<key>(?:[\w.\-]*[_\-.])?(?:token|access[_\-]?token|api[_\-]?key|apikey|password|passwd|secret|auth))"
+    r"(?P<sep>=|%3D)(?P<value>[^&#\s\"']*)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"(?P<scheme>\bBearer\s+)(?P<value>[^\s\"',;]+)", re.IGNORECASE)
+_SECRETS: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Cut this value out of every string of every later trace event (e.g. the server's token)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _LOCK:
+            _SECRETS.add(value)
+
+
+def secret_name(key: str) -> bool:
+    """Whether a mapping key names a credential."""
+    return bool(_NAME.search(key.strip()))
+
+
+def redact_text(text: str) -> str:
+    """A string with registered secrets, `key=value` credentials of query strings and bearer values removed."""
+    with _LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    if "=" in text or "%3D" in text or "%3d" in text:
+        text = _PAIR.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
+    if "earer" in text:
+        text = _BEARER.sub(lambda m: f"{m['scheme']}{REDACTED}", text)
+    return text
+
+
+def redact(obj: Any) -> Any:
+    """A copy of a JSON-like value with every secret removed (by key name and by registered value)."""
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, dict):
+        return {
+            (redact_text(k) if isinstance(k, str) else k): (
+                REDACTED if isinstance(k, str) and secret_name(k) else redact(v)
+            )
+            for k, v in obj.items()
+        }
+    if isinstance(obj, (list, tuple)):
+        return [redact(v) for v in obj]
+    return obj

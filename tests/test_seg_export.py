@@ -1,0 +1,58 @@
+"""`export_dicom_seg` on sources with, without and with empty SliceThickness: a SEG that dciodvfy accepts, whose
+Pixel Measures state the slice thickness (from the slice positions when the source lacks it), never a 500."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pydicom
+import pytest
+
+from tests.dicom_validator import assert_valid_dicom
+
+
+def _case(tmp_path: Path, thickness: str | None) -> Path:
+    from tests.test_adapters import _dicom_series, _nifti
+
+    case = tmp_path / "case"
+    _nifti(case / "images" / "T1.nii.gz", np.zeros((4, 5, 6), np.float32))
+    (case / "case.json").write_text(
+        json.dumps({"case_id": "d", "module": "brain_mri", "inputs": {"volumes": ["images/T1.nii.gz"]}})
+    )
+    folder = case / "images" / "ct_series"
+    _dicom_series(folder, 4, "CT", 10.0, 3.0)
+    for path in folder.iterdir():
+        ds = pydicom.dcmread(path)
+        if thickness is None:
+            del ds.SliceThickness
+        else:
+            ds.SliceThickness = thickness
+        ds.save_as(path)
+    return case
+
+
+@pytest.mark.parametrize(("thickness", "expected"), [("3.0", 3.0), (None, 3.0), ("", 3.0), ("1.5", 1.5)])
+def test_seg_validates_with_any_slice_thickness(tmp_path: Path, thickness: str | None, expected: float) -> None:
+    import highdicom as hd
+
+    from copilot.runtime import open_session
+
+    session = open_session(_case(tmp_path, thickness), track="B", trace_dir=tmp_path / "trace")
+    assert session.call("import_dicom", {"path": "images/ct_series"}).ok
+    vol = session._viewer.volume(session._viewer.resolve_volume(volume_name="ct_series"))
+    hi = float(np.percentile(vol.data, 90))
+    args = {"volume": "ct_series", "output_segment": "bright", "lower": hi, "upper": 1e6, "size": 96}
+    assert session.call("segment_threshold", args).ok
+    out = session.call("export_dicom_seg", {"segment": "bright", "output_name": "seg"})
+    assert out.ok, out.error
+    path = tmp_path / "trace" / "derived" / "seg.dcm"
+    assert_valid_dicom(path)
+    seg = hd.seg.segread(path)
+    measures = seg.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence[0]
+    assert float(measures.SliceThickness) == pytest.approx(expected)
+    assert seg.get_pixels_by_source_instance(
+        [s.ReferencedSOPInstanceUID for s in seg.ReferencedSeriesSequence[0].ReferencedInstanceSequence][:1],
+        segment_numbers=[1],
+    ).shape[0] == 1

@@ -1,0 +1,28 @@
+"""The automatic window against 3D Slicer's own (vtkMRMLScalarVolumeDisplayNode auto window/level) on images where
+a percentile rule can collapse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from copilot.engine.display import default_display
+from copilot.engine.volume import Volume
+
+pytest.importorskip("slicer")
+
+
+@pytest.mark.parametrize(("low", "high"), [(-900.0, 300.0), (0.0, 1.0), (40.0, 41.0)])
+def test_two_valued_image_window_matches_slicer(low: float, high: float) -> None:
+    from copilot.slicer_backend.viewer import SlicerSceneViewer
+
+    data = np.full((3, 128, 128), low, np.float32)
+    data[:, 40:80, 40:80] = high
+    vol = Volume("two", data, np.diag([-0.66, -0.66, 5.0, 1.0]), "CT")
+    viewer = SlicerSceneViewer()
+    display = viewer.volume_node(viewer.add_volume(vol)).GetDisplayNode()
+    display.SetAutoWindowLevel(1)
+    ours = default_display(vol)
+    span = high - low
+    assert ours.window == pytest.approx(display.GetWindow(), abs=0.01 * span)
+    assert ours.level == pytest.approx(display.GetLevel(), abs=0.01 * span)
