@@ -100,11 +100,13 @@ def test_supporting_events(rows: dict[str, dict[str, Any]]) -> None:
     (f4,) = rows["f4_recorded_then_elsewhere"]["process"]["failures"]
     trace = Path(rows["f4_recorded_then_elsewhere"]["trace_dir"])
     assert len(f4["events"]) == 2 and "recorded in the lesion" in f4["detail"]
+    assert rows["f4_recorded_then_elsewhere"]["process"]["r6"]["C"] == 0.5  # the answer conflicts with the recording
     assert f4["events"][0] < f4["events"][1]  # the recording, then the episode's end
     (f2,) = rows["f2_unmeasured_diameter"]["process"]["failures"]
     assert "25 mm" in f2["detail"] and "no measurement call" in f2["detail"]
     assert len(f2["events"]) == 1 and trace.parts[0] == "episodes"
     assert rows["clean"]["strict"] == 1.0  # the clean script is also correct
+    assert rows["f5_never_shown"]["strict"] == 1.0  # right coordinates never looked at: Strict passes, F5 does not
 
 
 def test_quantities_and_tolerance() -> None:

@@ -346,3 +346,26 @@ def test_usage_totals() -> None:
     assert usage(events) == {"turns": 2, "prompt_tokens": 2000, "completion_tokens": 200, "cost_usd": 0.006,
                              "model_latency_s": 2.0, "wall_s": 3.25}  # fmt: skip
     assert [s["stage"] for s in W.stage_sequence(events)] == ["plan", "diagnose"]
+
+
+def test_report_sections_for_protocols_and_exploration() -> None:
+    """Rows of both protocols give the native-vs-harness funnel (JSON and HTML); rows with hierarchical hits
+    give the exploration table; rows without the protocol field give neither funnel."""
+    from copilot.bench.measures_report import measures_html, measures_json
+
+    def row(protocol: str, strict: float, depth: int | None, response: str) -> dict[str, Any]:
+        levels = {lv: {"hit": lv == "10×"} for lv in ("2.5×", "10×", "40×")}
+        random = {"2.5×": 1.0, "10×": 0.25, "40×": 0.0}
+        interventions = [] if depth is None else [{"code": "stale_view", "seq": 4, "depth": depth}]
+        process = {"interventions": interventions, "hierarchical_hits": {"levels": levels, "random": random}}
+        return {"case_id": "c1", "module": "breast_wsi", "policy": "m", "model": "m", "track": "A", "task": strict,
+                "strict": strict, "loc": None, "protocol": protocol, "response": response,
+                "process": process}  # fmt: skip
+
+    rows = [row("paper", 0.0, None, "A"), row("harness", 1.0, 3, "B")]
+    data = measures_json(rows)
+    assert data["native_vs_harness"]["m"]["counts"] == [1, 1, 1, 1, 1, 1]
+    assert data["exploration"]["m"]["10×"]["unconditional"] == 1.0
+    page = measures_html(rows)
+    assert "intervention funnel" in page and "hierarchical top-K" in page
+    assert measures_json([{**r, "protocol": None} for r in rows])["native_vs_harness"] is None

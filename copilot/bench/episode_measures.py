@@ -73,7 +73,8 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
 
     measured = measurements(events)
     unsupported = [q for q in stated_quantities(text) if supported(q, measured) is None]
-    conflicts = sum(1 for q in unsupported if any(kind == q.kind for kind, _, _ in measured))
+    # conflicting evidence: a stated size a measurement contradicts; an answer away from the agent's own recording
+    conflicts = sum(1 for q in unsupported if any(kind == q.kind for kind, _, _ in measured)) + ("F4" in codes)
     series = [PurePosixPath(str(p)).name.split(".")[0] for p in (case.inputs.get("volumes") or [])]
     claims = W.claim_violations(case.kind, text, events, sorted({q.text for q in unsupported}), series)
 
