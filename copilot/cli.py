@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from copilot import oneline
 from copilot.medflow.policies import POLICY_HELP
 from copilot.medflow.registry import modules
+from copilot.pacs import is_dicomweb_url
 
 
 class InputError(ValueError):
@@ -206,7 +208,8 @@ def _mcp(ns: argparse.Namespace) -> int:
     from copilot.server.mcp_server import serve_stdio
 
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, backend=ns.backend)
+    case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case
+    session = open_session(case, track=ns.track, trace_dir=trace_dir, backend=ns.backend)
     try:
         anyio.run(serve_stdio, session)
     finally:
@@ -265,7 +268,16 @@ def _gui(ns: argparse.Namespace) -> int:
 
 def _default_trace_dir(case_dir: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("traces") / f"{Path(case_dir).resolve().name}-{stamp}-{secrets.token_hex(3)}"
+    name = "pacs" if is_dicomweb_url(case_dir) else Path(case_dir).resolve().name  # no UID in a folder name
+    return Path("traces") / f"{name}-{stamp}-{secrets.token_hex(3)}"
+
+
+def _url_study(url: str) -> Any:
+    """The study a DICOMweb study or series URL names, retrieved into the PACS cache; its origin goes into the
+    trace header."""
+    from copilot.panel.studies import study_at
+
+    return study_at(url)
 
 
 def _serve(ns: argparse.Namespace) -> int:
@@ -285,7 +297,8 @@ def _serve(ns: argparse.Namespace) -> int:
         from qupath_ext import QuPathViewer
 
         viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
-    session = open_session(ns.case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
+    case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case  # a PACS URL: retrieved, then a study
+    session = open_session(case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
     limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
     if token_source == "random":
@@ -415,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     montage.set_defaults(func=_bench_montage)
 
     serve = sub.add_parser("serve", help="serve a case's handlers over HTTP")
-    serve.add_argument("--case", required=True)
+    serve.add_argument("--case", required=True, help="a case pack, or a DICOMweb study or series URL")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8016)
     serve.add_argument(
@@ -495,6 +508,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="demo-output")
     demo.add_argument("--spacing", type=float, default=1.0)
     demo.set_defaults(func=_demo)
+
+    from copilot.pacs.cli import add_pacs_parser
+
+    add_pacs_parser(sub)
     return p
 
 

@@ -61,4 +61,8 @@ def run_demo(out: Path, spacing: float = 1.0) -> int:
     print(report.summary())
     print(f"views written to {views}")
     print(f"trace written to {out / 'trace'}")
-    return 0 if report.ok else 1
+    from copilot.pacs_demo import run_pacs_demo
+
+    shutil.rmtree(out / "pacs-trace", ignore_errors=True)
+    pacs_ok = run_pacs_demo(out)  # only where Orthanc is installed
+    return 0 if report.ok and pacs_ok else 1

@@ -21,6 +21,7 @@ from PIL import Image, ImageDraw
 from copilot.bench.coverage import MAG_BINS, mag_bin
 from copilot.bench.scoring import Truth
 from copilot.cases.pack import CasePack, load_case
+from copilot.pacs.store import stored_html
 
 PAGE = "episode.html"
 CSS = """
@@ -321,6 +322,7 @@ def render_episode(
         parts.append("<p class=na>The case pack is not readable from here.</p>")
     parts.append("<h2>Exploration coverage</h2>" + _coverage_html(coverage, details))
     parts.append("<h2>Process metrics</h2>" + _process_html(process))
+    parts.append(stored_html(trace_dir / "derived"))  # what the episode stored on the study's PACS, linked
     parts.append("<h2>Episode</h2>" + _timeline(events) + "</body></html>")
     return "".join(parts)
 

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -37,6 +38,8 @@ from PySide6.QtWidgets import (
 from copilot.engine.display import PRESET_NAMES
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
+from copilot.pacs import is_dicomweb_url
+from copilot.pacs.fetch import local_study
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
 from copilot.panel.screen import Busy, Frame, Screen
@@ -48,7 +51,7 @@ from copilot.panel.studies import (
     classify,
     dicom_series,
     select_series_list,
-    study_for,
+    study_at,
 )
 
 SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
@@ -136,6 +139,8 @@ class MainWindow(QMainWindow):
             ("Open study (file)…", self._open_file_dialog, QKeySequence.StandardKey.Open),
             ("Open DICOM or case folder…", self._open_folder_dialog, None),
             ("Open trace for replay…", self._open_trace_dialog, None),
+            ("Open from PACS (DICOMweb URL)…", self._open_url_dialog, None),
+            ("PACS browser", self.show_pacs_browser, None),
             ("Save screenshot…", self._save_screenshot, None),
             ("Export session report…", self._export_report, None),
         ):
@@ -233,6 +238,23 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
+    def _open_url_dialog(self) -> None:
+        prompt = "DICOMweb study or series URL (…/studies/UID[/series/UID]):"
+        url, ok = QInputDialog.getText(self, "Open from PACS", prompt)
+        if ok and url.strip():
+            self.open_path(url.strip())
+
+    def show_pacs_browser(self) -> Any:
+        """The PACS browser dock (made on first use): search a DICOMweb server, double-click to open."""
+        from copilot.gui.pacs_dock import PacsDock
+
+        dock = getattr(self, "pacs_dock", None)
+        if dock is None:
+            dock = self.pacs_dock = PacsDock(self, self.open_path)
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        dock.show()
+        return dock
+
     def _open_trace_dialog(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open a trace folder")
         if path:
@@ -302,7 +324,9 @@ class MainWindow(QMainWindow):
         frame: int | None = None,
     ) -> bool:
         """Open a trace, a folder of case packs, a case pack, a DICOM folder (`pick` chooses among several series;
-        default: the series picker), a volume file or a slide. Errors are raised; False when no series was chosen."""
+        default: the series picker), a volume file or a slide, or a DICOMweb study or series URL (retrieved into the
+        PACS cache first). Errors are raised; False when no series was chosen."""
+        path = local_study(path).path
         what = classify(path)
         if what == "trace":
             self.open_trace(path)
@@ -355,7 +379,7 @@ class MainWindow(QMainWindow):
         from copilot.panel.studies import open_study
         from copilot.study.sessions import new_session_dir
 
-        study = study_for(path, series, frame)
+        study = study_at(path, series, frame)  # a PACS study (a URL or its cached folder): its origin traced
         chosen = [series] if isinstance(series, Series) else list(series or [])
         label = " + ".join(s.label for s in chosen) or Path(path).name
         self.progress(f"Opening {label}…")
@@ -792,7 +816,7 @@ def main(
     window = MainWindow()
     window.quiet = window.no_dialogs = screenshot is not None
     target = path or next(iter(window.recent.items()), None)
-    if target is not None and not Path(target).exists():
+    if target is not None and not is_dicomweb_url(target) and not Path(target).exists():
         print(f"medcopilot gui: {target} does not exist", file=sys.stderr)
         return 2
     if run and target is not None and screenshot is not None:  # refused before the study is even opened

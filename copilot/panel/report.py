@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from copilot.bench.episode_page import CSS, _png_uri, _timeline
+from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import evidence_label
 from copilot.panel.identifiers import study_identifiers
 from copilot.panel.screen import Frame, Screen
@@ -136,6 +137,7 @@ def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[s
                      '<span style="color:#c90">— key slice</span></p>')  # fmt: skip
     except Exception as exc:  # a view that cannot be drawn: the rest of the page still stands
         parts.append(f"<p class=na>Cannot draw the evidence: {html.escape(f'{type(exc).__name__}: {exc}')}</p>")
+    parts.append(stored_html(trace_dir / "derived" if trace_dir is not None else None))  # what went to a PACS
     parts.append("<h2>Session</h2>" + _timeline(events) + "</body></html>")
     page = "".join(parts)
     if inline is not None:

@@ -18,6 +18,8 @@ from typing import Any
 from copilot.cases.pack import CasePack, load_case
 from copilot.engine.loading import is_dicom
 from copilot.engine.volume import VOLUME_SUFFIXES
+from copilot.pacs.fetch import local_study, with_origin
+from copilot.pacs.wsi import dicom_wsi_file
 from copilot.runtime import open_session
 from copilot.session import Session
 from copilot.trace.recorder import TRACE_FILE
@@ -220,6 +222,11 @@ def study_for(
         raise StudyError(f"{p.name} is a {what.replace('_', ' ')}, not a single study")
     if what == "slide":
         return Study(p.parent, p.name, "", "pathology", {"slide": p.name})
+    first = series[0] if isinstance(series, list) and series else series
+    folder = first.folder if isinstance(first, Series) else p
+    slide = dicom_wsi_file(folder) if what == "dicom" and p.is_dir() else None
+    if slide is not None:  # a DICOM whole-slide series: the slide viewer opens its level-0 instance
+        return Study(p, p.name, "", "pathology", {"slide": os.path.relpath(slide, p)})
     if what == "volume" or (what == "dicom" and p.is_file()):
         frames = {"frame": int(frame)} if frame is not None and what == "volume" else {}
         return Study(p.parent, p.name, "", "radiology", {"volumes": [p.name], **frames})
@@ -239,10 +246,19 @@ def study_for(
     return Study(p, f"{p.name} — {' + '.join(s.label for s in chosen)}", "", "radiology", inputs)
 
 
+def study_at(
+    location: str | Path, series: Series | list[Series] | None = None, frame: int | None = None
+) -> Study | CasePack:
+    """`study_for` of a path or of a DICOMweb study or series URL (retrieved into the PACS cache first); a study
+    from a PACS carries its origin in its inputs (the trace header records it, the exports store back to it)."""
+    local = local_study(location)
+    return with_origin(study_for(local.path, series, frame), local.origin)
+
+
 def open_study(
     study: Study | CasePack, trace_dir: str | Path | None = None, backend: str = "embedded", track: str = "A"
 ) -> Session:
-    """A session with the study loaded by the system's audited open call (`track` B: with the operators)."""
+    """A session with the study loaded by the system's audited open call (Track B: with the operators)."""
     return open_session(study, track=track, trace_dir=trace_dir, backend=backend)
 
 

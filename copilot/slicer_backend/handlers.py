@@ -60,4 +60,5 @@ HANDLER_IMPLEMENTATION: dict[str, tuple[str, str]] = {
     "vista3d_segment": (PARTLY, "MONAI VISTA3D inference; stored as a vtkMRMLSegmentationNode"),
     "import_dicom": (PROJECT, "the project's DICOM loader; the result is a new scalar volume node"),
     "export_dicom_seg": (PROJECT, "highdicom"),
+    "export_evidence_sr": (PROJECT, "highdicom (TID 1500 measurement report)"),
 }

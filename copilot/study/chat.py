@@ -23,7 +23,8 @@ EXIT_OK, EXIT_SERVICE, EXIT_INPUT = 0, 1, 2
 def add_parser(sub: Any) -> None:
     """Register the `chat` subcommand."""
     chat = sub.add_parser("chat", help="a conversation with the model about a study (a terminal, or --ask)")
-    chat.add_argument("study", help="a DICOM folder or file, a NIfTI/NRRD/MHA file, a slide, or a case pack")
+    chat.add_argument("study", help="a DICOM folder or file, a NIfTI/NRRD/MHA file, a slide, a case pack, or a "
+                      "DICOMweb study or series URL (docs/pacs.md)")
     chat.add_argument("--series", default=None, help="a DICOM folder's series: its number or the end of its UID")
     chat.add_argument("--ask", action="append", default=[], metavar="QUESTION",
                       help="ask this (repeat for follow-ups) without a terminal")  # fmt: skip
@@ -37,8 +38,16 @@ def add_parser(sub: Any) -> None:
     chat.set_defaults(func=run_chat)
 
 
-def resolve_study(path: str, series: str | None) -> Any:
-    """The study a path and an optional series choice name (StudyError with the series list when ambiguous)."""
+def resolve_study(location: str, series: str | None) -> Any:
+    """The study a path or a DICOMweb study/series URL (retrieved into the PACS cache first) and an optional series
+    choice name (StudyError with the series list when ambiguous); a PACS study carries its origin."""
+    from copilot.pacs.fetch import local_study, with_origin
+
+    local = local_study(location)
+    return with_origin(_resolve_local(str(local.path), series), local.origin)
+
+
+def _resolve_local(path: str, series: str | None) -> Any:
     from copilot.panel.studies import StudyError, classify, dicom_series, study_for
 
     if classify(path) == "dicom" and Path(path).is_dir():

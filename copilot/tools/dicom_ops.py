@@ -19,6 +19,7 @@ from pydantic import Field
 
 from copilot.engine.loading import expand_case_path, load_case_volumes
 from copilot.errors import HandlerError
+from copilot.pacs.store import store_back
 from copilot.tools.args import resolve_case_path
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
@@ -94,8 +95,10 @@ def export_dicom_seg(
     if out.exists():
         raise HandlerError("name_taken", f"{out.name} exists already")
     seg_ds.save_as(out)
+    stored = store_back(ctx.case_inputs.get("origin"), [seg_ds], [out])  # the study's PACS, if it came from one
     return HandlerOutput(
         {
+            **stored,
             "segment_id": sid,
             "file": out.name,
             "sop_instance_uid": str(seg_ds.SOPInstanceUID),

@@ -1,0 +1,120 @@
+"""PACS credentials and TLS settings, from the environment or a config file; never written to a trace.
+
+Environment (wins over the file): `MEDCOPILOT_PACS_TOKEN` (a bearer token) or `MEDCOPILOT_PACS_USER` with
+`MEDCOPILOT_PACS_PASSWORD` (HTTP basic), `MEDCOPILOT_PACS_CA_BUNDLE` (a CA file for a private PKI).
+File: `MEDCOPILOT_PACS_CONFIG` or `$XDG_CONFIG_HOME/medcopilot/pacs.json` (default `~/.config/…`), a JSON object
+`{"servers": [{"url": "https://pacs.example.org/dicom-web", "token": "…"} | {"url": …, "username": …,
+"password": …}, …]}` with an optional `"ca_bundle"` per server; the longest `url` that prefixes the service
+root applies. TLS certificates are always verified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copilot.errors import HandlerError
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How to authenticate to one PACS (`repr` shows no secret)."""
+
+    token: str | None = None
+    username: str | None = None
+    password: str | None = None
+    ca_bundle: str | None = None
+
+    def __repr__(self) -> str:
+        how = "bearer" if self.token else "basic" if self.username else "none"
+        return f"Credentials({how}, ca_bundle={self.ca_bundle!r})"
+
+    @property
+    def scheme(self) -> str:
+        return "bearer" if self.token else "basic" if self.username else "none"
+
+
+def config_path() -> Path:
+    """Where the PACS config file is read from."""
+    if os.environ.get("MEDCOPILOT_PACS_CONFIG"):
+        return Path(os.environ["MEDCOPILOT_PACS_CONFIG"])
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "medcopilot" / "pacs.json"
+
+
+def _from_file(root: str) -> dict[str, Any]:
+    path = config_path()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HandlerError("pacs_config", f"{path}: not a readable JSON file ({exc})") from None
+    servers = data.get("servers") if isinstance(data, dict) else None
+    if not isinstance(servers, list):
+        raise HandlerError("pacs_config", f'{path}: expected {{"servers": [{{"url": …}}, …]}}')
+    best: dict[str, Any] = {}
+    for entry in servers:
+        url = str(entry.get("url", "")).rstrip("/") if isinstance(entry, dict) else ""
+        if url and (root == url or root.startswith(url + "/")) and len(url) > len(str(best.get("url", ""))):
+            best = entry
+    return best
+
+
+def credentials_for(root: str) -> Credentials:
+    """The credentials for a DICOMweb service root (environment first, then the config file)."""
+    env = os.environ
+    entry = _from_file(root)
+    token = env.get("MEDCOPILOT_PACS_TOKEN") or None
+    user = env.get("MEDCOPILOT_PACS_USER") or None
+    password = env.get("MEDCOPILOT_PACS_PASSWORD")
+    if token is None and user is None:
+        token = entry.get("token") or None
+        user, password = entry.get("username") or None, entry.get("password")
+    ca = env.get("MEDCOPILOT_PACS_CA_BUNDLE") or entry.get("ca_bundle") or None
+    if user is not None and password is None:
+        raise HandlerError("pacs_config", "a PACS user name without a password (MEDCOPILOT_PACS_PASSWORD)")
+    return Credentials(
+        str(token) if token else None, str(user) if user else None, None if password is None else str(password),
+        str(ca) if ca else None,
+    )  # fmt: skip
+
+
+def http_session(root: str) -> Any:
+    """A `requests` session for a service root: its credentials attached, TLS verified (a CA bundle if set)."""
+    import requests
+
+    class PacsSession(requests.Session):
+        """A session whose configured CA bundle wins over REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE of the environment
+        (requests would let those replace it); proxies from the environment still apply."""
+
+        def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
+            settings = super().merge_environment_settings(*args, **kwargs)
+            if isinstance(self.verify, str):
+                settings["verify"] = self.verify
+            return settings
+
+    creds = credentials_for(root)
+    session = PacsSession()
+    session.verify = creds.ca_bundle or True
+    if creds.token:
+        session.headers["Authorization"] = f"Bearer {creds.token}"
+    elif creds.username:
+        session.auth = (creds.username, creds.password or "")
+    return session
+
+
+def default_server() -> str:
+    """The PACS a browser starts with: `MEDCOPILOT_PACS_URL`, else the first server of the config file, else ''."""
+    if os.environ.get("MEDCOPILOT_PACS_URL"):
+        return os.environ["MEDCOPILOT_PACS_URL"]
+    path = config_path()
+    try:
+        servers = json.loads(path.read_text(encoding="utf-8")).get("servers") if path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return ""
+    first = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], dict) else {}
+    return str(first.get("url", ""))

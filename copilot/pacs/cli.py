@@ -1,0 +1,78 @@
+"""`medcopilot pacs search|get|cache|clear`: find studies on a DICOMweb server, retrieve them into the local
+cache, and show or empty that cache."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+def _search(ns: argparse.Namespace) -> int:
+    from copilot.pacs.auth import default_server
+    from copilot.pacs.client import PacsClient
+
+    url = ns.url or default_server()
+    if not url:
+        raise ValueError("no PACS given: pass its DICOMweb URL, or set MEDCOPILOT_PACS_URL or the PACS config file")
+    studies = PacsClient(url).search(ns.patient_id, ns.modality, ns.date, ns.limit)
+    if ns.json:
+        print(json.dumps(studies, indent=2))
+        return 0
+    for s in studies:
+        print(f"study {s['url']}")
+        print(f"  date {s['date'] or '—'}  patient {s['patient_id'] or '—'}  {s['description'] or ''}")
+        for se in s["series"]:
+            number = f"#{se['number']} " if se["number"] is not None else ""
+            print(f"  series {number}{se['modality'] or '?'} {se['description'] or '(no description)'} — "
+                  f"{se['instances'] if se['instances'] is not None else '?'} images\n    {se['url']}")  # fmt: skip
+    print(f"{len(studies)} stud{'y' if len(studies) == 1 else 'ies'}")
+    return 0
+
+
+def _get(ns: argparse.Namespace) -> int:
+    from copilot.pacs.fetch import fetch
+
+    print(fetch(ns.url).path)
+    return 0
+
+
+def _cache(ns: argparse.Namespace) -> int:
+    from copilot.pacs.cache import PacsCache
+
+    cache = PacsCache()
+    if ns.clear:
+        freed = cache.clear()
+        print(f"cleared {cache.root} ({freed / MIB:.1f} MiB)")
+        return 0
+    print(f"{cache.root}: {cache.size() / MIB:.1f} MiB of {cache.max_bytes / MIB:.0f} MiB, "
+          f"{len(cache.series_dirs())} series")  # fmt: skip
+    return 0
+
+
+def add_pacs_parser(sub: Any) -> None:
+    """Register `pacs` and its subcommands on the main parser's subparsers."""
+    pacs = sub.add_parser("pacs", help="studies on a DICOMweb PACS: search, retrieve, the local cache")
+    psub = pacs.add_subparsers(dest="pacs_command", required=True)
+    search = psub.add_parser("search", help="list studies and their series (QIDO-RS)")
+    search.add_argument(
+        "url", nargs="?", default=None,
+        help="the DICOMweb service root, e.g. https://pacs.example.org/dicom-web (default: $MEDCOPILOT_PACS_URL, "
+        "else the first server of the PACS config file)",
+    )  # fmt: skip
+    search.add_argument("--patient-id", default=None)
+    search.add_argument("--modality", default=None, help="e.g. CT, MR, SM")
+    search.add_argument("--date", default=None, help="study date or range, YYYYMMDD or YYYYMMDD-YYYYMMDD")
+    search.add_argument("--limit", type=int, default=50)
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(func=_search)
+    get = psub.add_parser("get", help="retrieve a study or series URL into the local cache; prints its folder")
+    get.add_argument("url", help="http(s)://HOST/…/studies/STUDY_UID[/series/SERIES_UID]")
+    get.set_defaults(func=_get)
+    cache = psub.add_parser("cache", help="where the cache is and how full (--clear: empty it)")
+    cache.add_argument("--clear", action="store_true", help="remove every retrieved series")
+    cache.set_defaults(func=_cache, clear=False)
+    clear = psub.add_parser("clear", help="remove every retrieved series from the local cache")
+    clear.set_defaults(func=_cache, clear=True)

@@ -1,0 +1,161 @@
+"""`export_evidence_sr`: the session's evidence as a DICOM measurement report (TID 1500, Comprehensive 3D SR)
+that references the source images, with MedCopilot named as the observer device; stored back to the PACS the
+study came from (STOW-RS) or written as a file.
+
+Key slices become measurement groups (TID 1501) referencing the image at the view's centre; points and
+distances become planar ROI groups (TID 1410) whose SCOORD3D regions are in the patient coordinate system
+(LPS: RAS with the first two axes negated) of the source frame of reference, a distance with its length in mm.
+Evidence on volumes that were not loaded from a DICOM series (NIfTI files, derived volumes) and bookmarks are
+left out, and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pydicom
+import SimpleITK as sitk
+
+import copilot
+from copilot.errors import HandlerError
+from copilot.pacs.store import store_back
+from copilot.tools.operators import OPERATOR, NewName
+from copilot.tools.radiology import handler
+from copilot.tools.registry import HandlerOutput, RadiologyContext
+
+OBSERVER_UID = pydicom.uid.generate_uid(entropy_srcs=["MedCopilot observer device"])
+
+
+def ras_to_lps(ras: list[float]) -> list[float]:
+    """RAS millimetres → DICOM patient coordinates (LPS)."""
+    return [-float(ras[0]), -float(ras[1]), float(ras[2])]
+
+
+def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[pydicom.Dataset] | None]) -> Any:
+    """The source instances (headers, in the volume's k order) of a volume, or None when it has none."""
+    if vid in cache:
+        return cache[vid]
+    try:
+        vol = ctx.viewer.volume(vid)
+    except (KeyError, HandlerError):
+        cache[vid] = None
+        return None
+    folder = Path(vol.source) if vol.source else None
+    uid = vol.metadata.get("SeriesInstanceUID")
+    found: list[pydicom.Dataset] | None = None
+    if folder is not None and folder.is_dir() and uid:
+        files = sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), uid)
+        if len(files) == vol.dimensions[2]:
+            found = [pydicom.dcmread(f, stop_before_pixels=True) for f in files]
+    cache[vid] = found
+    return found
+
+
+def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int]]:
+    """The report's measurement groups, the source instances they reference, and counts per kind."""
+    import highdicom as hd
+    from pydicom.sr.codedict import codes
+
+    cache: dict[str, list[pydicom.Dataset] | None] = {}
+    groups: list[Any] = []
+    used: dict[str, pydicom.Dataset] = {}
+    counts = {"key_slices": 0, "points": 0, "distances": 0, "left_out": 0}
+
+    def tracking(rec: dict[str, Any], what: str) -> Any:
+        label = f"{what} {rec['evidence_id']}" + (f": {rec['label']}" if rec.get("label") else "")
+        return hd.sr.TrackingIdentifier(uid=hd.UID(), identifier=label[:64])
+
+    def region(points: list[list[float]], series: list[pydicom.Dataset], kind: str) -> Any:
+        lps = np.array([ras_to_lps(p) for p in points], dtype=np.float64)
+        return hd.sr.ImageRegion3D(kind, lps, str(series[0].FrameOfReferenceUID))
+
+    for rec in ctx.evidence:
+        kind = rec.get("kind")
+        vid = rec.get("volume_id") or (rec.get("a") or {}).get("volume_id")
+        series = _source_series(ctx, str(vid), cache) if vid else None
+        if series is None or kind not in ("key_slice", "point", "distance"):
+            counts["left_out"] += 1
+            continue
+        for ds in series:
+            used[str(ds.SOPInstanceUID)] = ds
+        if kind == "key_slice":
+            k = int(np.clip(np.rint(rec["ijk_at_view_centre"][2]), 0, len(series) - 1))
+            groups.append(
+                hd.sr.MeasurementsAndQualitativeEvaluations(
+                    tracking(rec, "key slice"),
+                    finding_type=codes.DCM.Finding,
+                    source_images=[hd.sr.SourceImageForMeasurementGroup.from_source_image(series[k])],
+                )
+            )
+            counts["key_slices"] += 1
+        elif kind == "point":
+            groups.append(
+                hd.sr.PlanarROIMeasurementsAndQualitativeEvaluations(
+                    tracking(rec, "point"), referenced_region=region([rec["ras"]], series, "POINT"),
+                    finding_type=codes.DCM.Finding,
+                )
+            )  # fmt: skip
+            counts["points"] += 1
+        else:
+            length = hd.sr.Measurement(
+                name=codes.SCT.Length, value=float(rec["distance_mm"]), unit=codes.UCUM.Millimeter
+            )
+            groups.append(
+                hd.sr.PlanarROIMeasurementsAndQualitativeEvaluations(
+                    tracking(rec, "distance"),
+                    referenced_region=region([rec["a"]["ras"], rec["b"]["ras"]], series, "POLYLINE"),
+                    finding_type=codes.DCM.Finding, measurements=[length],
+                )
+            )  # fmt: skip
+            counts["distances"] += 1
+    return groups, list(used.values()), counts
+
+
+def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str, int]]:
+    """The Comprehensive 3D SR of the session's evidence, and what it holds."""
+    import highdicom as hd
+    from pydicom.sr.codedict import codes
+
+    groups, sources, counts = _groups(ctx)
+    if not groups:
+        raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
+    if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
+        raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
+    device = hd.sr.DeviceObserverIdentifyingAttributes(
+        uid=OBSERVER_UID, name="MedCopilot", manufacturer_name="MedCopilot", model_name="MedCopilot"
+    )
+    context = hd.sr.ObservationContext(
+        observer_device_context=hd.sr.ObserverContext(
+            observer_type=codes.DCM.Device, observer_identifying_attributes=device
+        )
+    )
+    report = hd.sr.MeasurementReport(
+        observation_context=context, procedure_reported=codes.SCT.ImagingProcedure,
+        imaging_measurements=groups, referenced_images=sources,
+    )  # fmt: skip
+    sr = hd.sr.Comprehensive3DSR(
+        evidence=sources, content=report, series_instance_uid=hd.UID(), series_number=901,
+        sop_instance_uid=hd.UID(), instance_number=1, manufacturer="MedCopilot",
+        series_description=title[:64], institution_name=None, is_complete=True, is_final=False,
+        is_verified=False,
+    )  # fmt: skip
+    sr.SoftwareVersions = copilot.__version__
+    return sr, counts
+
+
+@handler(**OPERATOR)
+def export_evidence_sr(ctx: RadiologyContext, output_name: NewName) -> HandlerOutput:
+    """Write the session's evidence (key slices, points, distances) as a DICOM measurement report referencing
+    the source images; stored to the study's PACS when it came from one."""
+    if ctx.output_dir is None:
+        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
+    out = ctx.output_dir / f"{output_name}.dcm"
+    if out.exists():
+        raise HandlerError("name_taken", f"{out.name} exists already")
+    sr, counts = build_evidence_sr(ctx, output_name)
+    ctx.output_dir.mkdir(parents=True, exist_ok=True)
+    sr.save_as(out)
+    stored = store_back(ctx.case_inputs.get("origin"), [sr], [out])
+    return HandlerOutput({"file": out.name, **counts, **stored})

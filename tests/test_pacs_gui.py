@@ -1,0 +1,53 @@
+"""The desktop's PACS browser (pytest-qt, offscreen) against a private Orthanc: search by patient ID lists the
+study and its series; a double-click opens the series in the window with its origin traced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from copilot.gui.app import MainWindow
+from copilot.pacs.client import PacsClient
+from copilot.pacs.orthanc import LocalOrthanc, missing
+from copilot.pacs.sample import SAMPLE_PATIENT, write_ct_series
+from copilot.panel.studies import RecentStudies
+
+pytestmark = [pytest.mark.gui, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+
+def test_pacs_browser_searches_and_opens(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with LocalOrthanc() as pacs:
+        monkeypatch.setenv("MEDCOPILOT_PACS_USER", pacs.user)
+        monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", pacs.password)
+        monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("MEDCOPILOT_PACS_URL", pacs.dicomweb)
+        datasets = write_ct_series(tmp_path / "ct")
+        PacsClient(pacs.dicomweb).store(datasets, datasets[0].StudyInstanceUID)
+        win = MainWindow(recent=RecentStudies(tmp_path / "recent.json"))
+        win.quiet = True
+        qtbot.addWidget(win)
+        dock = win.show_pacs_browser()
+        assert dock.server.text() == pacs.dicomweb
+        dock.patient_id.setText("nobody")
+        assert dock.search() == 0
+        dock.patient_id.setText(SAMPLE_PATIENT["PatientID"])
+        dock.modality.setText("CT")
+        assert dock.search() == 1
+        study = dock.results.topLevelItem(0)
+        assert study.childCount() == 1 and study.child(0).text(2) == "8"
+        opened: list[str] = []
+        dock.open_url = lambda url: opened.append(url) or win.open_study_path(url, trace_dir=tmp_path / "t")
+        dock.results.itemDoubleClicked.emit(study.child(0), 0)
+        ds = datasets[0]
+        assert opened == [f"{pacs.dicomweb}/studies/{ds.StudyInstanceUID}/series/{ds.SeriesInstanceUID}"]
+        assert win.model is not None and win.model.session.kind == "radiology"
+        header = json.loads((tmp_path / "t" / "trace.jsonl").read_text().splitlines()[0])
+        assert header["case_inputs"]["origin"]["url"] == opened[0]
+        monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", "wrong")
+        assert dock.search() == -1 and "HTTP 401" in dock.status.text()
+        win.close()
