@@ -29,8 +29,11 @@ def _sessions_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
         monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path_factory.getbasetemp() / "sessions"))
 
 
-# Tests that need Qt widgets, slicer-core's MRML scene, a JVM or an external server: `make test-fast` leaves them out.
-HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui")
+# What `make test-fast` leaves out: tests that need Qt widgets, slicer-core's MRML scene, a JVM or an external
+# server, and the integration files (process pools, servers under load, fuzzing, registration, headless Chromium).
+HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui", "bench_publishable", "batch", "operators",
+               "agent", "hostile", "connection_fairness", "replay_register", "fuzz", "vista3d", "mcp", "bench_tables",
+               "hardening")  # fmt: skip
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
