@@ -286,11 +286,12 @@ def _check_dicom_geometry(name: str, size: int, mtime_ns: int) -> None:
 
 def _dicom_members(path: Path) -> list[Path]:
     if path.is_dir():
-        return [c for c in sorted(path.iterdir()) if c.is_file() and (c.suffix.lower() == ".dcm" or _dicm(c))]
-    return [path] if path.suffix.lower() == ".dcm" or _dicm(path) else []
+        return [c for c in sorted(path.iterdir()) if c.is_file() and (c.suffix.lower() == ".dcm" or is_dicom(c))]
+    return [path] if path.suffix.lower() == ".dcm" or is_dicom(path) else []
 
 
-def _dicm(path: Path) -> bool:
+def is_dicom(path: Path) -> bool:
+    """True when the file carries the DICM preamble marker."""
     try:
         with path.open("rb") as fh:
             fh.seek(128)

@@ -11,7 +11,7 @@ from pathlib import Path
 import SimpleITK as sitk
 
 from copilot.engine.dicom import load_dicom_file, load_dicom_series
-from copilot.engine.headers import vet_volume_file
+from copilot.engine.headers import is_dicom, vet_volume_file
 from copilot.engine.volume import (
     VOLUME_SUFFIXES,
     Volume,
@@ -75,14 +75,6 @@ def load_volume(
     return vol
 
 
-def is_dicom(path: Path) -> bool:
-    """True when the file carries the DICM preamble marker."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(128)
-            return fh.read(4) == b"DICM"
-    except OSError:
-        return False
 
 
 def load_cached(

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from copilot.engine.headers import is_dicom
+
 WSI_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.77.1.6"
 MAX_FILES = 2000
-
-
-def _is_dicom(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(128)
-            return fh.read(4) == b"DICM"
-    except OSError:
-        return False
 
 
 def dicom_wsi_file(folder: str | Path) -> Path | None:
@@ -27,7 +20,7 @@ def dicom_wsi_file(folder: str | Path) -> Path | None:
     series: set[str] = set()
     files = [f for f in sorted(Path(folder).rglob("*")) if f.is_file() and f.name != "origin.json"][:MAX_FILES]
     for f in files:
-        if not _is_dicom(f):
+        if not is_dicom(f):
             continue
         try:
             ds = pydicom.dcmread(f, stop_before_pixels=True)

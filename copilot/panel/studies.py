@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.pack import CasePack, load_case
-from copilot.engine.loading import is_dicom
+from copilot.engine.headers import is_dicom
 from copilot.engine.volume import VOLUME_SUFFIXES
 from copilot.pacs.fetch import local_study, with_origin
 from copilot.pacs.wsi import dicom_wsi_file
