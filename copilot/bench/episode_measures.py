@@ -8,10 +8,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from copilot.bench import dimensions as D
+from copilot.bench import parsers as P
 from copilot.bench import workflow_audit as W
 from copilot.bench.exploration import hierarchical_hits
 from copilot.bench.failures import (
-    cited_evidence,
     detect_failures,
     measurements,
     rationale,
@@ -78,7 +78,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     series = [PurePosixPath(str(p)).name.split(".")[0] for p in (case.inputs.get("volumes") or [])]
     claims = W.claim_violations(case.kind, text, events, sorted({q.text for q in unsupported}), series)
 
-    cited = cited_evidence(response, case.module)
+    cited = P.cited_evidence(response, case.module)
     cited_items = (len(cited.get("key_slices", {})) + 1) if cited.get("ras") else len(cited.get("points", []))
     missing = len(unobserved_items(events, cited, case.kind)) if cited else 0
     # U_req: the evidence the answer format asks for (radiology with an EVIDENCE block: three key slices and a

@@ -205,19 +205,6 @@ def supported(q: Quantity, measured: list[tuple[str, float, int]]) -> int | None
     return None
 
 
-def cited_evidence(response: str, module: str) -> dict[str, Any]:
-    """The evidence an answer cites: key slices and a RAS point (radiology) or WSI points (pathology)."""
-    try:
-        if module == "breast_wsi":
-            return {"points": P.parse_bracs(response).localizations}
-        if module == "lymph_node_wsi":
-            return {"points": P.parse_camelyon(response).localizations}
-        ev = P.parse_evidence(response)
-    except P.ParseError:
-        return {}
-    return {"key_slices": ev.key_slices, "ras": list(ev.ras)}
-
-
 # ----- detectors -----
 
 
@@ -399,7 +386,7 @@ def detect_failures(
     """Every failure label of one episode, in code order."""
     truth = truth if truth is not None else Truth(case)
     text = rationale(response)
-    cited = cited_evidence(response, case.module)
+    cited = P.cited_evidence(response, case.module)
     found = [
         detect_drift(events, case.module, text, case.inputs.get("frames_of_reference") or {}),
         detect_pseudo_quantification(events, text),

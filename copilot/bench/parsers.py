@@ -229,3 +229,16 @@ def parse_camelyon(text: str) -> CamelyonAnswer:
         if opt and opt != "ABCD"[values.index(value)]:
             raise ParseError(f"{key} {opt} contradicts {value}")
     return CamelyonAnswer(presence, largest, _localizations(obj))
+
+
+def cited_evidence(response: str, module: str) -> dict[str, Any]:
+    """The evidence an answer cites: key slices and a RAS point (radiology) or WSI points (pathology)."""
+    try:
+        if module == "breast_wsi":
+            return {"points": parse_bracs(response).localizations}
+        if module == "lymph_node_wsi":
+            return {"points": parse_camelyon(response).localizations}
+        ev = parse_evidence(response)
+    except ParseError:
+        return {}
+    return {"key_slices": ev.key_slices, "ras": list(ev.ras)}

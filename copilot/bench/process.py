@@ -58,19 +58,6 @@ def warnings_of(event: dict[str, Any]) -> list[dict[str, Any]]:
     return list(result.get("warnings", [])) if isinstance(result, dict) else []
 
 
-def _cited(response: str, module: str) -> dict[str, Any]:
-    """The evidence a response cites: key slices and RAS (radiology) or WSI points (pathology)."""
-    try:
-        if module == "breast_wsi":
-            return {"points": P.parse_bracs(response).localizations}
-        if module == "lymph_node_wsi":
-            return {"points": P.parse_camelyon(response).localizations}
-        ev = P.parse_evidence(response)
-    except P.ParseError:
-        return {}
-    return {"key_slices": ev.key_slices, "ras": list(ev.ras)}
-
-
 def _ras_outputs(event: dict[str, Any]) -> list[tuple[list[float], str | None]]:
     """RAS points a call produced, with the volume they were converted on."""
     result = event.get("result") or {}
@@ -90,7 +77,7 @@ def evidence_provenance(events: list[dict[str, Any]], response: str) -> dict[str
     a key slice: the background volume of the last plane shown at that offset on its axis; otherwise
     the volume active when the answer was given (the corner overlay the agent read).
     """
-    cited = _cited(response, "radiology")
+    cited = P.cited_evidence(response, "radiology")
     if not cited:
         return None
     all_calls = [e for e in calls(events, None) if e.get("ok")]
@@ -230,7 +217,7 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
     agent = calls(events)
     end: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "episode_end"), {})
     response = str(end.get("response", ""))
-    cited = _cited(response, case.module)
+    cited = P.cited_evidence(response, case.module)
     refused = [e["handler"] for e in agent if (e.get("error") or {}).get("code") == "not_in_track"]
     out = {
         "evidence_alignment": _alignment(agent, cited, case.kind),
