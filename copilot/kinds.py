@@ -30,6 +30,7 @@ class ViewerKind:
     view_names: tuple[str, ...]  # the views a host shows, in order
     stepwise: bool  # one tool per round, each round answered with the viewer's state (Appendix H.2 protocol)
     slicer_api: bool  # whether the read-only /slicer subset is served
+    slice_views: bool = False  # a scene of volumes in slice views: layouts, W/L presets, fusion, blank-view checks
     backends: dict[str, Callable[[], Viewer]] = field(default_factory=dict)  # other viewers by backend name
 
     def viewer(self, backend: str = "embedded") -> Viewer:
@@ -50,6 +51,7 @@ RADIOLOGY_KIND = ViewerKind(
     ("red", "yellow", "green"),
     stepwise=False,
     slicer_api=True,
+    slice_views=True,
     backends={"slicer": slicer_viewer},  # Slicer's MRML libraries (slicer-core, imported when chosen)
 )
 PATHOLOGY_KIND = ViewerKind(

@@ -443,15 +443,15 @@ class MainWindow(QMainWindow):
         self._user_preset = None
         layout = default_layout(self.screen_path.kind, case.module, names)
         self.pair = self._pair_ids(names)
-        self.layout_box.setEnabled(self.screen_path.kind == "radiology")
-        self.preset_box.setEnabled(self.screen_path.kind == "radiology")
+        self.layout_box.setEnabled(self.screen_path.slice_views)
+        self.preset_box.setEnabled(self.screen_path.slice_views)
         self._fill_fusion()
         self.sync_toolbar()
         self.set_layout(layout)
 
     def _pair_ids(self, names: list[str]) -> tuple[str, str] | None:
         assert self.screen_path is not None
-        state = self.screen_path.state() if self.screen_path.kind == "radiology" else {}
+        state = self.screen_path.state() if self.screen_path.slice_views else {}
         active = state.get("active_volume_name") or ""
         pair = longitudinal_pair(sorted(names, key=lambda n: n.split("_", 1)[-1] != active.split("_", 1)[-1]))
         if pair is None:
@@ -486,7 +486,7 @@ class MainWindow(QMainWindow):
 
     def set_fusion(self, foreground: str | None) -> None:
         """Show a volume over the active one at the opacity chosen (an audited clinician call)."""
-        if self.screen_path is None or self.model is None or self.screen_path.kind != "radiology":
+        if self.screen_path is None or self.model is None or not self.screen_path.slice_views:
             return
         background = self.screen_path.state()["background_volume"]
         if foreground == background:
@@ -497,13 +497,13 @@ class MainWindow(QMainWindow):
 
     def set_background(self, vid: str | None) -> None:
         """Show another loaded series in every slice view (an audited clinician call)."""
-        if vid is None or self.model is None or self.screen_path is None or self.screen_path.kind != "radiology":
+        if vid is None or self.model is None or self.screen_path is None or not self.screen_path.slice_views:
             return
         self.model.act("select_volume", {"volume_id": vid, "size": 64})
 
     def set_wl_preset(self, name: str | None) -> None:
         """Window/level of the background series: a preset, or automatic (an audited clinician call)."""
-        if name is None or self.model is None or self.screen_path is None or self.screen_path.kind != "radiology":
+        if name is None or self.model is None or self.screen_path is None or not self.screen_path.slice_views:
             return
         if name == "auto":
             self.model.act("wl", {"auto": True, "view": "red", "size": 64})
@@ -529,7 +529,7 @@ class MainWindow(QMainWindow):
         """The selectors show the scene as it is (after any call, the agent's included)."""
         if self.screen_path is None:
             return
-        radiology = self.screen_path.kind == "radiology"
+        radiology = self.screen_path.slice_views
         state = self.screen_path.state() if radiology else {}
         for box, key in ((self.background_box, "background_volume"), (self.fusion_box, "foreground_volume")):
             i = box.findData(state.get(key))
@@ -557,7 +557,7 @@ class MainWindow(QMainWindow):
         for vid, name in self.screen_path.volumes():
             self.fusion_box.addItem(name, vid)
             self.background_box.addItem(name, vid)
-        radiology = self.screen_path.kind == "radiology"
+        radiology = self.screen_path.slice_views
         for widget in (self.fusion_box, self.opacity, self.background_box):
             widget.setEnabled(radiology)
 
@@ -708,7 +708,7 @@ class MainWindow(QMainWindow):
         when the pointer rests there; on a slide, a level-0 point (x, y) in pixels and µm."""
         if self.model is None or self.screen_path is None:
             return
-        if self.screen_path.kind != "radiology":
+        if not self.screen_path.slice_views:
             if len(ras) == 2:
                 self.readout.setText(self.screen_path.slide_readout(float(ras[0]), float(ras[1])))
             return

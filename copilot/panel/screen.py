@@ -20,6 +20,7 @@ import numpy as np
 from copilot.engine.geometry import SliceView
 from copilot.engine.slide_overlays import MARGIN, OVERVIEW_MAX
 from copilot.engine.slide_viewer import Viewport
+from copilot.kinds import viewer_kind
 from copilot.panel.probe import readout, slide_readout
 from copilot.session import Peek, Session
 from copilot.trace.outcome import CallOutcome
@@ -101,6 +102,11 @@ class Screen:
     def kind(self) -> str:
         return str(self.session.kind)
 
+    @property
+    def slice_views(self) -> bool:
+        """Whether the scene is volumes in slice views (the kind's descriptor says), not a slide."""
+        return viewer_kind(self.session.kind).slice_views
+
     # ----- clinician actions -----
     def act(self, name: str, args: dict[str, Any]) -> CallOutcome:
         """A clinician's change of the scene: one audited handler call."""
@@ -113,10 +119,10 @@ class Screen:
 
     def volumes(self) -> list[tuple[str, str]]:
         """(id, name) of the loaded volumes."""
-        return [(v["id"], v["name"]) for v in self._state.get("volumes", [])] if self.kind == "radiology" else []
+        return [(v["id"], v["name"]) for v in self._state.get("volumes", [])] if self.slice_views else []
 
     def has_image(self) -> bool:
-        return bool(self.volumes()) if self.kind == "radiology" else bool(self._state.get("image_open"))
+        return bool(self.volumes()) if self.slice_views else bool(self._state.get("image_open"))
 
     def agent_viewport(self) -> Viewport:
         """The slide viewer's viewport (the agent's field), from the state."""
@@ -174,7 +180,7 @@ class Screen:
     def scene3d_inputs(self, blocking: bool = True) -> dict[str, Any] | None:
         """What the 3D view shows: the active volume and its window/level, the segments, the slice planes;
         None when there is nothing to show; `Busy` when not blocking and a call is running."""
-        if self.kind != "radiology" or not self.has_image():
+        if not self.slice_views or not self.has_image():
             return None
         data = self.session.scene_data(blocking=blocking)
         if data is None:
@@ -369,7 +375,7 @@ def jump_plan(session: Session, ras: list[float]) -> tuple[str, dict[str, float]
 
 def blank_views(session: Session, threshold: float = 0.005) -> list[str]:
     """Slice views showing (almost) nothing of the active volume: where an episode left them past the anatomy."""
-    if session.kind != "radiology" or not session.snapshot().get("volumes"):
+    if not viewer_kind(session.kind).slice_views or not session.snapshot().get("volumes"):
         return []
     images = session.peek(Peek(("red", "yellow", "green"), (128, 128))) or {}
     return [
