@@ -23,7 +23,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtGui import QPainter, QPixmap
 from PySide6.QtWidgets import QApplication
 
-from copilot.engine.render import encode_png
+from copilot.engine.volume.render import encode_png
 from copilot.gui.app import build_window
 from copilot.medflow import make_cases
 from copilot.session import Peek

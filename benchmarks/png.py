@@ -20,8 +20,8 @@ from PIL import Image
 
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.engine.png import ENCODERS, LEGACY_PNG_ENCODER, PNG_ENCODER
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.engine.volume import volume_from_sitk
+from copilot.engine.volume.image import volume_from_sitk
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
 
 def cpu_ms(fn: Callable[[], object], repeats: int) -> tuple[float, float]:

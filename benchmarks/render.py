@@ -19,11 +19,11 @@ import SimpleITK as sitk
 from PIL import Image
 
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
-from copilot.engine.display import to_uint8
-from copilot.engine.render import encode_png
-from copilot.engine.reslice import view_grid
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.engine.volume import Volume, volume_from_sitk, volume_to_sitk
+from copilot.engine.volume.display import to_uint8
+from copilot.engine.volume.image import Volume, volume_from_sitk, volume_to_sitk
+from copilot.engine.volume.render import encode_png
+from copilot.engine.volume.reslice import view_grid
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
 
 def timed(fn: Callable[[int], object], repeats: int) -> tuple[float, float]:

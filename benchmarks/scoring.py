@@ -17,7 +17,7 @@ import numpy as np
 
 from copilot.bench.scoring import Truth
 from copilot.cases.pack import load_case
-from copilot.engine.loading import load_volume
+from copilot.engine.volume.loading import load_volume
 from copilot.medflow import make_case, modules, score_case
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -21,8 +21,8 @@ import SimpleITK as sitk
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.render import rotated, timed
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.engine.volume import Volume, volume_from_sitk
+from copilot.engine.volume.image import Volume, volume_from_sitk
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.runtime import new_session
 from copilot.session import Session
 

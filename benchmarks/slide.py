@@ -35,10 +35,10 @@ from PIL import Image
 
 from copilot.cases.slides import he_image, nuclei_map, smooth_field
 from copilot.engine.geometry import Viewport
-from copilot.engine.render import encode_jpeg
-from copilot.engine.slide import SlideSource, TileCache
-from copilot.engine.slide_jpeg import decoder
-from copilot.engine.slide_viewer import EmbeddedSlideViewer, render_viewport
+from copilot.engine.slide.jpeg import decoder
+from copilot.engine.slide.source import SlideSource, TileCache
+from copilot.engine.slide.viewer import EmbeddedSlideViewer, render_viewport
+from copilot.engine.volume.render import encode_jpeg
 
 TILE = 256
 VIEW = (1024, 768)

@@ -26,8 +26,8 @@ class InputError(ValueError):
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (a file, a field, a setting): one line and exit code 2, never a traceback."""
     from copilot.cases.pack import CaseError
-    from copilot.engine.slide import SlideError
-    from copilot.engine.volume import VolumeLoadError
+    from copilot.engine.slide.source import SlideError
+    from copilot.engine.volume.image import VolumeLoadError
     from copilot.errors import HandlerError
 
     return (InputError, CaseError, VolumeLoadError, SlideError, HandlerError, ValueError, OSError, LookupError)

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from copilot.engine.slide_viewer import EmbeddedSlideViewer
-from copilot.engine.viewer import EmbeddedVolumeViewer
+from copilot.engine.slide.viewer import EmbeddedSlideViewer
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.slicer_backend import slicer_viewer
 from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
 from copilot.viewer.protocol import Viewer

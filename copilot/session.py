@@ -24,7 +24,7 @@ from copilot.cases.pack import CaseLike
 from copilot.engine.confine import case_folder
 from copilot.engine.peek import Peek
 from copilot.engine.png import PNG_ENCODER
-from copilot.engine.render import encode_png
+from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, ImageOut, Registry
 from copilot.trace.outcome import CallOutcome, EncodedImage, jsonable

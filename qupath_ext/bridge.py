@@ -29,8 +29,8 @@ from PIL import Image
 
 from copilot.engine.geometry import Viewport, pyramid_level
 from copilot.engine.peek import Peek, peek_slide
-from copilot.engine.slide import SlideInfo
-from copilot.engine.slide_viewer import IMAGE_TYPES, full_magnification, viewport_state
+from copilot.engine.slide.source import SlideInfo
+from copilot.engine.slide.viewer import IMAGE_TYPES, full_magnification, viewport_state
 from copilot.errors import ViewerError
 
 DEFAULT_PORT = 25333

@@ -14,7 +14,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt tests never need a screen
 
-from copilot.engine.volume import Volume
+from copilot.engine.volume.image import Volume
 from copilot.medflow import make_cases
 from copilot.runtime import open_session
 from copilot.server.client import LocalClient, RemoteViewer

@@ -9,8 +9,8 @@ import numpy as np
 from scipy import ndimage
 
 from copilot.cases.annotations import read_geojson
-from copilot.engine.loading import load_volume
-from copilot.engine.volume import Volume
+from copilot.engine.volume.image import Volume
+from copilot.engine.volume.loading import load_volume
 
 
 def deep_voxel(mask: Volume) -> tuple[int, int, int]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.engine.volume import Volume
+from copilot.engine.volume.image import Volume
 
 
 class SlicerReference:

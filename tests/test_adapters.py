@@ -26,7 +26,7 @@ from copilot.cases.pack import load_case
 from copilot.cases.slides import write_pyramid
 from copilot.cases.wsi import write_asap_xml
 from copilot.cli import main
-from copilot.engine.loading import load_volume
+from copilot.engine.volume.loading import load_volume
 from copilot.medflow import score_case
 from copilot.runtime import open_session
 from tests.dicom_validator import assert_valid_dicom

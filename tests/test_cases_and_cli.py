@@ -14,7 +14,7 @@ import SimpleITK as sitk
 
 from copilot.cases.pack import load_case
 from copilot.cli import main
-from copilot.engine.loading import load_volume
+from copilot.engine.volume.loading import load_volume
 from copilot.medflow import make_cases
 from copilot.server.client import RemoteViewer
 

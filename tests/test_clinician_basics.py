@@ -17,12 +17,12 @@ from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
 from copilot.engine.geometry import SliceView
-from copilot.engine.loading import load_volume
-from copilot.engine.scene3d import default_preset
-from copilot.engine.slide_viewer import Viewport
-from copilot.engine.suv import suv_factor, volume_suv_factor
-from copilot.engine.volume import Volume
+from copilot.engine.slide.viewer import Viewport
+from copilot.engine.volume.image import Volume
+from copilot.engine.volume.loading import load_volume
+from copilot.engine.volume.suv import suv_factor, volume_suv_factor
 from copilot.errors import HandlerError
+from copilot.gui.scene3d import default_preset
 from copilot.panel.answer_words import answer_in_words
 from copilot.panel.orientation import direction_letters, edge_letters, marker_axes
 from copilot.panel.probe import readout, slide_readout, value_text, voxel_value

@@ -10,8 +10,8 @@ import pydicom
 import pytest
 from pydicom.data import get_testdata_file
 
-from copilot.engine.dicom import load_dicom_series, volume_from_datasets
-from copilot.engine.loading import load_volume
+from copilot.engine.volume.dicom import load_dicom_series, volume_from_datasets
+from copilot.engine.volume.loading import load_volume
 from tests.conftest import rotation
 
 

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from copilot.cases.brain import make_brain_case
-from copilot.engine.loading import load_volume
+from copilot.engine.volume.loading import load_volume
 from copilot.runtime import open_session
 from copilot.tools import RADIOLOGY
 from tests.conftest import RunningServer

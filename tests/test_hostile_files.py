@@ -330,7 +330,7 @@ def test_slide_probe_names_a_child_that_hangs_bloats_or_dies(
 ) -> None:
     """The child-process probe (formats without an in-process structure check) turns a reader that would hang,
     exhaust memory or abort into a named refusal within its limits, and the calling process carries on."""
-    from copilot.engine import probe
+    from copilot.engine.slide import probe
 
     header = "\n".join(probe._CHILD.strip().splitlines()[:5])  # the limits the real probe sets
     monkeypatch.setattr(probe, "_CHILD", header + "\n" + child + "\n")

@@ -63,7 +63,7 @@ def test_handler_outside_the_track_is_403(brain_case) -> None:
         """Track B only."""
         return HandlerOutput({"done": True})
 
-    from copilot.engine.viewer import EmbeddedVolumeViewer
+    from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
     for track, status in (("A", 403), ("B", 200)):
         srv = RunningServer(Session(EmbeddedVolumeViewer(), reg, brain_case, track=track))

@@ -15,9 +15,9 @@ FORBIDDEN = [
     ("copilot.engine", "copilot.cases"),
     ("copilot.engine", "copilot.session"),
     ("copilot.cases", "copilot.bench"),
-    ("copilot.cases", "copilot.engine.viewer"),
-    ("copilot.viewer", "copilot.engine.viewer"),  # protocols stand over value types, not concrete viewers
-    ("copilot.viewer", "copilot.engine.slide_viewer"),
+    ("copilot.cases", "copilot.engine.volume.viewer"),
+    ("copilot.viewer", "copilot.engine.volume.viewer"),  # protocols stand over value types, not concrete viewers
+    ("copilot.viewer", "copilot.engine.slide.viewer"),
     ("copilot.trace", "copilot.session"),
     ("copilot.trace", "copilot.runtime"),
     ("copilot.tools", "copilot.session"),

@@ -14,9 +14,9 @@ import SimpleITK as sitk
 
 from copilot.cases.brain import TEMPLATE_FILES, make_brain_case, template_dir
 from copilot.engine.geometry import LPS_TO_RAS
-from copilot.engine.loading import load_volume
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.engine.volume import volume_from_sitk
+from copilot.engine.volume.image import volume_from_sitk
+from copilot.engine.volume.loading import load_volume
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.session import Session
 from copilot.tools import RADIOLOGY
 from tests.dicom_validator import assert_valid_dicom

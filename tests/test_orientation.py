@@ -10,9 +10,9 @@ import SimpleITK as sitk
 from scipy import ndimage
 
 from copilot.engine.geometry import ORIENTATION_MATRICES
-from copilot.engine.loading import load_volume
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.engine.volume import volume_to_sitk
+from copilot.engine.volume.image import volume_to_sitk
+from copilot.engine.volume.loading import load_volume
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from tests.conftest import make_volume
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from copilot.batch import read_results, run_batch
 from copilot.bench.analysis import guard_table
-from copilot.engine.slide_viewer import EmbeddedSlideViewer
+from copilot.engine.slide.viewer import EmbeddedSlideViewer
 from copilot.medflow import make_cases
 from copilot.replay import replay
 from copilot.runtime import open_session

@@ -13,7 +13,7 @@ from PIL import Image
 
 from copilot.cases.pack import load_case
 from copilot.engine.png import LEGACY_PNG_ENCODER, PNG_ENCODER, png_encoder
-from copilot.engine.render import encode_png
+from copilot.engine.volume.render import encode_png
 from copilot.replay import replay
 from copilot.runtime import new_session, session_header
 from copilot.trace.recorder import TRACE_FILE, TraceRecorder

@@ -20,7 +20,7 @@ from py4j.protocol import Py4JJavaError
 
 from copilot.cases.annotations import Annotation, parse_features, read_geojson, to_geojson
 from copilot.cases.slides import write_pyramid
-from copilot.engine.slide_viewer import MIN_DOWNSAMPLE, EmbeddedSlideViewer
+from copilot.engine.slide.viewer import MIN_DOWNSAMPLE, EmbeddedSlideViewer
 from copilot.replay import read_events
 from copilot.runtime import open_session
 from copilot.session import Session

@@ -15,9 +15,9 @@ import pydicom
 import pytest
 from pydicom.data import get_testdata_file, get_testdata_files
 
-from copilot.engine.display import default_display, to_uint8
-from copilot.engine.loading import load_volume
-from copilot.engine.volume import LPS_TO_RAS, VolumeLoadError
+from copilot.engine.volume.display import default_display, to_uint8
+from copilot.engine.volume.image import LPS_TO_RAS, VolumeLoadError
+from copilot.engine.volume.loading import load_volume
 
 
 def _refused(path: Path, code: str, **kwargs: object) -> str:
@@ -324,7 +324,7 @@ def test_4d_nifti_opens_one_frame_at_a_time() -> None:
 
 
 def test_4d_frame_is_in_the_scene_state() -> None:
-    from copilot.engine.viewer import EmbeddedVolumeViewer
+    from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
     viewer = EmbeddedVolumeViewer()
     viewer.add_volume(load_volume(os.path.join(nibabel.testing.data_path, "example4d.nii.gz"), frame=1))
@@ -359,7 +359,7 @@ def test_file_window_is_the_first_display(tmp_path: Path) -> None:
 
 def test_multiframe_fallback_keeps_per_frame_positions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where GDCM cannot read a multi-frame file, pydicom builds it from the per-frame positions."""
-    import copilot.engine.dicom as dicom_module
+    import copilot.engine.volume.dicom as dicom_module
 
     path = _enhanced(tmp_path, [0.0, 2.0, 4.0, 6.0])
     direct = load_volume(path)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy import ndimage
 
-from copilot.engine.viewer import EmbeddedVolumeViewer
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.session import Session
 from copilot.tools import RADIOLOGY
 from tests.conftest import make_volume, rotation

@@ -18,8 +18,8 @@ from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.cases.lung import make_lung_case
 from copilot.cases.pack import load_case
 from copilot.cases.wsi import make_breast_case, make_lymph_case
-from copilot.engine.loading import load_volume
-from copilot.engine.volume import Volume, volume_to_sitk
+from copilot.engine.volume.image import Volume, volume_to_sitk
+from copilot.engine.volume.loading import load_volume
 from copilot.medflow import score_case
 from tests.oracle import deep_voxel, evidence_block, perfect_evidence, perfect_response, tumour_point
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from copilot.engine.derived import TransformNode
+from copilot.engine.volume.derived import TransformNode
 from copilot.errors import HandlerError
 from copilot.runtime import open_session
 from copilot.session import Session
@@ -309,7 +309,7 @@ def test_both_backends_give_the_3d_view_the_same_scene_data(brain_case: Path) ->
 
 def test_scene_data_is_empty_without_a_volume() -> None:
     """Nothing loaded: the 3D view gets an empty dict from either backend."""
-    from copilot.engine.viewer import EmbeddedVolumeViewer
+    from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
     assert EmbeddedVolumeViewer().scene_data() == {}
     slicer = backend_viewer("slicer")

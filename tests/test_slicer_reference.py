@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from copilot.engine.geometry import ORIENTATION_MATRICES, VIEW_ORIENTATION, canonical_range, native_offset
-from copilot.engine.render import Layer, compose
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.engine.volume import Volume
+from copilot.engine.volume.image import Volume
+from copilot.engine.volume.render import Layer, compose
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from tests.conftest import make_volume, rotation
 
 pytest.importorskip("slicer_core")

@@ -14,8 +14,8 @@ import pytest
 import tifffile
 from PIL import Image
 
-from copilot.engine.slide import SlideSource, TileCache
-from copilot.engine.slide_viewer import EmbeddedSlideViewer, Viewport, render_viewport
+from copilot.engine.slide.source import SlideSource, TileCache
+from copilot.engine.slide.viewer import EmbeddedSlideViewer, Viewport, render_viewport
 from copilot.runtime import open_session
 from tests.test_slide_viewer import MARKER, slide_case  # noqa: F401  (fixture)
 

@@ -16,9 +16,9 @@ from scipy import ndimage
 
 from copilot.cases.slides import write_pyramid
 from copilot.engine.geometry import Viewport
-from copilot.engine.slide import SlideSource, TileCache
-from copilot.engine.slide_overlays import overview_box
-from copilot.engine.slide_viewer import MIN_DOWNSAMPLE, EmbeddedSlideViewer, render_viewport
+from copilot.engine.slide.overlays import overview_box
+from copilot.engine.slide.source import SlideSource, TileCache
+from copilot.engine.slide.viewer import MIN_DOWNSAMPLE, EmbeddedSlideViewer, render_viewport
 from copilot.runtime import open_session
 from copilot.server.client import LocalClient
 from copilot.tools import PATHOLOGY

@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("monai")
 
-from copilot.engine import vista3d  # noqa: E402
-from copilot.engine.viewer import EmbeddedVolumeViewer  # noqa: E402
+from copilot.engine.ops import vista3d  # noqa: E402
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer  # noqa: E402
 from copilot.session import Session  # noqa: E402
 from copilot.tools import RADIOLOGY  # noqa: E402
 from tests.conftest import make_volume  # noqa: E402

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from copilot.engine.display import default_display
-from copilot.engine.volume import Volume
+from copilot.engine.volume.display import default_display
+from copilot.engine.volume.image import Volume
 
 pytest.importorskip("slicer")
 

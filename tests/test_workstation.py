@@ -14,7 +14,6 @@ from copilot.cases.pack import load_case
 from copilot.panel.answer_evidence import answer_evidence, evidence_label, focus_point
 from copilot.panel.layout import arrange, default_layout, device_size, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
-from copilot.panel.replay import TraceTimeline
 from copilot.panel.screen import Screen, screen_viewport
 from copilot.panel.studies import (
     RecentStudies,
@@ -24,6 +23,7 @@ from copilot.panel.studies import (
     open_study,
     study_for,
 )
+from copilot.panel.timeline import TraceTimeline
 from copilot.runtime import open_session
 from tests.workstation_data import dicom_two_series, nifti_file
 
@@ -204,7 +204,7 @@ def test_model_moves_views_to_the_answer(brain_case: Path) -> None:
 
 def test_scene3d_renders_volume_and_segment(brain_case: Path) -> None:
     pytest.importorskip("vtk")
-    from copilot.engine.scene3d import Scene3D
+    from copilot.gui.scene3d import Scene3D
     from copilot.panel.screen import evidence_points_ras
 
     session = open_session(brain_case, track="B")

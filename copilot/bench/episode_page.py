@@ -78,16 +78,14 @@ def _line(v: Any, axis: str, value: float, size: tuple[int, int]) -> list[tuple[
 
 def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size: int = 320) -> list[tuple[str, str]]:
     """The three views of the source series at the cited key slices, with lines, point and lesion outline."""
+    from copilot.cases.paths import case_path
     from copilot.engine.confine import case_folder
-    from copilot.engine.loading import load_case_volumes
-    from copilot.engine.viewer import EmbeddedVolumeViewer
-    from copilot.tools.args import resolve_case_path
-    from copilot.tools.registry import HandlerContext
+    from copilot.engine.volume.loading import load_case_volumes
+    from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
-    ctx = HandlerContext(EmbeddedVolumeViewer(), case.root, [], case.inputs)
-    viewer = ctx.viewer
+    viewer = EmbeddedVolumeViewer()
     with case_folder(case.root):  # files the inputs name stay in the case, as in a session
-        paths = [resolve_case_path(ctx, p) for p in case.inputs["volumes"]]
+        paths = [case_path(case.root, p) for p in case.inputs["volumes"]]
         ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
     source = truth.data.get("source_series") or case.inputs.get("default_volume")
     names = {viewer.volume(v).name: v for v in ids}
@@ -165,7 +163,7 @@ def _axis_strip(axis: str, shown: list[float], extent: list[float] | None, cited
 
 def pathology_figure(case: CasePack, truth: Truth, answer: dict[str, Any], coverage: dict[str, Any]) -> str:
     """The slide overview with ROIs (green), exclusions (grey), fields shown per magnification and cited points."""
-    from copilot.engine.slide import SlideSource
+    from copilot.engine.slide.source import SlideSource
 
     slide_path = case.root / str(case.inputs.get("slide", ""))
     src = SlideSource(slide_path)

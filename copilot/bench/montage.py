@@ -15,12 +15,11 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from copilot.cases.pack import CasePack, load_case
+from copilot.cases.paths import case_path
 from copilot.engine.confine import case_folder
-from copilot.engine.loading import load_case_volumes
-from copilot.engine.render import encode_png, overlay_font
-from copilot.engine.viewer import EmbeddedVolumeViewer
-from copilot.tools.args import resolve_case_path
-from copilot.tools.registry import HandlerContext
+from copilot.engine.volume.loading import load_case_volumes
+from copilot.engine.volume.render import encode_png, overlay_font
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
 
 def _grid(tiles: list[Image.Image], columns: int, title: str) -> Image.Image:
@@ -35,9 +34,8 @@ def _grid(tiles: list[Image.Image], columns: int, title: str) -> Image.Image:
 
 def volume_montages(case: CasePack, axial: int = 12, other: int = 6, tile: int = 192) -> dict[str, Image.Image]:
     """One montage per loaded series of a radiology case."""
-    ctx = HandlerContext(EmbeddedVolumeViewer(), case.root, [], case.inputs)
-    paths = [resolve_case_path(ctx, p) for p in case.inputs.get("volumes", [])]
-    viewer = ctx.viewer
+    paths = [case_path(case.root, p) for p in case.inputs.get("volumes", [])]
+    viewer = EmbeddedVolumeViewer()
     with case_folder(case.root):  # files the inputs name stay in the case, as in a session
         ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
     out = {}
@@ -55,11 +53,10 @@ def volume_montages(case: CasePack, axial: int = 12, other: int = 6, tile: int =
 
 
 def slide_montage(case: CasePack, side: int = 1024) -> Image.Image:
-    from copilot.engine.slide import SlideSource
+    from copilot.engine.slide.source import SlideSource
 
-    ctx = HandlerContext(None, case.root, [], case.inputs)
     with case_folder(case.root):
-        slide = SlideSource(resolve_case_path(ctx, case.inputs["slide"]))
+        slide = SlideSource(case_path(case.root, case.inputs["slide"]))
     info = slide.info
     w, h = info.dimensions
     scale = side / max(w, h)

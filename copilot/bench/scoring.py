@@ -37,7 +37,7 @@ from copilot.cases.annotations import Annotation, read_geojson
 from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import CasePack
 from copilot.engine.geometry import nearest_voxel
-from copilot.engine.volume import affine_from_sitk
+from copilot.engine.volume.image import affine_from_sitk
 
 AXIS_INDEX = {"R": 0, "A": 1, "S": 2}
 KEY_SLICE_TOL_MM = 0.005  # half the last digit of an offset printed to 0.01 mm

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from copilot.engine.display import PRESET_NAMES
+from copilot.engine.volume.display import PRESET_NAMES
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.pacs import is_dicomweb_url
@@ -206,7 +206,7 @@ class MainWindow(QMainWindow):
         self.frame_box.valueChanged.connect(self.set_frame)
         self.frame_actions = [bar.addWidget(self.frame_label), bar.addWidget(self.frame_box)]
         self.preset_box = QComboBox()
-        from copilot.engine.scene3d import PRESETS
+        from copilot.gui.scene3d import PRESETS
 
         self.preset_box.addItem("auto (fits the series)", None)
         for preset in PRESETS:
@@ -397,9 +397,9 @@ class MainWindow(QMainWindow):
 
     def open_trace(self, trace_dir: str | Path) -> None:
         """Replay mode: the trace's calls re-executed; the timeline scrubs through the scenes they left."""
-        from copilot.gui.replay import ReplayDock
+        from copilot.gui.timeline import ReplayDock
         from copilot.panel.answer_evidence import answer_evidence
-        from copilot.panel.replay import TraceTimeline
+        from copilot.panel.timeline import TraceTimeline
 
         timeline = TraceTimeline(trace_dir)
         self.set_session(timeline.session, timeline.study)
@@ -635,7 +635,7 @@ class MainWindow(QMainWindow):
     @property
     def scene3d(self) -> Any:
         if self._scene3d is None:
-            from copilot.engine.scene3d import Scene3D
+            from copilot.gui.scene3d import Scene3D
 
             self._scene3d = Scene3D()
         return self._scene3d
@@ -718,7 +718,7 @@ class MainWindow(QMainWindow):
     def _fitting_preset(self, volume: Any) -> str:
         """The 3D preset for the series shown: the case's own (lung CT), else by modality, description and
         window preset."""
-        from copilot.engine.scene3d import volume_preset
+        from copilot.gui.scene3d import volume_preset
 
         assert self.screen_path is not None
         state = self.screen_path.state()

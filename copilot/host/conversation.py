@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.pack import CasePack
-from copilot.engine.render import encode_png
+from copilot.engine.volume.render import encode_png
 from copilot.panel.answer_evidence import answer_evidence, evidence_label
 from copilot.panel.model import cited_views
 from copilot.session import Session

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from copilot.engine.headers import is_dicom
+from copilot.engine.volume.headers import is_dicom
 
 WSI_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.77.1.6"
 MAX_FILES = 2000

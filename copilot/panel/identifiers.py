@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from copilot.engine.headers import is_dicom
+from copilot.engine.volume.headers import is_dicom
 from copilot.panel.studies import dicom_series
 
 MIN_LENGTH = 3  # shorter values (a sex letter, a one-digit number) cannot be told from ordinary text; never sent

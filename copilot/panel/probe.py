@@ -2,7 +2,7 @@
 
 The value is the nearest voxel's, as the viewer stores it: DICOM pixels are already rescaled
 (RescaleSlope/Intercept), so a CT reads in Hounsfield units; a PET series whose tags allow it also reads as
-SUVbw (see `copilot.engine.suv`), with the stored activity beside it; anything else reads as the stored
+SUVbw (see `copilot.engine.volume.suv`), with the stored activity beside it; anything else reads as the stored
 value. Outside the volume there is no value.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.engine.suv import volume_suv_factor
+from copilot.engine.volume.suv import volume_suv_factor
 
 PET_UNITS = {"BQML": "Bq/ml", "GML": "g/ml", "CNTS": "counts"}
 

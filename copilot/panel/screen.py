@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from copilot.engine.geometry import SliceView
-from copilot.engine.slide_overlays import MARGIN, OVERVIEW_MAX
-from copilot.engine.slide_viewer import Viewport
+from copilot.engine.slide.overlays import MARGIN, OVERVIEW_MAX
+from copilot.engine.slide.viewer import Viewport
 from copilot.kinds import viewer_kind
 from copilot.panel.probe import readout, slide_readout
 from copilot.session import Peek, Session

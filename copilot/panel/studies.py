@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.pack import CasePack, load_case
-from copilot.engine.headers import is_dicom
-from copilot.engine.volume import VOLUME_SUFFIXES
+from copilot.engine.volume.headers import is_dicom
+from copilot.engine.volume.image import VOLUME_SUFFIXES
 from copilot.pacs.fetch import local_study, with_origin
 from copilot.pacs.wsi import dicom_wsi_file
 from copilot.runtime import open_session

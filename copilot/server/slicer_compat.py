@@ -17,7 +17,7 @@ from PIL import Image
 
 import copilot
 from copilot.engine.geometry import VIEW_NAMES, canonical_offset
-from copilot.engine.render import encode_png
+from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.session import Peek, Session
 

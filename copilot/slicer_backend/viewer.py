@@ -27,9 +27,6 @@ from vtkmodules.vtkCommonCore import reference
 from vtkmodules.vtkCommonDataModel import vtkImageData
 from vtkmodules.vtkCommonMath import vtkMatrix4x4
 
-from copilot.engine import view_rules as rules
-from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
-from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
 from copilot.engine.geometry import (
     ORIENTATION_MATRICES,
     VIEW_NAMES,
@@ -39,8 +36,11 @@ from copilot.engine.geometry import (
     native_offset,
 )
 from copilot.engine.peek import Peek, peek_volumes
-from copilot.engine.render import corner_text, draw_corners
-from copilot.engine.volume import VOLUME_SUFFIXES, Volume, inventory_facts
+from copilot.engine.volume import view_rules as rules
+from copilot.engine.volume.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
+from copilot.engine.volume.display import DisplaySettings, auto_window_level, default_display, preset_settings
+from copilot.engine.volume.image import VOLUME_SUFFIXES, Volume, inventory_facts
+from copilot.engine.volume.render import corner_text, draw_corners
 from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.mrml import mrml
 from copilot.slicer_backend.scene import SlicerScene, attach, standalone_scene

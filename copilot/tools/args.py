@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from copilot.engine.confine import confine
+from copilot.cases.paths import case_path
 from copilot.errors import HandlerError
 from copilot.tools.guards import note_rendered
 from copilot.tools.registry import HandlerContext, ImageOut, RadiologyContext
@@ -119,27 +119,5 @@ def ras_report(ctx: RadiologyContext, vid: str, ras: np.ndarray) -> dict[str, An
 
 
 def resolve_case_path(ctx: HandlerContext[Any], path: str) -> Path:
-    """A path inside the case folder, never in (or linked into) its hidden/ part; returned as given
-    (normalised, links not followed) so that volumes keep the names the case gives them.
-
-    The path is first normalised lexically (no symlinks followed): it must lie in the case folder and
-    outside hidden/. Followed to its target, it must still not reach hidden/, and may leave the case
-    folder only as a symbolic link to a file, placed directly (no linked folders on the way) under
-    images/: how dataset adapters reference large source images without copying them.
-    """
-    if ctx.case_root is None:
-        raise HandlerError("no_case_root", "this viewer has no case root; paths cannot be opened")
-    if len(path) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in Path(path).parts):
-        raise HandlerError("not_found", f"{path[:80]!r}…: path or file name too long")
-    try:
-        return _resolve_case_path(ctx.case_root, path)
-    except OSError as exc:  # unreadable folder, link loop, name the file system refuses
-        raise HandlerError("not_found", f"{path[:200]!r} cannot be opened: {exc.strerror or exc}") from None
-
-
-def _resolve_case_path(case_root: Path, path: str) -> Path:
-    """The checks of `resolve_case_path` (may raise OSError from the file system)."""
-    lexical = confine(case_root, path)
-    if not lexical.resolve().exists():
-        raise HandlerError("not_found", f"{path!r} does not exist in the case folder")
-    return lexical
+    """A case input path for a handler, by the one resolver (`copilot.cases.paths.case_path`)."""
+    return case_path(ctx.case_root, path)

@@ -17,7 +17,7 @@ import pydicom
 import SimpleITK as sitk
 from pydantic import Field
 
-from copilot.engine.loading import expand_case_path, load_case_volumes
+from copilot.engine.volume.loading import expand_case_path, load_case_volumes
 from copilot.errors import HandlerError
 from copilot.pacs.store import store_back
 from copilot.tools.args import resolve_case_path

@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from copilot.engine import registration as reg
-from copilot.engine import segmentation as seg
-from copilot.engine.derived import Segment, TransformNode
-from copilot.engine.render import Layer, compose
+from copilot.engine.ops import registration as reg
+from copilot.engine.ops import segmentation as seg
+from copilot.engine.volume.derived import Segment, TransformNode
+from copilot.engine.volume.render import Layer, compose
 from copilot.errors import HandlerError
 from copilot.tools import guards
 from copilot.tools.args import DEFAULT_SIZE, Mm, Size, ref_to_volume, render_views
@@ -123,7 +123,7 @@ def _verification_views(ctx: RadiologyContext, fid: str, registered, size: int) 
     viewer = ctx.viewer
     view = viewer.view("red")
     fixed_layer = Layer(viewer.volume(fid), viewer.display(fid))
-    from copilot.engine.display import default_display
+    from copilot.engine.volume.display import default_display
 
     moving_layer = Layer(registered, default_display(registered))
     fused = compose(view, (size, size), fixed_layer, moving_layer, 0.5)
@@ -305,7 +305,7 @@ def vista3d_segment(
     size: Size = DEFAULT_SIZE,
 ) -> HandlerOutput:
     """Segment with MONAI VISTA3D (CT) from class or point prompts, using the bundle configured in settings."""
-    from copilot.engine import vista3d
+    from copilot.engine.ops import vista3d
 
     root = vista3d.configured_bundle()
     if root is None:

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from copilot.engine.render import encode_jpeg
-from copilot.engine.slide_viewer import IMAGE_TYPES, ZOOM_STEP
+from copilot.engine.slide.viewer import IMAGE_TYPES, ZOOM_STEP
+from copilot.engine.volume.render import encode_jpeg
 from copilot.errors import HandlerError
 from copilot.tools import slide_guards
 from copilot.tools.args import Label, resolve_case_path

@@ -8,10 +8,10 @@ import numpy as np
 from pydantic import Field
 
 import copilot
-from copilot.engine.display import PRESET_NAMES
-from copilot.engine.loading import expand_case_path, load_case_volumes
-from copilot.engine.render import encode_apng
-from copilot.engine.view_rules import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS
+from copilot.engine.volume.display import PRESET_NAMES
+from copilot.engine.volume.loading import expand_case_path, load_case_volumes
+from copilot.engine.volume.render import encode_apng
+from copilot.engine.volume.view_rules import FUSION_MODES, LAYOUT_ALIASES, LAYOUTS
 from copilot.errors import HandlerError
 from copilot.tools import guards
 from copilot.tools.args import (

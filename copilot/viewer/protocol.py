@@ -13,11 +13,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
-from copilot.engine.derived import Segment, TransformNode
-from copilot.engine.display import DisplaySettings
 from copilot.engine.geometry import SliceView, Viewport
 from copilot.engine.peek import Peek
-from copilot.engine.volume import Volume
+from copilot.engine.volume.derived import Segment, TransformNode
+from copilot.engine.volume.display import DisplaySettings
+from copilot.engine.volume.image import Volume
 
 
 @runtime_checkable

@@ -13,11 +13,11 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
-from copilot.engine.display import LUTS, DisplaySettings
 from copilot.engine.geometry import SliceView
 from copilot.engine.png import PNG_ENCODER, png_encoder
-from copilot.engine.reslice import reslice_uint8
-from copilot.engine.volume import Volume
+from copilot.engine.volume.display import LUTS, DisplaySettings
+from copilot.engine.volume.image import Volume
+from copilot.engine.volume.reslice import reslice_uint8
 
 PNG_COMPRESS_LEVEL = 1  # cines (APNG, Pillow): level 1 is ~4× faster than Pillow's default 6
 JPEG_QUALITY = 90  # slide screenshots for the model: visually lossless for H&E at this size, ~15× faster than PNG
@@ -118,7 +118,7 @@ def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:
     TurboJPEG's one-call encoder where present (about a third faster than Pillow's), else Pillow.
     """
     if image.mode == "RGB":
-        from copilot.engine.slide_jpeg import encode_rgb
+        from copilot.engine.slide.jpeg import encode_rgb
 
         data = encode_rgb(np.asarray(image), quality)
         if data is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.engine.render import encode_png
+from copilot.engine.volume.render import encode_png
 from copilot.panel.studies import Study
 from copilot.replay import read_events, session_for
 from copilot.session import Peek, SessionState

@@ -17,9 +17,9 @@ import pydicom
 import pydicom.misc
 import SimpleITK as sitk
 
-from copilot.engine import dicom_geometry as geo
-from copilot.engine.dicom_values import check_not_mosaic, dose_scaling, real_world_values, value_metadata
-from copilot.engine.volume import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
+from copilot.engine.volume import dicom_geometry as geo
+from copilot.engine.volume.dicom_values import check_not_mosaic, dose_scaling, real_world_values, value_metadata
+from copilot.engine.volume.image import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
 
 LPS_TO_RAS_4 = np.diag([-1.0, -1.0, 1.0, 1.0])  # the assumed grid: 1 mm voxels, LPS axes, origin 0
 

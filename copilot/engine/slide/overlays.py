@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from PIL import Image, ImageDraw
 
 from copilot.engine.geometry import Viewport
-from copilot.engine.render import overlay_font
+from copilot.engine.volume.render import overlay_font
 
 if TYPE_CHECKING:
-    from copilot.engine.slide import SlideSource
+    from copilot.engine.slide.source import SlideSource
 
 OVERVIEW_MAX = 180  # px, longest side of the overview thumbnail
 MARGIN = 8

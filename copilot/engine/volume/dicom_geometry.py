@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pydicom
 
-from copilot.engine.volume import LPS_TO_RAS, Volume, VolumeLoadError
+from copilot.engine.volume.image import LPS_TO_RAS, Volume, VolumeLoadError
 
 SPACING_TOLERANCE = 0.01  # fraction of the slice step (Slicer's DICOMScalarVolumePlugin epsilon)
 ORIENTATION_TOLERANCE = 1e-3  # direction cosines: unit length and orthogonality

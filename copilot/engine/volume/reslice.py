@@ -14,8 +14,8 @@ import numpy as np
 import SimpleITK as sitk
 from PIL import Image
 
-from copilot.engine.display import to_uint8
-from copilot.engine.volume import LPS_TO_RAS, Volume, volume_to_sitk
+from copilot.engine.volume.display import to_uint8
+from copilot.engine.volume.image import LPS_TO_RAS, Volume, volume_to_sitk
 
 _EPS = 1e-9
 OUTSIDE = float(-np.finfo(np.float32).max)  # below any window: outside the volume is black, as in Slicer

@@ -10,7 +10,7 @@ time (Bq), with 1 g/ml tissue density, as the QIBA FDG-PET profile and the DICOM
   no decay; `NONE`: decayed to the acquisition time.
 - PatientWeight (0010,1030) in kg and RadionuclideTotalDose (0018,1074) in Bq must be present and positive.
 
-The loader keeps these inputs with the volume as the file states them (`copilot.engine.dicom_values`);
+The loader keeps these inputs with the volume as the file states them (`copilot.engine.volume.dicom_values`);
 `volume_suv_factor` reads them from there, a dataset works as well.
 """
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QListWidget, QSlider, QVBoxLayout, QWidget
 
-from copilot.panel.replay import TraceTimeline
+from copilot.panel.timeline import TraceTimeline
 
 
 class ReplayDock(QDockWidget):

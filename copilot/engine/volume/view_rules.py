@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from copilot.engine.display import AUTO_PRESETS, FIXED_PRESETS
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION
+from copilot.engine.volume.display import AUTO_PRESETS, FIXED_PRESETS
 from copilot.errors import ViewerError
 
 LAYOUTS: dict[str, tuple[str, ...]] = {

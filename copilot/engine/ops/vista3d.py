@@ -21,8 +21,8 @@ import numpy as np
 import SimpleITK as sitk
 
 from copilot.engine.geometry import inside, ras_to_lps
-from copilot.engine.reslice import sitk_image
-from copilot.engine.volume import Volume
+from copilot.engine.volume.image import Volume
+from copilot.engine.volume.reslice import sitk_image
 
 DEFAULT_PATCH = (128, 128, 128)
 DEFAULT_SPACING = (1.5, 1.5, 1.5)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.engine.volume import Volume
+from copilot.engine.volume.image import Volume
 
 FIXED_PRESETS: dict[str, tuple[float, float]] = {
     "ct_lung": (1400.0, -500.0),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import SimpleITK as sitk
 
-from copilot.engine.dicom import load_dicom_file, load_dicom_series
-from copilot.engine.headers import is_dicom, vet_volume_file
-from copilot.engine.volume import (
+from copilot.engine.volume.dicom import load_dicom_file, load_dicom_series
+from copilot.engine.volume.headers import is_dicom, vet_volume_file
+from copilot.engine.volume.image import (
     VOLUME_SUFFIXES,
     Volume,
     VolumeLoadError,

@@ -21,8 +21,8 @@ from PIL import Image
 
 from copilot.engine.geometry import Viewport, magnification_at, pyramid_level
 from copilot.engine.peek import Peek, peek_slide
-from copilot.engine.slide import SlideError, SlideSource, TileCache, filled
-from copilot.engine.slide_overlays import draw_slide_overlays, overview_box
+from copilot.engine.slide.overlays import draw_slide_overlays, overview_box
+from copilot.engine.slide.source import SlideError, SlideSource, TileCache, filled
 from copilot.errors import ViewerError
 
 MIN_DOWNSAMPLE = 1.0 / 64.0  # QuPathViewer.getMinDownsample()

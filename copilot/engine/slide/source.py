@@ -24,9 +24,9 @@ from PIL import Image
 
 from copilot.engine.confine import check_sources
 from copilot.engine.geometry import pyramid_level
-from copilot.engine.probe import ProbeError, probe_slide
-from copilot.engine.slide_checks import SlideFileError, check_tiff_structure, is_tiff, slide_references
-from copilot.engine.slide_jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
+from copilot.engine.slide.checks import SlideFileError, check_tiff_structure, is_tiff, slide_references
+from copilot.engine.slide.jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
+from copilot.engine.slide.probe import ProbeError, probe_slide
 from copilot.errors import HandlerError
 
 RESHRINK_MIN = 8.0  # a reduced-scale decode then shrunk by at least this much is as sharp as a full decode

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from copilot.engine.confine import check_sources
-from copilot.engine.volume import VolumeLoadError
+from copilot.engine.volume.image import VolumeLoadError
 
 MAX_HEADER_BYTES = 1 << 20  # text header (and a LIST of data files) read at most
 

@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from copilot.engine import view_rules as rules
-from copilot.engine.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
-from copilot.engine.display import DisplaySettings, auto_window_level, default_display, preset_settings
 from copilot.engine.geometry import VIEW_NAMES, VIEW_ORIENTATION, SliceView, slice_spacing, voxel_box_corners
 from copilot.engine.peek import Peek, peek_volumes
-from copilot.engine.render import Layer, compose, corner_text, draw_corners
-from copilot.engine.volume import Volume, inventory_facts
+from copilot.engine.volume import view_rules as rules
+from copilot.engine.volume.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
+from copilot.engine.volume.display import DisplaySettings, auto_window_level, default_display, preset_settings
+from copilot.engine.volume.image import Volume, inventory_facts
+from copilot.engine.volume.render import Layer, compose, corner_text, draw_corners
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pydicom
 
-from copilot.engine.volume import Volume, VolumeLoadError
+from copilot.engine.volume.image import Volume, VolumeLoadError
 
 _PET_KEYS = (
     "Units",

@@ -1,0 +1,1 @@
+"""Track B operators on volumes: registration, threshold segmentation and VISTA3D."""
