@@ -20,6 +20,7 @@ from copilot.runtime import open_session
 from copilot.server.client import LocalClient, RemoteViewer
 from copilot.server.http import make_server
 from copilot.session import Session
+from tests.qupath_jvm import QuPathJvm, jdk_available
 
 
 @pytest.fixture(autouse=True)
@@ -154,3 +155,13 @@ def client(request: pytest.FixtureRequest, traced_session: Session) -> Iterator[
 
 def canonical_state(client: LocalClient | RemoteViewer) -> str:
     return json.dumps(client.state(), sort_keys=True, separators=(",", ":"))
+
+
+@pytest.fixture(scope="module")
+def jvm() -> Iterator[QuPathJvm]:
+    """The fixture JVM with QuPath's class names (tests/java), one per test module that asks for it."""
+    if not jdk_available():
+        pytest.skip("no JDK (javac); `make test` installs openjdk-17-jdk-headless")
+    server = QuPathJvm()
+    yield server
+    server.stop()

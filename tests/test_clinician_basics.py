@@ -22,7 +22,6 @@ from copilot.engine.volume.image import Volume
 from copilot.engine.volume.loading import load_volume
 from copilot.engine.volume.suv import suv_factor, volume_suv_factor
 from copilot.errors import HandlerError
-from copilot.gui.scene3d import default_preset
 from copilot.panel.answer_words import answer_in_words
 from copilot.panel.orientation import direction_letters, edge_letters, marker_axes
 from copilot.panel.probe import readout, slide_readout, value_text, voxel_value
@@ -346,6 +345,8 @@ def test_benchmark_answers_in_words() -> None:
 
 
 def test_3d_preset_fits_the_series() -> None:
+    from copilot.gui.scene3d import default_preset  # VTK, imported when the test runs
+
     assert default_preset("PT") == "pet_mip"
     assert default_preset("CT") == "ct_soft_tissue"
     assert default_preset("CT", "Thorax LUNG 1.0") == "ct_lung"

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from tests.import_graph import cycles, file_edges, floors, unit, unit_edges
 
-EDGES = file_edges()
-UNITS = unit_edges(EDGES)
+
+@functools.cache
+def _edges() -> dict[str, set[str]]:
+    """The file import graph, read once when the first test asks (not at collection)."""
+    return file_edges()
 
 # Packages that must never import another, whatever changes around them (lower → upper would be upward).
 FORBIDDEN = [
@@ -32,20 +37,20 @@ FORBIDDEN = [
 
 
 def test_no_circles_between_files() -> None:
-    assert cycles(EDGES) == []
+    assert cycles(_edges()) == []
 
 
 def test_no_circles_between_packages_so_no_upward_imports() -> None:
-    assert cycles(UNITS) == []
-    levels = floors(UNITS)
-    assert all(levels[b] < levels[a] for a, bs in UNITS.items() for b in bs)
+    assert cycles(unit_edges(_edges())) == []
+    levels = floors(unit_edges(_edges()))
+    assert all(levels[b] < levels[a] for a, bs in unit_edges(_edges()).items() for b in bs)
 
 
 @pytest.mark.parametrize(("lower", "upper"), FORBIDDEN)
 def test_forbidden_imports(lower: str, upper: str) -> None:
     offenders = [
         f"{a} -> {b}"
-        for a, bs in EDGES.items()
+        for a, bs in _edges().items()
         for b in bs
         if (a == lower or a.startswith(lower + ".")) and (b == upper or b.startswith(upper + "."))
     ]
@@ -73,7 +78,7 @@ def test_only_the_session_reaches_its_viewer_lock_and_trace() -> None:
 
 
 def test_every_unit_is_on_a_floor() -> None:
-    assert {unit(m) for m in EDGES} <= set(floors(UNITS))
+    assert {unit(m) for m in _edges()} <= set(floors(unit_edges(_edges())))
 
 
 def test_sessions_are_built_in_one_module() -> None:

@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from copilot.runtime import open_session
 from copilot.tools import RADIOLOGY
@@ -25,6 +23,9 @@ CALLS = [
 
 
 async def _mcp_session(case: Path, trace: Path) -> tuple[list, list]:
+    from mcp import ClientSession  # the client SDK is imported when the test runs, not at collection
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "copilot.cli", "mcp", "--case", str(case), "--trace-dir", str(trace)]
     )

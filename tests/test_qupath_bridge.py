@@ -62,15 +62,6 @@ def gateway_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return case
 
 
-@pytest.fixture(scope="module")
-def jvm() -> Iterator[QuPathJvm]:
-    if not jdk_available():
-        pytest.skip("no JDK (javac); `make test` installs openjdk-17-jdk-headless")
-    server = QuPathJvm()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def bridge(jvm: QuPathJvm) -> Iterator[QuPathViewer]:
     viewer = QuPathViewer.connect(jvm.port, jvm.token)

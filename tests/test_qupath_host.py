@@ -22,7 +22,7 @@ from copilot.host.slicer import model_settings
 from qupath_ext.evidence import EVIDENCE_CLASS, EVIDENCE_RGB, EvidenceWriter, SlideMark
 from qupath_ext.open_image import MODEL_IMAGE_NAME, OpenImageViewer
 from tests.fake_openai import FakeOpenAI, tool
-from tests.qupath_jvm import QuPathJvm, jdk_available
+from tests.qupath_jvm import QuPathJvm
 
 W, H = 3000, 2000
 SLIDE_NAME = "Smith_John_S22-04711.tif"  # a file name that identifies: never sent to the model
@@ -38,15 +38,6 @@ def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("wsi") / SLIDE_NAME
     write_pyramid(path, img, mpp=0.25, downsamples=(1, 4, 16), bigtiff=False)
     return path
-
-
-@pytest.fixture(scope="module")
-def jvm() -> Iterator[QuPathJvm]:
-    if not jdk_available():
-        pytest.skip("no JDK (javac); `make test` installs openjdk-17-jdk-headless")
-    server = QuPathJvm()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

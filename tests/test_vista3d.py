@@ -5,23 +5,27 @@ for LPS- and RAS-oriented, anisotropic inputs; the prompt rules are enforced."""
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("monai")
+from copilot.engine.ops import vista3d
+from copilot.engine.volume.viewer import EmbeddedVolumeViewer
+from copilot.session import Session
+from copilot.tools import RADIOLOGY
+from tests.conftest import make_volume
 
-from copilot.engine.ops import vista3d  # noqa: E402
-from copilot.engine.volume.viewer import EmbeddedVolumeViewer  # noqa: E402
-from copilot.session import Session  # noqa: E402
-from copilot.tools import RADIOLOGY  # noqa: E402
-from tests.conftest import make_volume  # noqa: E402
+# torch and monai are imported by the fixtures that use them, so that collecting the suite stays quick
+pytestmark = pytest.mark.skipif(
+    find_spec("torch") is None or find_spec("monai") is None, reason="needs torch and monai"
+)
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
     from monai.networks.nets import vista3d132
 
     root = tmp_path_factory.mktemp("vista3d_bundle")
