@@ -191,6 +191,7 @@ def test_batch_completes_every_episode_when_one_service_fails(tmp_path: Path, mo
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("MEDCOPILOT_TIMEOUT_S", "5")
+    monkeypatch.setenv("MEDCOPILOT_MAX_RETRIES", "1")  # one backoff second; the retry schedule has its own test
     try:
         rows = run_batch(tmp_path / "cases", "openai:scripted-model", tmp_path / "run", workers=1, progress=None)
     finally:

@@ -37,8 +37,14 @@ def _digest(session: Session) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def brain_pair() -> tuple:
-    """The 1 mm MNI T1 and a copy moved by a known rigid transform S (7° about S, 4° about R, 9 mm)."""
-    fixed_img = sitk.ReadImage(str(template_dir() / TEMPLATE_FILES["t1"]), sitk.sitkFloat32)
+    """The MNI T1 at 2 mm (an eighth of the 1 mm voxels: the same anatomy, quicker to register) and a copy moved by
+    a known rigid transform S (7° about S, 4° about R, 9 mm)."""
+    full = sitk.ReadImage(str(template_dir() / TEMPLATE_FILES["t1"]), sitk.sitkFloat32)
+    size = [round(n * s / 2.0) for n, s in zip(full.GetSize(), full.GetSpacing(), strict=True)]
+    fixed_img = sitk.Resample(
+        sitk.SmoothingRecursiveGaussian(full, 0.8), size, sitk.Transform(), sitk.sitkLinear, full.GetOrigin(),
+        (2.0, 2.0, 2.0), full.GetDirection(), 0.0, sitk.sitkFloat32,
+    )  # fmt: skip
     s = sitk.Euler3DTransform()
     s.SetCenter(fixed_img.TransformContinuousIndexToPhysicalPoint([(n - 1) / 2 for n in fixed_img.GetSize()]))
     s.SetRotation(np.deg2rad(4.0), 0.0, np.deg2rad(7.0))

@@ -11,7 +11,7 @@ from copilot.medflow import make_cases
 from copilot.replay import replay
 from copilot.runtime import open_session
 
-REPLAYS = 10
+REPLAYS = 5
 
 
 @pytest.fixture(scope="module")
