@@ -173,13 +173,20 @@ class ChatAgent:
             {"role": "system", "content": prompt.system},
             {"role": "user", "content": self._opening(session, prompt.user, pathology)},
         ]
+        return self._rounds(session, messages, tools, budget, deadline, pathology, prompt.user)
+
+    def _rounds(
+        self, session: Session, messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: int,
+        deadline: float, pathology: bool, task: str,
+    ) -> EpisodeResult:  # fmt: skip
+        """The round loop every conversation shares: ask, run the calls, until an answer, the budget or the clock."""
         rounds, status, content = 0, "done", ""
         try:
             while True:
                 if time.monotonic() > deadline:
                     status = "timeout"
                     break
-                response = self._complete(session, messages, tools, rounds + 1, deadline)
+                response = self._request(session, messages, tools, rounds + 1, deadline)
                 msg = response.choices[0].message
                 content = msg.content or ""
                 if not msg.tool_calls:
@@ -188,23 +195,35 @@ class ChatAgent:
                     status = "budget_exhausted"
                     break
                 rounds += 1
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": msg.content,
-                        "tool_calls": [c.model_dump() for c in msg.tool_calls],
-                    }
-                )
-                messages.extend(self._execute(session, msg.tool_calls, pathology, prompt.user))
+                calls = [c.model_dump() for c in msg.tool_calls]
+                messages.append({"role": "assistant", "content": msg.content, "tool_calls": calls})
+                messages.extend(self._round_results(session, msg.tool_calls, pathology, task))
                 if rounds >= budget:
                     status = "budget_exhausted"
                     break
             messages.append({"role": "user", "content": BUDGET_MESSAGE})
-            response = self._complete(session, messages, None, rounds + 1, deadline + self.settings.timeout_s)
+            response = self._request(session, messages, None, rounds + 1, deadline + self.settings.timeout_s)
             return self._final(session, response.choices[0].message.content or content, status, rounds)
         except TransportFailure as exc:
-            self._trace(session, "agent_error", {"error": str(exc), "rounds": rounds})
-            return EpisodeResult(content, "error", rounds, str(exc))
+            return self._failed(session, exc, content, rounds)
+
+    def _request(
+        self, session: Session, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, round_no: int,
+        deadline: float,
+    ) -> Any:  # fmt: skip
+        """One completion request for the conversation so far."""
+        return self._complete(session, messages, tools, round_no, deadline)
+
+    def _round_results(
+        self, session: Session, tool_calls: list[Any], pathology: bool, task: str
+    ) -> list[dict[str, Any]]:
+        """The messages answering one round's calls."""
+        return self._execute(session, tool_calls, pathology, task)
+
+    def _failed(self, session: Session, exc: TransportFailure, content: str, rounds: int) -> EpisodeResult:
+        """The episode's end when the model service cannot be reached after the retries."""
+        self._trace(session, "agent_error", {"error": str(exc), "rounds": rounds})
+        return EpisodeResult(content, "error", rounds, str(exc))
 
     def _final(self, session: Session, content: str, status: str, rounds: int) -> EpisodeResult:
         self._trace(session, "final_answer", {"content": content, "status": status, "rounds": rounds})

@@ -21,7 +21,7 @@ from typing import Any
 
 import openai
 
-from copilot.agent.loop import BUDGET_MESSAGE, ChatAgent, TransportFailure, _image_parts
+from copilot.agent.loop import ChatAgent, TransportFailure, _image_parts
 from copilot.agent.policy import EpisodeResult
 from copilot.agent.prompts import pathology_round, template
 from copilot.agent.settings import AgentSettings
@@ -94,7 +94,11 @@ class StudyConversation(ChatAgent):
         """The messages exactly as the next request will carry them (bounded, scrubbed)."""
         return self.redactor.scrub(bound_context(self.messages, self._turn_start))  # type: ignore[no-any-return]
 
-    def _send(self, session: Any, tools: list[dict[str, Any]] | None, round_no: int, deadline: float) -> Any:
+    def _request(
+        self, session: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, round_no: int,
+        deadline: float,
+    ) -> Any:  # fmt: skip
+        """The conversation, bounded and scrubbed, after the one-line disclosure for a remote service."""
         if not self._announced:
             self._announced = True
             base = self.settings.base_url or str(getattr(self.client, "base_url", "") or "") or None
@@ -134,51 +138,32 @@ class StudyConversation(ChatAgent):
         else:
             self.messages.append({"role": "user", "content": self._follow_up(session, question, pathology)})
         self.questions += 1
-        rounds, status, content = 0, "done", ""
-        try:
-            while True:
-                if time.monotonic() > deadline:
-                    status = "timeout"
-                    break
-                response = self._send(session, tools, rounds + 1, deadline)
-                msg = response.choices[0].message
-                content = msg.content or ""
-                if not msg.tool_calls:
-                    return self._answer(session, content, status, rounds)
-                if rounds >= budget:
-                    status = "budget_exhausted"
-                    break
-                rounds += 1
-                calls = [c.model_dump() for c in msg.tool_calls]
-                self.messages.append({"role": "assistant", "content": msg.content, "tool_calls": calls})
-                try:
-                    self.messages.extend(self._execute(session, msg.tool_calls, pathology, question))
-                except BaseException:  # stopped: the conversation stays well formed for the next question
-                    self.messages.extend(
-                        {"role": "tool", "tool_call_id": c.id,
-                         "content": json.dumps({"ok": False, "error": {"code": "stopped_by_clinician",
-                                                "message": "the clinician stopped this question"}})}
-                        for c in msg.tool_calls
-                    )  # fmt: skip
-                    raise
-                if rounds >= budget:
-                    status = "budget_exhausted"
-                    break
-            self.messages.append({"role": "user", "content": BUDGET_MESSAGE})
-            response = self._send(session, None, rounds + 1, deadline + self.settings.timeout_s)
-            return self._answer(session, response.choices[0].message.content or content, status, rounds)
-        except TransportFailure as exc:
-            reason = short_reason(exc, self.settings.base_url)
-            self._trace(session, "agent_error", {"error": str(exc), "reason": reason, "rounds": rounds})
-            if self.messages and self.messages[-1].get("role") == "user":
-                self.messages.pop()  # the unanswered question leaves the conversation (the clinician asks again)
-            if len(self.messages) == 1:
-                self.messages.clear()  # nothing was answered yet: the next question opens the study again
-            return EpisodeResult(content, "error", rounds, reason)
+        return self._rounds(session, self.messages, tools, budget, deadline, pathology, question)
 
-    def _answer(self, session: Any, content: str, status: str, rounds: int) -> EpisodeResult:
-        self.messages.append({"role": "assistant", "content": content})
-        return self._final(session, content, status, rounds)
+    def _round_results(self, session: Any, tool_calls: list[Any], pathology: bool, task: str) -> list[dict[str, Any]]:
+        try:
+            return super()._round_results(session, tool_calls, pathology, task)
+        except BaseException:  # stopped: the conversation stays well formed for the next question
+            self.messages.extend(
+                {"role": "tool", "tool_call_id": c.id,
+                 "content": json.dumps({"ok": False, "error": {"code": "stopped_by_clinician",
+                                        "message": "the clinician stopped this question"}})}
+                for c in tool_calls
+            )  # fmt: skip
+            raise
+
+    def _failed(self, session: Any, exc: TransportFailure, content: str, rounds: int) -> EpisodeResult:
+        reason = short_reason(exc, self.settings.base_url)
+        self._trace(session, "agent_error", {"error": str(exc), "reason": reason, "rounds": rounds})
+        if self.messages and self.messages[-1].get("role") == "user":
+            self.messages.pop()  # the unanswered question leaves the conversation (the clinician asks again)
+        if len(self.messages) == 1:
+            self.messages.clear()  # nothing was answered yet: the next question opens the study again
+        return EpisodeResult(content, "error", rounds, reason)
+
+    def _final(self, session: Any, content: str, status: str, rounds: int) -> EpisodeResult:
+        self.messages.append({"role": "assistant", "content": content})  # the answer stays in the conversation
+        return super()._final(session, content, status, rounds)
 
     def _first(self, session: Any, question: str, pathology: bool) -> list[dict[str, Any]]:
         detail = self.settings.image_detail
