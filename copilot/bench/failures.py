@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from copilot.bench import parsers as P
+from copilot.bench.module_facts import facts_of
 from copilot.bench.scoring import Truth, _norm_class
 from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
@@ -303,7 +304,7 @@ def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any], kind: 
     """Cited evidence items lying on no view the agent was shown (the system's opening views count)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     missing: list[str] = []
-    if kind == "radiology" and cited.get("ras"):
+    if cited.get("ras"):  # an EVIDENCE block: a RAS point and key slices
         planes = [p for e in shown for p in shown_planes(e)]
         ras = cited["ras"]
         ras_seen = any(point_on_plane(ras, p) for p in planes)
@@ -335,9 +336,11 @@ def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any], kind:
 
 def _target(case: CasePack, truth: Truth) -> tuple[str, bool] | None:
     """The pathology target class and whether exclusion polygons apply; None when the slide is negative."""
-    if case.module == "breast_wsi":
-        label = truth.data.get("label")
-        return (str(label), False) if label and label != "N" else None
+    facts = facts_of(case.module)
+    if facts is not None and facts.roi_label is not None:
+        field, negative = facts.roi_label
+        label = truth.data.get(field)
+        return (str(label), False) if label and label != negative else None
     if truth.data.get("tumor_presence") == "tumor_present":
         return ("Tumor", True)
     return None
@@ -356,7 +359,7 @@ def detect_discarded_candidate(
 ) -> Failure | None:
     """F4: a recorded point lay in the lesion / target ROI, and no cited point does."""
     good: list[int] = []
-    if case.kind == "radiology":
+    if "ras" in cited:  # volumes: the cited RAS point against the lesion mask
         if not cited.get("ras") or truth.mask is None:
             return None
         for e in _calls(events):
@@ -364,7 +367,7 @@ def detect_discarded_candidate(
             if isinstance(ev, dict) and ev.get("kind") == "point" and truth.ras_hit(tuple(ev["ras"])):
                 good.append(int(e["seq"]))
         answered_hit = truth.ras_hit(tuple(cited["ras"]))
-    else:
+    elif "points" in cited:  # a slide: the cited points against the target regions
         target = _target(case, truth)
         if target is None or not cited.get("points"):
             return None
@@ -374,6 +377,8 @@ def detect_discarded_candidate(
             if isinstance(point, dict) and _wsi_hit(truth, float(point["x"]), float(point["y"]), target):
                 good.append(int(e["seq"]))
         answered_hit = any(_wsi_hit(truth, x, y, target) for x, y in cited["points"])
+    else:
+        return None
     if not good or answered_hit:
         return None
     return Failure("F4", NAMES["F4"], [*good, _end_seq(events)],

@@ -125,7 +125,7 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
     interventions = ctx["interventions"]
     coverage = ctx["coverage"] or {}
     target_seen = coverage.get("lesion_seen")
-    if coverage.get("kind") == "pathology":
+    if "bins" in coverage:  # a slide's coverage, by magnification
         bins = coverage.get("bins") or {}
         target_seen = any(b.get("hit") for b in bins.values()) if coverage.get("positive") else None
     frames = set(ctx.get("frames_all", ()))
