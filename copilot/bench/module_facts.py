@@ -50,6 +50,11 @@ def declare(facts: ModuleFacts) -> ModuleFacts:
     return facts
 
 
+def withdraw(name: str) -> None:
+    """Forget a module's facts (a module declared for a while: a plug-in's or a test's)."""
+    _FACTS.pop(name, None)
+
+
 def all_facts() -> list[ModuleFacts]:
     """Every declared module's facts, in table order."""
     return sorted(_FACTS.values(), key=lambda f: (f.order, f.name))

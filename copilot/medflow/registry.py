@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.module_facts import DetailColumns, ModuleFacts, declare
+from copilot.bench.module_facts import DetailColumns, ModuleFacts, declare, withdraw
 from copilot.bench.report import Column
 from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import CaseScore, Truth
@@ -78,6 +78,12 @@ def register(m: BenchModule) -> BenchModule:
         )
     )  # fmt: skip
     return m
+
+
+def unregister(name: str) -> None:
+    """Withdraw a module and its facts (one declared for a while: a plug-in's or a test's)."""
+    _MODULES.pop(name, None)
+    withdraw(name)
 
 
 def modules() -> dict[str, BenchModule]:
