@@ -39,70 +39,6 @@ OBSERVATION_GUARDS = frozenset({"unobserved_evidence"})
 REL_TOL = 0.10  # a stated quantity is supported by a measurement within 10 % of it ...
 ABS_TOL_MM = 1.0  # ... or, for a length, within 1 mm (one voxel at the benchmark's coarsest spacing is 2 mm)
 
-# What each module's question is about (target) and what it is not (off-target), as data.
-STRUCTURES: dict[str, dict[str, tuple[str, ...]]] = {
-    "brain_mri": {
-        "target": ("lesion", "tumor", "tumour", "mass", "glioma", "enhanc", "oedema", "edema", "neoplasm", "cyst"),
-        "off_target": (
-            "ventricle",
-            "choroid plexus",
-            "pineal",
-            "falx",
-            "skull",
-            "orbit",
-            "sinus",
-            "cerebellum",
-            "basal ganglia",
-            "corpus callosum",
-            "scalp",
-        ),
-    },
-    "longitudinal_mri": {
-        "target": ("lesion", "tumor", "tumour", "enhanc", "residual", "progression", "response", "spd"),
-        "off_target": ("ventricle", "choroid plexus", "pineal", "falx", "skull", "orbit", "sinus", "scalp"),
-    },
-    "lung_petct": {
-        "target": ("lesion", "tumor", "tumour", "mass", "nodule", "primary", "node", "metasta", "suv"),
-        "off_target": (
-            "heart",
-            "myocard",
-            "aorta",
-            "liver",
-            "bladder",
-            "kidney",
-            "spleen",
-            "brain",
-            "spine",
-            "vertebra",
-            "rib",
-        ),
-    },
-    "breast_wsi": {
-        "target": (
-            "lesion",
-            "carcinoma",
-            "atypi",
-            "hyperplasia",
-            "duct",
-            "tumor",
-            "tumour",
-            "papilloma",
-            "benign",
-            "normal",
-            "invasive",
-            "in situ",
-            "dcis",
-            "adh",
-            "fea",
-        ),
-        "off_target": ("lymph node", "adipose only", "skin", "nipple"),
-    },
-    "lymph_node_wsi": {
-        "target": ("metasta", "tumor", "tumour", "carcinoma", "node", "cluster", "macro", "micro", "itc"),
-        "off_target": ("adipose only", "vessel wall", "capsule only"),
-    },
-}
-
 _NUM = r"(\d+(?:\.\d+)?)"
 _UNITS = {  # unit → (quantity kind, factor to mm / mm² / mm³)
     "mm": ("length", 1.0), "cm": ("length", 10.0), "µm": ("length", 1e-3), "um": ("length", 1e-3),
@@ -254,7 +190,7 @@ def detect_drift(
 ) -> Failure | None:
     """F1: the rationale names off-target structures of the module and none of its target structures, or, for a
     question across time points (the case names several frames of reference), a registration within one."""
-    terms = STRUCTURES.get(module)
+    terms = f.structures if (f := facts_of(module)) is not None else None
     low = text.lower()
     intra = intra_timepoint_registrations(events, frames or {}) if len(set((frames or {}).values())) > 1 else []
     if intra:

@@ -436,6 +436,7 @@ def table3(rows: list[dict[str, Any]]) -> Table:
 
 # ----- Table 4 -----
 
+
 def table4(rows: list[dict[str, Any]]) -> Table:
     """The run's case set per module: cases, episodes, and the frequency of each ground-truth label."""
     header = [[("Module", 1), ("Viewer", 1), ("Cases (run)", 1), ("Cases (paper)", 1), ("Episodes", 1),
@@ -475,6 +476,7 @@ def table4(rows: list[dict[str, Any]]) -> Table:
 
 
 # ----- Tables 5 and 7 -----
+
 
 def _detailed() -> tuple[str, ...]:
     """The modules with detailed-metrics columns (Tables 5 and 7), in table order."""

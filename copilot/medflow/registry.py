@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,10 @@ class BenchModule:
     details: tuple[DetailColumns, ...] = ()  # detailed-metrics columns (Tables 5 and 7)
     roi_label: tuple[str, str] | None = None  # slides: (truth field naming the target ROI class, its negative)
     cited: Callable[[str], dict[str, Any]] | None = None  # the evidence an answer cites; None: its EVIDENCE block
+    structures: dict[str, tuple[str, ...]] | None = None  # what its question is about ('target') and not
+    checkpoints: tuple[Any, ...] = ()  # workflow checkpoints beyond its viewer kind's (workflow_audit.Checkpoint)
+    precedence: tuple[Any, ...] = ()  # call-order constraints beyond its viewer kind's (dimensions.PRECEDENCE rows)
+    diagnosis: tuple[str, str] | None = None  # (truth field, its negative value) of a slide-level diagnosis
     answer_words: Callable[[str], list[str]] | None = None  # an answer in words for the clinician (None: none)
     layout: str | None = None  # the desktop layout its cases open in (None: the viewer kind's)
     preset: str | None = None  # the window/level preset its cases open with (None: the volume's own)
@@ -71,12 +75,9 @@ def register(m: BenchModule) -> BenchModule:
     if m.kind not in KINDS:
         raise ValueError(f"benchmark module {m.name!r}: unknown viewer kind {m.kind!r}")
     _MODULES[m.name] = m
-    declare(
-        ModuleFacts(
-            m.name, m.kind, m.table_title or m.title, KINDS[m.kind].host_app, m.order, m.has_loc, m.results_table,
-            m.paper_cases, m.label_field, m.operations, m.registration_control, m.details, m.roi_label, m.cited,
-        )
-    )  # fmt: skip
+    shared = {f.name for f in fields(ModuleFacts)} & {f.name for f in fields(BenchModule)} - {"title"}
+    declare(ModuleFacts(**{k: getattr(m, k) for k in shared}, title=m.table_title or m.title,
+                        viewer=KINDS[m.kind].host_app))  # fmt: skip
     return m
 
 

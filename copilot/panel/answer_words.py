@@ -29,4 +29,3 @@ def last_answer(messages: list[tuple[str, str]]) -> str:
 def _decode(text: str, module: str) -> list[str]:
     m = find(module)
     return m.answer_words(text) if m is not None and m.answer_words is not None else []
-

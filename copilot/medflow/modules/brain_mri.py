@@ -34,6 +34,22 @@ MODULE = register(
             DetailColumns("Answer + evidence", (("Task", "task"), ("Strict", "strict"))),
             DetailColumns("Grounding", (("Loc.", "loc"),)),
         ),
+        structures={
+            "target": ("lesion", "tumor", "tumour", "mass", "glioma", "enhanc", "oedema", "edema", "neoplasm", "cyst"),
+            "off_target": (
+                "ventricle",
+                "choroid plexus",
+                "pineal",
+                "falx",
+                "skull",
+                "orbit",
+                "sinus",
+                "cerebellum",
+                "basal ganglia",
+                "corpus callosum",
+                "scalp",
+            ),
+        },
         answer_words=in_words,
     )
 )

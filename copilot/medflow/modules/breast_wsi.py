@@ -34,6 +34,27 @@ MODULE = register(
         paper_cases=113,
         roi_label=("label", "N"),  # the slide label names the target ROI class; N: a normal slide
         cited=lambda text: {"points": parse_bracs(text).localizations},
+        structures={
+            "target": (
+                "lesion",
+                "carcinoma",
+                "atypi",
+                "hyperplasia",
+                "duct",
+                "tumor",
+                "tumour",
+                "papilloma",
+                "benign",
+                "normal",
+                "invasive",
+                "in situ",
+                "dcis",
+                "adh",
+                "fea",
+            ),
+            "off_target": ("lymph node", "adipose only", "skin", "nipple"),
+        },
+        diagnosis=("label", "N"),
         answer_words=in_words,
     )
 )

@@ -4,6 +4,7 @@ from copilot.agent.baselines import LongitudinalBaseline
 from copilot.bench.module_facts import DetailColumns
 from copilot.bench.parsers import RANO_FIELDS, parse_rano
 from copilot.bench.scoring import score_longitudinal
+from copilot.bench.workflow_audit import Checkpoint
 from copilot.cases.answers import RANO_NAMES, RANO_OPTIONS
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.medflow.registry import BenchModule, register
@@ -41,6 +42,14 @@ MODULE = register(
         details=(
             DetailColumns("Evidence fields", tuple((FIELD_TITLES[f], f"field:{f}") for f in RANO_FIELDS)),
             DetailColumns("Answer + evidence", (("Task", "task"), ("Strict", "strict"))),
+        ),
+        structures={
+            "target": ("lesion", "tumor", "tumour", "enhanc", "residual", "progression", "response", "spd"),
+            "off_target": ("ventricle", "choroid plexus", "pineal", "falx", "skull", "orbit", "sinus", "scalp"),
+        },
+        checkpoints=(Checkpoint("A6", "both time points were shown", True, "both_timepoints"),),
+        precedence=(
+            ("register the time points before a fusion", frozenset({"register_volumes"}), frozenset({"fusion"}), 2.0),
         ),
         answer_words=in_words,
         layout="side_by_side",  # the prior and current studies side by side

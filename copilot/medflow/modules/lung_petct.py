@@ -4,6 +4,7 @@ from copilot.agent.baselines import LungBaseline
 from copilot.bench.module_facts import DetailColumns
 from copilot.bench.parsers import parse_compact
 from copilot.bench.scoring import score_lung
+from copilot.bench.workflow_audit import Checkpoint
 from copilot.cases.answers import LUNG_OPTION_NAMES, LUNG_QUESTIONS
 from copilot.cases.lung import make_lung_case
 from copilot.medflow.registry import BenchModule, register
@@ -37,6 +38,23 @@ MODULE = register(
             DetailColumns("Answer + subtasks", (("Task", "task"), *((LUNG_TITLES[q], f"field:{q}") for q in "12345"))),
             DetailColumns("Evidence + grounding", (("Strict", "strict"), ("Loc.", "loc"))),
         ),
+        structures={
+            "target": ("lesion", "tumor", "tumour", "mass", "nodule", "primary", "node", "metasta", "suv"),
+            "off_target": (
+                "heart",
+                "myocard",
+                "aorta",
+                "liver",
+                "bladder",
+                "kidney",
+                "spleen",
+                "brain",
+                "spine",
+                "vertebra",
+                "rib",
+            ),
+        },
+        checkpoints=(Checkpoint("D4", "evidence read on the source series", True, "source_series"),),
         answer_words=in_words,
         layout="four_up",  # PET/CT with the 3D view
         preset="ct_lung",

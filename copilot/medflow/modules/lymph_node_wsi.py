@@ -3,7 +3,7 @@
 from copilot.agent.baselines import SlideBaseline
 from copilot.bench.parsers import parse_camelyon
 from copilot.bench.scoring import score_lymph
-from copilot.cases.answers import CAMELYON_NAMES
+from copilot.cases.answers import CAMELYON_NAMES, CAMELYON_PRESENCE
 from copilot.cases.wsi import make_lymph_case
 from copilot.medflow.registry import BenchModule, points_in_words, register
 
@@ -33,6 +33,11 @@ MODULE = register(
         paper_cases=550,
         label_field="largest_metastasis",
         cited=lambda text: {"points": parse_camelyon(text).localizations},
+        structures={
+            "target": ("metasta", "tumor", "tumour", "carcinoma", "node", "cluster", "macro", "micro", "itc"),
+            "off_target": ("adipose only", "vessel wall", "capsule only"),
+        },
+        diagnosis=("tumor_presence", CAMELYON_PRESENCE[0]),
         answer_words=in_words,
     )
 )
