@@ -45,10 +45,10 @@ NAVIGATION = frozenset(
 )  # fmt: skip
 CRITICAL_ERRORS = frozenset({"path_outside_case"})  # an attempt to reach files outside the case (hidden truth)
 
-# Required operation path per module (eq. 5, C_op): ordered steps, each satisfied by any of its handlers.
+# Required operation path per viewer kind (eq. 5, C_op): ordered steps, each satisfied by any of its handlers.
 REQUIRED_PATH: dict[str, list[tuple[str, frozenset[str]]]] = {
-    "radiology": [("navigate", NAVIGATION), ("capture", CAPTURES | {"image_coords_to_ras"})],
-    "pathology": [("navigate", NAVIGATION), ("capture", frozenset({"record_view_evidence",
+    RADIOLOGY: [("navigate", NAVIGATION), ("capture", CAPTURES | {"image_coords_to_ras"})],
+    PATHOLOGY: [("navigate", NAVIGATION), ("capture", frozenset({"record_view_evidence",
                                                                    "viewer_point_to_wsi_coordinate"}))],
 }  # fmt: skip
 

@@ -77,7 +77,7 @@ def evidence_provenance(events: list[dict[str, Any]], response: str) -> dict[str
     a key slice: the background volume of the last plane shown at that offset on its axis; otherwise
     the volume active when the answer was given (the corner overlay the agent read).
     """
-    cited = P.cited_evidence(response, "radiology")
+    cited = P.cited_evidence(response, "")  # the EVIDENCE block, whatever the module
     if not cited:
         return None
     all_calls = [e for e in calls(events, None) if e.get("ok")]

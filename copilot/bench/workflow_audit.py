@@ -181,9 +181,9 @@ def pass_sweep(scores: list[float | None]) -> dict[str, int]:
 
 # ----- claim boundaries -----
 
-CLAIM_BOUNDARIES: dict[str, list[str]] = {
-    "radiology": ["measurement_not_taken", "series_not_shown", "certainty_beyond_evidence"],
-    "pathology": ["measurement_not_taken", "magnification_not_reached", "below_minimum_magnification",
+CLAIM_BOUNDARIES: dict[str, list[str]] = {  # per viewer kind
+    kind_names.RADIOLOGY: ["measurement_not_taken", "series_not_shown", "certainty_beyond_evidence"],
+    kind_names.PATHOLOGY: ["measurement_not_taken", "magnification_not_reached", "below_minimum_magnification",
                   "certainty_beyond_evidence"],
 }  # fmt: skip
 CERTAINTY = re.compile(r"\b(definitive(?:ly)?|confirm(?:s|ed)?|certain(?:ly)?|pathognomonic|unequivocal(?:ly)?|"

@@ -2,9 +2,9 @@
 
 A module is declared once, in its own file under `copilot/medflow/modules/`: how its cases are generated,
 its answer parser and scorer, its prior and baseline answers, its titles and places in the report tables, how
-its answer reads in words and the layout and preset a desktop opens it in. Declaring it hands the facts the
-scoring side needs down to `copilot.bench.module_facts`. Everything that runs
-over "every module" (case generation, scoring, policies, reports, the command line) reads this registry.
+its answer reads in words and the layout and preset a desktop opens it in. Everything that runs over "every
+module" (case generation, scoring, policies, reports, the desktop, the command line) reads this registry;
+declaring a module hands what the scoring side needs down to `copilot.bench.module_facts`, which `bench/` reads.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Generate:
 
 @dataclass(frozen=True)
 class BenchModule:
-    """One MedFlow module: generation, answer format, scoring, prior/baseline answers and report title."""
+    """One MedFlow module: generation, answer format, scoring, prior/baseline answers, its tables and its desktop."""
 
     name: str
     kind: str  # the viewer kind its cases open in: radiology | pathology
