@@ -81,7 +81,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
 
     cited = P.cited_evidence(response, case.module)
     cited_items = (len(cited.get("key_slices", {})) + 1) if cited.get("ras") else len(cited.get("points", []))
-    missing = len(unobserved_items(events, cited, case.kind)) if cited else 0
+    missing = len(unobserved_items(events, cited)) if cited else 0
     # U_req: the evidence the answer format asks for (radiology with an EVIDENCE block: three key slices and a
     # RAS point; slides: the localizations given, none on a negative answer); none → E is ⊥
     if case.kind in REQUIRED_ITEMS:

@@ -236,7 +236,7 @@ def detect_misbinding(events: list[dict[str, Any]]) -> Failure | None:
     return Failure("F3", NAMES["F3"], sorted({s for s, _ in hits}), f"guards: {', '.join(codes)}")
 
 
-def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any], kind: str) -> list[str]:
+def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any]) -> list[str]:
     """Cited evidence items lying on no view the agent was shown (the system's opening views count)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     missing: list[str] = []
@@ -257,9 +257,9 @@ def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any], kind: 
     return missing
 
 
-def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any], kind: str) -> Failure | None:
+def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any]) -> Failure | None:
     """F5: cited evidence on no view shown, or an unobserved-evidence guard on a recording."""
-    missing = unobserved_items(events, cited, kind)
+    missing = unobserved_items(events, cited)
     guarded = _guard_events(events, OBSERVATION_GUARDS)
     if not missing and not guarded:
         return None
@@ -333,6 +333,6 @@ def detect_failures(
         detect_pseudo_quantification(events, text),
         detect_misbinding(events),
         detect_discarded_candidate(events, case, truth, cited),
-        detect_unobserved(events, cited, case.kind),
+        detect_unobserved(events, cited),
     ]
     return [f for f in found if f is not None]
