@@ -38,7 +38,6 @@ from PySide6.QtWidgets import (
 from copilot.engine.volume.display import PRESET_NAMES
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
-from copilot.medflow.registry import find as find_module
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
@@ -440,6 +439,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"MedCopilot — {case.case_id}")
         names = [n for _, n in self.screen_path.volumes()]
         self._scene_reset()
+        from copilot.medflow.registry import find as find_module  # loaded with the first case, not at start-up
+
         self._default_preset = m.preset if (m := find_module(case.module)) is not None else None
         self._user_preset = None
         layout = default_layout(self.screen_path.kind, case.module, names)

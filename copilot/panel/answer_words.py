@@ -8,7 +8,6 @@ An answer that does not parse gives the reason instead: the panel never guesses 
 from __future__ import annotations
 
 from copilot.bench import parsers as P
-from copilot.medflow.registry import find
 
 
 def answer_in_words(text: str, module: str) -> list[str]:
@@ -27,5 +26,7 @@ def last_answer(messages: list[tuple[str, str]]) -> str:
 
 
 def _decode(text: str, module: str) -> list[str]:
+    from copilot.medflow.registry import find  # the module declarations load with the first answer, not at start-up
+
     m = find(module)
     return m.answer_words(text) if m is not None and m.answer_words is not None else []
