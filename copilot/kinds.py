@@ -4,7 +4,7 @@ Each kind names its viewer factory, its handler registry, the call that opens a 
 observation an agent starts from, the views and layout a desktop host shows, whether positions are slide pixels
 or RAS millimetres, the evidence lines an answer may state and what a study's privacy notes name. Callers look
 the kind up instead of switching on its name; a third kind is its viewer, its handlers and one declaration here
-(every field past `slicer_api` has a default a kind that does not use it keeps).
+(the fields after `slicer_api` have defaults, so a kind sets only those it uses).
 """
 
 from __future__ import annotations
