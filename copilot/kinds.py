@@ -1,8 +1,10 @@
 """Viewer kinds: what differs between radiology and pathology cases, declared once.
 
 Each kind names its viewer factory, its handler registry, the call that opens a case's inputs, the
-observation an agent starts from, and the view a desktop host shows. Callers look the kind up instead of
-switching on its name.
+observation an agent starts from, the views and layout a desktop host shows, whether positions are slide pixels
+or RAS millimetres, the evidence lines an answer may state and what a study's privacy notes name. Callers look
+the kind up instead of switching on its name; a third kind is its viewer, its handlers and one declaration here
+(the fields after `slicer_api` have defaults, so a kind sets only those it uses).
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from typing import Any
 
 from copilot.engine.slide.viewer import EmbeddedSlideViewer
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
 from copilot.slicer_backend import slicer_viewer
-from copilot.tools import PATHOLOGY, RADIOLOGY, Registry
+from copilot.tools import PATHOLOGY as PATHOLOGY_HANDLERS
+from copilot.tools import RADIOLOGY as RADIOLOGY_HANDLERS
+from copilot.tools import Registry
 from copilot.viewer.protocol import Viewer
 
 
@@ -32,6 +37,12 @@ class ViewerKind:
     slicer_api: bool  # whether the read-only /slicer subset is served
     slice_views: bool = False  # a scene of volumes in slice views: layouts, W/L presets, fusion, blank-view checks
     backends: dict[str, Callable[[], Viewer]] = field(default_factory=dict)  # other viewers by backend name
+    host_app: str = "—"  # the desktop application its host runs in (the report's viewer column)
+    layout: str = "three_up"  # the desktop layout a case opens in unless its benchmark module asks for another
+    slide_coordinates: bool = False  # positions are level-0 slide pixels (x, y), not RAS millimetres
+    evidence_lines: tuple[str, ...] = ()  # free-form EVIDENCE lines an answer may state (panel.answer_evidence)
+    image_name: str = "image"  # what names its pictures, burnt into every render ('series', 'slide')
+    shared_data: str = "rendered images and tool results"  # what a model service off this machine receives
 
     def viewer(self, backend: str = "embedded") -> Viewer:
         """A fresh viewer of this kind on a backend ('embedded' by default)."""
@@ -43,9 +54,9 @@ class ViewerKind:
 
 
 RADIOLOGY_KIND = ViewerKind(
-    "radiology",
-    EmbeddedVolumeViewer,
     RADIOLOGY,
+    EmbeddedVolumeViewer,
+    RADIOLOGY_HANDLERS,
     "open_case",
     ("observe", {"view": "all", "size": 512, "include_metadata": True}),
     ("red", "yellow", "green"),
@@ -53,16 +64,26 @@ RADIOLOGY_KIND = ViewerKind(
     slicer_api=True,
     slice_views=True,
     backends={"slicer": slicer_viewer},  # Slicer's MRML libraries (slicer-core, imported when chosen)
+    host_app="Slicer",
+    evidence_lines=("key_slice", "distance", "point"),
+    image_name="series",
+    shared_data="rendered slice images, tool results and the series inventory (modality, size, spacing, orientation)",
 )
 PATHOLOGY_KIND = ViewerKind(
-    "pathology",
-    EmbeddedSlideViewer,
     PATHOLOGY,
+    EmbeddedSlideViewer,
+    PATHOLOGY_HANDLERS,
     "load_case",
     ("focus_qupath", {}),
     ("viewer",),
     stepwise=True,
     slicer_api=False,
+    host_app="QuPath",
+    layout="slide",
+    slide_coordinates=True,
+    evidence_lines=("wsi_point",),
+    image_name="slide",
+    shared_data="rendered slide fields, tool results and the slide inventory (size, µm/px, levels)",
 )
 KINDS: dict[str, ViewerKind] = {}
 

@@ -1,5 +1,6 @@
 """Benchmark modules are descriptors: the five of the paper are registered once, and a new module needs only
-its own declaration to be generated, scored, answered by the prior policy and reported."""
+its own declaration to be generated, scored, answered by the prior policy, reported in the tables, measured for
+coverage and opened in its layout on the desktop."""
 
 from __future__ import annotations
 
@@ -9,13 +10,19 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from copilot.bench.parsers import ParseError, parse_answer_letter
+from copilot.bench.coverage import episode_coverage
+from copilot.bench.module_facts import facts_of
+from copilot.bench.parsers import ParseError, cited_evidence, parse_answer_letter
 from copilot.bench.report import render_report
 from copilot.bench.scoring import CaseScore, Truth
+from copilot.bench.tables import paper_tables, table1, table3, table4
 from copilot.cases.pack import load_case, write_pack
 from copilot.medflow import BenchModule, Generate, make_cases, modules, register, score_case
 from copilot.medflow.policies import prior_policy
-from copilot.medflow.registry import _MODULES, report_columns
+from copilot.medflow.registry import report_columns, unregister
+from copilot.panel.answer_words import answer_in_words
+from copilot.panel.layout import default_layout
+from copilot.replay import read_events
 from copilot.runtime import open_session
 
 
@@ -60,10 +67,16 @@ def toy() -> BenchModule:
             prior="Prior answer.\n{evidence}ANSWER: R",
             baseline=lambda: None,
             order=9,
+            results_table=1,  # a column group of Table 1, beside the paper's radiology modules
+            operations=("segmentation", "all"),
+            answer_words=lambda text: [f"Cube on the {'left' if parse_answer_letter(text, 'LR') == 'L' else 'right'}"],
+            layout="four_up",
+            preset="ct_bone",
         )
     )
     yield module
-    _MODULES.pop("toy_side")
+    unregister("toy_side")
+    assert facts_of("toy_side") is None
 
 
 def test_a_sixth_module_through_its_descriptor_alone(toy: BenchModule, tmp_path: Path) -> None:
@@ -85,6 +98,38 @@ def test_a_sixth_module_through_its_descriptor_alone(toy: BenchModule, tmp_path:
     rows = [{**row, "task": 1.0, "strict": 1.0, "loc": None, "parse_error": None, "trace_dir": "t"}]
     page = render_report(rows, report_columns())
     assert "Toy side" in page
+
+
+def test_a_sixth_module_in_the_tables_coverage_and_layout(toy: BenchModule, tmp_path: Path) -> None:
+    """The toy module's declaration alone puts it in Tables 1, 3 and 4, its coverage, its answer in words and
+    its desktop layout; the five paper modules keep their places."""
+    case = load_case(make_cases("toy_side", 1, 0, tmp_path / "cases")[0])
+    base = {"case_id": case.case_id, "module": "toy_side", "policy": "m", "model": "m", "status": "done",
+            "loc": None, "parse_error": None, "trace_dir": "t", "budget": 20, "details": {"fields": {
+                "label": {"truth": "R", "given": "R"}}}}  # fmt: skip
+    rows = [{**base, "track": "A", "task": 1.0, "strict": 1.0}, {**base, "track": "B", "ops": "segmentation",
+                                                                  "task": 0.0, "strict": 0.0}]  # fmt: skip
+    t1 = table1(rows)
+    assert [h for h, _ in t1.header[0]] == ["Model", "Longitudinal MRI", "Brain MRI", "Lung PET/CT", "Toy side",
+                                            "Model Avg."]  # fmt: skip
+    assert dict(t1.header[0])["Toy side"] == 2  # no Loc. column: the module has no Loc score
+    t3 = table3(rows)
+    assert "Toy side" in [h for h, _ in t3.header[1]]
+    t4 = table4(rows)
+    assert [c.value for c in t4.rows[0][:4]] == ["Toy side", "Slicer", "1", "—"]
+    assert any("Toy side" in str(h) for t in paper_tables(rows) for row in t.header for h, _ in row)
+
+    session = open_session(case, trace_dir=tmp_path / "t")
+    session.call("observe", {"view": "all", "size": 64}, actor="system")
+    session.close({"status": "done", "response": "ANSWER: R", "error": None})
+    coverage = episode_coverage(read_events(tmp_path / "t")[0], case)
+    assert coverage["kind"] == "radiology" and coverage["planes"] >= 3  # its viewer kind's coverage measure
+    assert cited_evidence("ANSWER: R", "toy_side") == {}  # no EVIDENCE block cited
+
+    assert default_layout("radiology", "toy_side", ["cube"]) == "four_up"
+    assert default_layout("radiology", "brain_mri", ["t1"]) == "three_up"
+    assert default_layout("pathology", "breast_wsi", []) == "slide"
+    assert answer_in_words("ANSWER: L", "toy_side") == ["Cube on the left"]
 
 
 def test_a_module_name_is_declared_once(toy: BenchModule) -> None:

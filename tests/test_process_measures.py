@@ -129,13 +129,13 @@ def test_workflow_precedence() -> None:
     (ν 2, held). W = (1 + 2) / (1 + 2 + 2) = 0.6; segment before measuring is inactive (no successor)."""
     events = [plane_call(1, "observe", 0), plane_call(2, "record_point", 0), plane_call(3, "apply_transform", 0),
               plane_call(4, "fusion", 0)]  # fmt: skip
-    w = D.workflow(events, "radiology")
+    w = D.workflow(events, "", "radiology")  # a study outside the benchmark: its kind's list
     assert [(c["constraint"], c["held"]) for c in w["constraints"]] == [
         ("look before recording", True), ("register before applying", False),
         ("resample/apply before registered fusion", True),
     ]  # fmt: skip
     assert w["score"] == pytest.approx(0.6) and w["support"] == 3
-    assert D.workflow([], "radiology")["score"] is None  # ⊥: no opportunity
+    assert D.workflow([], "", "radiology")["score"] is None  # ⊥: no opportunity
 
 
 def test_care_resource_alignment_audit_conduct() -> None:

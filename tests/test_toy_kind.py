@@ -1,5 +1,6 @@
 """A third viewer kind added through its descriptor alone: a 2D image viewer with two handlers, opened,
-called through the session, traced and replayed, with no change anywhere else in the code."""
+called through the session, traced and replayed, with no change anywhere else in the code; the descriptor's
+fields it does not use keep defaults that ask nothing of it."""
 
 from __future__ import annotations
 
@@ -17,8 +18,12 @@ from pydantic import Field
 from copilot.engine.peek import Peek
 from copilot.errors import HandlerError
 from copilot.kinds import KINDS, ViewerKind, register_kind
+from copilot.panel.answer_evidence import answer_evidence
+from copilot.panel.layout import default_layout
 from copilot.replay import replay
 from copilot.runtime import open_session
+from copilot.study.privacy import disclosure
+from copilot.tools.protocols import paper_tools
 from copilot.tools.registry import HandlerContext, HandlerOutput, ImageOut, Registry
 
 
@@ -126,3 +131,14 @@ def test_a_kind_is_declared_once(picture_kind: ViewerKind) -> None:
     with pytest.raises(ValueError, match="open handler"):
         register_kind(ViewerKind("sketch", PictureViewer, Registry("sketch"), "open_sketch", ("x", {}), ("s",),
                                  stepwise=False, slicer_api=False))  # fmt: skip
+
+
+def test_a_third_kind_needs_only_the_fields_it_uses(picture_kind: ViewerKind) -> None:
+    """No slice views, no slide coordinates, no evidence lines, no paper tool list: the defaults."""
+    assert not picture_kind.slice_views and not picture_kind.slide_coordinates
+    assert answer_evidence("EVIDENCE:\nRAS: [1, 2, 3]\nWSI: [4, 5]", "picture") == []  # states no evidence lines
+    assert len(answer_evidence("EVIDENCE:\nRAS: [1, 2, 3]", "radiology")) == 1  # while radiology reads its RAS
+    assert paper_tools("picture") == () and "zoom" in paper_tools("pathology")
+    assert default_layout("picture", "", []) == picture_kind.layout == "three_up"
+    assert picture_kind.host_app == "—"
+    assert "rendered images and tool results" in disclosure("https://models.example/v1", "picture")

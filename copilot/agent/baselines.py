@@ -261,7 +261,13 @@ def _tissue_grid(
 
 
 class SlideBaseline:
+    """Densest nuclear region: a slide label with one localization (`slide_label`, BRACS-style answers) or
+    tumour presence and the largest metastasis (CAMELYON-style answers)."""
+
     name = "baseline"
+
+    def __init__(self, slide_label: bool = False) -> None:
+        self.slide_label = slide_label
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         ep = _Episode(session, budget)
@@ -272,7 +278,7 @@ class SlideBaseline:
         tissue, nuclei = _tissue_grid(rgb, tuple(box) if box else None, cell)
         density = np.where(tissue > 0.8, nuclei / np.maximum(tissue, 1e-6), np.nan)
         h, w = rgb.shape[:2]
-        if case.module == "breast_wsi":
+        if self.slide_label:
             if np.all(np.isnan(density)):
                 return EpisodeResult('{"wsi_label": "N", "localizations": []}', rounds=ep.rounds)
             gy, gx = np.unravel_index(int(np.nanargmax(density)), density.shape)

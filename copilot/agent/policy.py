@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from copilot.cases.pack import CasePack
+from copilot.kinds import viewer_kind
 from copilot.session import Session
 
 
@@ -46,7 +47,8 @@ class PriorPolicy:
         if case.module not in self.answers:
             raise ValueError(f"no prior answer for this study (module {case.module!r}); it needs a MedFlow case pack")
         fmt: dict[str, str | float] = {"evidence": ""}
-        if case.kind == "radiology":
+        kind = viewer_kind(case.kind)
+        if kind.slice_views:
             views = session.call("get_viewer_state", {"include_volumes": False}).result.get("views", {})
             if views:
                 s, r, a = views["red"]["offset"], views["yellow"]["offset"], views["green"]["offset"]
@@ -54,7 +56,7 @@ class PriorPolicy:
                     f"EVIDENCE:\nKEY_SLICE_AXIAL_MM: {s}\nKEY_SLICE_SAGITTAL_MM: {r}\n"
                     f"KEY_SLICE_CORONAL_MM: {a}\nRAS: [{r}, {a}, {s}]\n"
                 )
-        else:
+        elif kind.slide_coordinates:
             out = session.call("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
             fmt["x"], fmt["y"] = out.result.get("x", 0.0), out.result.get("y", 0.0)
         return EpisodeResult(self.answers[case.module].format(**fmt), rounds=1)

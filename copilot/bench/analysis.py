@@ -119,8 +119,8 @@ def coverage_table(rows: list[dict[str, Any]]) -> Table:
     )
     for cfg in configs:
         covs = [(r.get("process") or {}).get("coverage") or {} for r in groups[cfg]]
-        rad = [c for c in covs if c.get("kind") == "radiology" and c.get("lesion_seen") is not None]
-        path = [c for c in covs if c.get("kind") == "pathology" and c.get("positive")]
+        rad = [c for c in covs if c.get("lesion_seen") is not None]  # planes through volumes with a lesion
+        path = [c for c in covs if "bins" in c and c.get("positive")]  # fields of positive slides
         if not rad and not path:
             continue
         firsts = [c["first_seen_call"] for c in rad if c.get("first_seen_call") is not None]

@@ -9,13 +9,16 @@ class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from copilot.bench.module_facts import facts_of
 from copilot.bench.scoring import Truth, _norm_class
 from copilot.bench.trace_views import RAS_INDEX, in_plane_axes, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 MAG_BINS = ("2.5×", "10×", "40×")
 GRID = 48  # slide area coverage is counted on a GRID × GRID lattice of the slide
@@ -73,12 +76,19 @@ def _overlaps(region: list[float], polygon: Any) -> bool:
     return any(polygon.contains(x, y) for x in np.linspace(x0, x1, 9) for y in np.linspace(y0, y1, 9))
 
 
+def target_rois(case: CasePack, truth: Truth) -> list[Any]:
+    """A slide's target regions: those of the class its label names when its module says the label names one
+    (none on a negative label), else its tumour regions."""
+    facts = facts_of(case.module)
+    if facts is not None and facts.roi_label is not None:
+        field, negative = facts.roi_label
+        target = truth.data.get(field)
+        return [a for a in truth.annotations if _norm_class(a.cls) == target] if target != negative else []
+    return [a for a in truth.annotations if a.cls == "Tumor"]
+
+
 def pathology_coverage(events: list[dict[str, Any]], truth: Truth, case: CasePack) -> dict[str, Any]:
-    if case.module == "breast_wsi":
-        target = truth.data.get("label")
-        rois = [a for a in truth.annotations if _norm_class(a.cls) == target] if target != "N" else []
-    else:
-        rois = [a for a in truth.annotations if a.cls == "Tumor"]
+    rois = target_rois(case, truth)
     fields = [f for e in events for f in shown_fields(e)]
     width, height = _slide_size(events)
     bins: dict[str, Any] = {}
@@ -117,7 +127,12 @@ def episode_coverage(events: list[dict[str, Any]], case: CasePack) -> dict[str, 
     (system actions, such as the slide overview of `load_case` or the per-round screenshot, are not
     exploration: PathAgentBench's hit rates measure where the agent navigated)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
-    truth = Truth(case)
-    if case.kind == "radiology":
-        return radiology_coverage(shown, truth)
-    return pathology_coverage([e for e in shown if e.get("actor") != "system"], truth, case)
+    measure = COVERAGE.get(case.kind)
+    return measure(shown, Truth(case), case) if measure is not None else {}
+
+
+COVERAGE: dict[str, Callable[[list[dict[str, Any]], Truth, CasePack], dict[str, Any]]] = {  # per viewer kind
+    RADIOLOGY: lambda shown, truth, case: radiology_coverage(shown, truth),
+    PATHOLOGY: lambda shown, truth, case: pathology_coverage([e for e in shown if e.get("actor") != "system"],
+                                                             truth, case),
+}  # fmt: skip

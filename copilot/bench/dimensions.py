@@ -13,8 +13,10 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from copilot.bench.module_facts import facts_of
 from copilot.bench.trace_views import shown_fields, shown_planes
 from copilot.bench.workflow_audit import balanced_accuracy, macro_f1
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 DIMENSIONS = ("F", "R", "E", "W", "A", "V", "B")
 TITLES = {
@@ -43,17 +45,17 @@ NAVIGATION = frozenset(
 )  # fmt: skip
 CRITICAL_ERRORS = frozenset({"path_outside_case"})  # an attempt to reach files outside the case (hidden truth)
 
-# Required operation path per module (eq. 5, C_op): ordered steps, each satisfied by any of its handlers.
+# Required operation path per viewer kind (eq. 5, C_op): ordered steps, each satisfied by any of its handlers.
 REQUIRED_PATH: dict[str, list[tuple[str, frozenset[str]]]] = {
-    "radiology": [("navigate", NAVIGATION), ("capture", CAPTURES | {"image_coords_to_ras"})],
-    "pathology": [("navigate", NAVIGATION), ("capture", frozenset({"record_view_evidence",
+    RADIOLOGY: [("navigate", NAVIGATION), ("capture", CAPTURES | {"image_coords_to_ras"})],
+    PATHOLOGY: [("navigate", NAVIGATION), ("capture", frozenset({"record_view_evidence",
                                                                    "viewer_point_to_wsi_coordinate"}))],
 }  # fmt: skip
 
 # Precedence constraints per module (eq. 8): (predecessor handlers, successor handlers, weight ν_c).
 # A constraint is active when its successor occurs; it holds when a predecessor occurred before the first successor.
-PRECEDENCE: dict[str, list[tuple[str, frozenset[str], frozenset[str], float]]] = {
-    "radiology": [
+PRECEDENCE: dict[str, list[tuple[str, frozenset[str], frozenset[str], float]]] = {  # per viewer kind
+    RADIOLOGY: [
         ("look before recording", NAVIGATION, CAPTURES | {"image_coords_to_ras"}, 1.0),
         ("register before applying", frozenset({"register_volumes"}), frozenset({"apply_transform"}), 2.0),
         ("resample/apply before registered fusion", frozenset({"apply_transform", "resample_volume"}),
@@ -61,22 +63,12 @@ PRECEDENCE: dict[str, list[tuple[str, frozenset[str], frozenset[str], float]]] =
         ("segment before measuring it", frozenset({"segment_threshold", "segment_grow_from_seeds", "vista3d_segment"}),
          frozenset({"segment_statistics", "export_dicom_seg"}), 1.0),
     ],
-    "pathology": [
+    PATHOLOGY: [
         ("look before recording", NAVIGATION, frozenset({"record_view_evidence", "viewer_point_to_wsi_coordinate"}),
          1.0),
         ("magnify before recording", frozenset({"zoom"}), frozenset({"record_view_evidence"}), 1.0),
     ],
 }  # fmt: skip
-PRECEDENCE.update({
-    "brain_mri": PRECEDENCE["radiology"],
-    "lung_petct": PRECEDENCE["radiology"],
-    "longitudinal_mri": [
-        *PRECEDENCE["radiology"],
-        ("register the time points before a fusion", frozenset({"register_volumes"}), frozenset({"fusion"}), 2.0),
-    ],
-    "breast_wsi": PRECEDENCE["pathology"],
-    "lymph_node_wsi": PRECEDENCE["pathology"],
-})  # fmt: skip
 
 
 def agent_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -140,11 +132,13 @@ def alignment(required: int, retrieved: int, object_ok: bool | None) -> dict[str
 
 
 def workflow(events: list[dict[str, Any]], module: str, kind: str = "") -> dict[str, Any]:
-    """W, eq. 8: weighted share of the active precedence constraints (successor observed) that hold; the
-    module's list, or its viewer kind's for a module without one."""
+    """W, eq. 8: weighted share of the active precedence constraints (successor observed) that hold: its viewer
+    kind's list and any its module adds."""
     calls = [e for e in agent_calls(events) if e.get("ok")]
     active = []
-    for name, pred, succ, weight in PRECEDENCE.get(module, PRECEDENCE.get(kind, [])):
+    facts = facts_of(module)
+    kind = kind or (facts.kind if facts else "")
+    for name, pred, succ, weight in [*PRECEDENCE.get(kind, []), *(facts.precedence if facts else ())]:
         first = next((n for n, e in enumerate(calls) if e["handler"] in succ), None)
         if first is None:
             continue

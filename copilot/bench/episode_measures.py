@@ -21,8 +21,9 @@ from copilot.bench.failures import (
 )
 from copilot.bench.scoring import Truth
 from copilot.cases.pack import CasePack
+from copilot.kind_names import RADIOLOGY
 
-REQUIRED_ITEMS = {"radiology": 4}  # three key slices and a RAS point
+REQUIRED_ITEMS = {RADIOLOGY: 4}  # per viewer kind whose answer format fixes them: three key slices and a RAS point
 CAPTURES = frozenset({"record_point", "record_key_slice", "record_view_evidence", "bookmark_view",
                       "measure_distance", "image_coords_to_ras", "viewer_point_to_wsi_coordinate"})  # fmt: skip
 
@@ -80,11 +81,11 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
 
     cited = P.cited_evidence(response, case.module)
     cited_items = (len(cited.get("key_slices", {})) + 1) if cited.get("ras") else len(cited.get("points", []))
-    missing = len(unobserved_items(events, cited, case.kind)) if cited else 0
+    missing = len(unobserved_items(events, cited)) if cited else 0
     # U_req: the evidence the answer format asks for (radiology with an EVIDENCE block: three key slices and a
     # RAS point; slides: the localizations given, none on a negative answer); none → E is ⊥
-    if case.kind == "radiology":
-        required = REQUIRED_ITEMS["radiology"] if case.prompt.get("evidence") else 0
+    if case.kind in REQUIRED_ITEMS:
+        required = REQUIRED_ITEMS[case.kind] if case.prompt.get("evidence") else 0
     else:
         required = cited_items
     retrieved = cited_items - missing
@@ -149,6 +150,6 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "usage": usage(events),
         "confidence": W.answer_confidence(response),
     }
-    if case.kind == "pathology":
+    if case.inputs.get("slide"):  # a slide, explored by magnification
         out["hierarchical_hits"] = hierarchical_hits(events, case, truth)
     return out

@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from PIL import Image, ImageDraw
 from copilot.bench.coverage import MAG_BINS, mag_bin
 from copilot.bench.scoring import Truth
 from copilot.cases.pack import CasePack, load_case
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
 from copilot.pacs.store import stored_html
 
 PAGE = "episode.html"
@@ -298,22 +300,11 @@ def render_episode(
     if case is not None:
         truth = Truth(case)
         try:
-            if case.kind == "radiology":
-                figs = radiology_figures(case, truth, details.get("answer") or {})
-                parts.append(
-                    "".join(
-                        f'<figure><img class="evidence-view" src="{uri}"><figcaption>{html.escape(cap)}'
-                        "</figcaption></figure>"
-                        for uri, cap in figs
-                    )
-                )
-                parts.append(
-                    '<p class="legend"><span style="color:#0a0">■ hidden lesion</span>'
-                    '<span style="color:#c90">— cited key slices</span><span style="color:#e22">+ cited RAS'
-                    "</span></p>"
-                )
+            draw = EVIDENCE_DRAWINGS.get(case.kind)
+            if draw is None:
+                parts.append("<p class=na>No evidence drawing for this viewer kind.</p>")
             else:
-                parts.append(pathology_figure(case, truth, details.get("answer") or {}, coverage))
+                parts.append(draw(case, truth, details.get("answer") or {}, coverage))
         except Exception as exc:  # a moved or unreadable case: the rest of the page still stands
             parts.append(f"<p class=na>Cannot draw the evidence: {html.escape(f'{type(exc).__name__}: {exc}')}</p>")
     else:
@@ -325,8 +316,26 @@ def render_episode(
     return "".join(parts)
 
 
+def _volume_evidence(case: CasePack, truth: Truth, answer: dict[str, Any], coverage: dict[str, Any]) -> str:
+    """The three views through the hidden lesion with the cited key slices and RAS point, and their legend."""
+    figs = radiology_figures(case, truth, answer)
+    return "".join(
+        f'<figure><img class="evidence-view" src="{uri}"><figcaption>{html.escape(cap)}</figcaption></figure>'
+        for uri, cap in figs
+    ) + (
+        '<p class="legend"><span style="color:#0a0">■ hidden lesion</span>'
+        '<span style="color:#c90">— cited key slices</span><span style="color:#e22">+ cited RAS</span></p>'
+    )
+
+
+EVIDENCE_DRAWINGS: dict[str, Callable[[CasePack, Truth, dict[str, Any], dict[str, Any]], str]] = {  # per kind
+    RADIOLOGY: _volume_evidence,
+    PATHOLOGY: pathology_figure,
+}
+
+
 def _coverage_html(coverage: dict[str, Any], details: dict[str, Any]) -> str:
-    if coverage.get("kind") == "radiology":
+    if "shown" in coverage:  # planes shown through volumes
         cited = (details.get("answer") or {}).get("key_slices") or {}
         extent = coverage.get("extent") or {}
         seen = coverage.get("lesion_seen")
@@ -339,7 +348,7 @@ def _coverage_html(coverage: dict[str, Any], details: dict[str, Any]) -> str:
             f"<div>{_axis_strip(a, coverage.get('shown', {}).get(a, []), extent.get(a), cited.get(a))}</div>"
             for a in "SRA"
         )
-    if coverage.get("kind") == "pathology":
+    if "bins" in coverage:  # slide fields by magnification
         rows = "".join(
             f"<tr><td>{b}</td><td>{c['fields']}</td><td>{'—' if c['hit'] is None else 'hit' if c['hit'] else 'miss'}"
             f"</td><td>{c['first_hit_seq'] or '—'}</td><td>{c['area_fraction']:.3f}</td></tr>"

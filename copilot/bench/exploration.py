@@ -17,8 +17,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from copilot.bench.coverage import MAG_BINS, _overlaps, mag_bin
-from copilot.bench.scoring import Truth, _norm_class
+from copilot.bench.coverage import MAG_BINS, _overlaps, mag_bin, target_rois
+from copilot.bench.scoring import Truth
 from copilot.bench.trace_views import shown_fields
 from copilot.cases.pack import CasePack
 
@@ -104,17 +104,10 @@ def random_baseline(
     return {level: counts[level] / draws for level in MAG_BINS}
 
 
-def _rois(case: CasePack, truth: Truth) -> list[Any]:
-    if case.module == "breast_wsi":
-        target = truth.data.get("label")
-        return [a for a in truth.annotations if _norm_class(a.cls) == target] if target != "N" else []
-    return [a for a in truth.annotations if a.cls == "Tumor"]
-
-
 def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth | None = None) -> dict[str, Any]:
     """The episode's hierarchical hits and the random baseline on its slide (positive slides only)."""
     truth = truth if truth is not None else Truth(case)
-    rois = _rois(case, truth)
+    rois = target_rois(case, truth)
     calls = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     fields_all = [f for e in calls for f in shown_fields(e)]
     if not rois or not fields_all:

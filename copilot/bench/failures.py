@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from copilot.bench import parsers as P
+from copilot.bench.module_facts import facts_of
 from copilot.bench.scoring import Truth, _norm_class
 from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
@@ -37,70 +38,6 @@ STATE_GUARDS = frozenset({"stale_view", "off_source_series", "superseded_node", 
 OBSERVATION_GUARDS = frozenset({"unobserved_evidence"})
 REL_TOL = 0.10  # a stated quantity is supported by a measurement within 10 % of it ...
 ABS_TOL_MM = 1.0  # ... or, for a length, within 1 mm (one voxel at the benchmark's coarsest spacing is 2 mm)
-
-# What each module's question is about (target) and what it is not (off-target), as data.
-STRUCTURES: dict[str, dict[str, tuple[str, ...]]] = {
-    "brain_mri": {
-        "target": ("lesion", "tumor", "tumour", "mass", "glioma", "enhanc", "oedema", "edema", "neoplasm", "cyst"),
-        "off_target": (
-            "ventricle",
-            "choroid plexus",
-            "pineal",
-            "falx",
-            "skull",
-            "orbit",
-            "sinus",
-            "cerebellum",
-            "basal ganglia",
-            "corpus callosum",
-            "scalp",
-        ),
-    },
-    "longitudinal_mri": {
-        "target": ("lesion", "tumor", "tumour", "enhanc", "residual", "progression", "response", "spd"),
-        "off_target": ("ventricle", "choroid plexus", "pineal", "falx", "skull", "orbit", "sinus", "scalp"),
-    },
-    "lung_petct": {
-        "target": ("lesion", "tumor", "tumour", "mass", "nodule", "primary", "node", "metasta", "suv"),
-        "off_target": (
-            "heart",
-            "myocard",
-            "aorta",
-            "liver",
-            "bladder",
-            "kidney",
-            "spleen",
-            "brain",
-            "spine",
-            "vertebra",
-            "rib",
-        ),
-    },
-    "breast_wsi": {
-        "target": (
-            "lesion",
-            "carcinoma",
-            "atypi",
-            "hyperplasia",
-            "duct",
-            "tumor",
-            "tumour",
-            "papilloma",
-            "benign",
-            "normal",
-            "invasive",
-            "in situ",
-            "dcis",
-            "adh",
-            "fea",
-        ),
-        "off_target": ("lymph node", "adipose only", "skin", "nipple"),
-    },
-    "lymph_node_wsi": {
-        "target": ("metasta", "tumor", "tumour", "carcinoma", "node", "cluster", "macro", "micro", "itc"),
-        "off_target": ("adipose only", "vessel wall", "capsule only"),
-    },
-}
 
 _NUM = r"(\d+(?:\.\d+)?)"
 _UNITS = {  # unit → (quantity kind, factor to mm / mm² / mm³)
@@ -253,7 +190,7 @@ def detect_drift(
 ) -> Failure | None:
     """F1: the rationale names off-target structures of the module and none of its target structures, or, for a
     question across time points (the case names several frames of reference), a registration within one."""
-    terms = STRUCTURES.get(module)
+    terms = f.structures if (f := facts_of(module)) is not None else None
     low = text.lower()
     intra = intra_timepoint_registrations(events, frames or {}) if len(set((frames or {}).values())) > 1 else []
     if intra:
@@ -299,11 +236,11 @@ def detect_misbinding(events: list[dict[str, Any]]) -> Failure | None:
     return Failure("F3", NAMES["F3"], sorted({s for s, _ in hits}), f"guards: {', '.join(codes)}")
 
 
-def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any], kind: str) -> list[str]:
+def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any]) -> list[str]:
     """Cited evidence items lying on no view the agent was shown (the system's opening views count)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     missing: list[str] = []
-    if kind == "radiology" and cited.get("ras"):
+    if cited.get("ras"):  # an EVIDENCE block: a RAS point and key slices
         planes = [p for e in shown for p in shown_planes(e)]
         ras = cited["ras"]
         ras_seen = any(point_on_plane(ras, p) for p in planes)
@@ -320,9 +257,9 @@ def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any], kind: 
     return missing
 
 
-def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any], kind: str) -> Failure | None:
+def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any]) -> Failure | None:
     """F5: cited evidence on no view shown, or an unobserved-evidence guard on a recording."""
-    missing = unobserved_items(events, cited, kind)
+    missing = unobserved_items(events, cited)
     guarded = _guard_events(events, OBSERVATION_GUARDS)
     if not missing and not guarded:
         return None
@@ -335,9 +272,11 @@ def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any], kind:
 
 def _target(case: CasePack, truth: Truth) -> tuple[str, bool] | None:
     """The pathology target class and whether exclusion polygons apply; None when the slide is negative."""
-    if case.module == "breast_wsi":
-        label = truth.data.get("label")
-        return (str(label), False) if label and label != "N" else None
+    facts = facts_of(case.module)
+    if facts is not None and facts.roi_label is not None:
+        field, negative = facts.roi_label
+        label = truth.data.get(field)
+        return (str(label), False) if label and label != negative else None
     if truth.data.get("tumor_presence") == "tumor_present":
         return ("Tumor", True)
     return None
@@ -356,7 +295,7 @@ def detect_discarded_candidate(
 ) -> Failure | None:
     """F4: a recorded point lay in the lesion / target ROI, and no cited point does."""
     good: list[int] = []
-    if case.kind == "radiology":
+    if "ras" in cited:  # volumes: the cited RAS point against the lesion mask
         if not cited.get("ras") or truth.mask is None:
             return None
         for e in _calls(events):
@@ -364,7 +303,7 @@ def detect_discarded_candidate(
             if isinstance(ev, dict) and ev.get("kind") == "point" and truth.ras_hit(tuple(ev["ras"])):
                 good.append(int(e["seq"]))
         answered_hit = truth.ras_hit(tuple(cited["ras"]))
-    else:
+    elif "points" in cited:  # a slide: the cited points against the target regions
         target = _target(case, truth)
         if target is None or not cited.get("points"):
             return None
@@ -374,6 +313,8 @@ def detect_discarded_candidate(
             if isinstance(point, dict) and _wsi_hit(truth, float(point["x"]), float(point["y"]), target):
                 good.append(int(e["seq"]))
         answered_hit = any(_wsi_hit(truth, x, y, target) for x, y in cited["points"])
+    else:
+        return None
     if not good or answered_hit:
         return None
     return Failure("F4", NAMES["F4"], [*good, _end_seq(events)],
@@ -392,6 +333,6 @@ def detect_failures(
         detect_pseudo_quantification(events, text),
         detect_misbinding(events),
         detect_discarded_candidate(events, case, truth, cited),
-        detect_unobserved(events, cited, case.kind),
+        detect_unobserved(events, cited),
     ]
     return [f for f in found if f is not None]

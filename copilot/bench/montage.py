@@ -9,6 +9,7 @@ become a thumbnail of the whole slide with its size and pixel size written on it
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from copilot.engine.confine import case_folder
 from copilot.engine.volume.loading import load_case_volumes
 from copilot.engine.volume.render import encode_png, overlay_font
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 
 def _grid(tiles: list[Image.Image], columns: int, title: str) -> Image.Image:
@@ -67,12 +69,20 @@ def slide_montage(case: CasePack, side: int = 1024) -> Image.Image:
     return _grid([thumb], 1, title)
 
 
+MONTAGES: dict[str, Callable[[CasePack], dict[str, Image.Image]]] = {  # per viewer kind
+    RADIOLOGY: lambda case: volume_montages(case),
+    PATHOLOGY: lambda case: {"slide": slide_montage(case)},
+}
+
+
 def write_montages(case_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """Write a case's montages as PNGs plus `montage.json` describing them."""
     case = load_case(case_dir)
     out = Path(out_dir) / case.case_id
     out.mkdir(parents=True, exist_ok=True)
-    images = volume_montages(case) if case.kind == "radiology" else {"slide": slide_montage(case)}
+    if case.kind not in MONTAGES:
+        raise ValueError(f"no Track C montage for {case.kind} cases")
+    images = MONTAGES[case.kind](case)
     written = []
     for name, image in images.items():
         path = out / f"{name}.png"

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from copilot.bench.module_facts import facts_of
 from copilot.cases.answers import (
     BRACS_LABELS,
     CAMELYON_LARGEST,
@@ -233,11 +234,10 @@ def parse_camelyon(text: str) -> CamelyonAnswer:
 
 def cited_evidence(response: str, module: str) -> dict[str, Any]:
     """The evidence an answer cites: key slices and a RAS point (radiology) or WSI points (pathology)."""
+    facts = facts_of(module)
     try:
-        if module == "breast_wsi":
-            return {"points": parse_bracs(response).localizations}
-        if module == "lymph_node_wsi":
-            return {"points": parse_camelyon(response).localizations}
+        if facts is not None and facts.cited is not None:
+            return facts.cited(response)
         ev = parse_evidence(response)
     except ParseError:
         return {}

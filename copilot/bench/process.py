@@ -77,7 +77,7 @@ def evidence_provenance(events: list[dict[str, Any]], response: str) -> dict[str
     a key slice: the background volume of the last plane shown at that offset on its axis; otherwise
     the volume active when the answer was given (the corner overlay the agent read).
     """
-    cited = P.cited_evidence(response, "radiology")
+    cited = P.cited_evidence(response, "")  # the EVIDENCE block, whatever the module
     if not cited:
         return None
     all_calls = [e for e in calls(events, None) if e.get("ok")]
@@ -108,10 +108,10 @@ def evidence_provenance(events: list[dict[str, Any]], response: str) -> dict[str
     }
 
 
-def _alignment(events: list[dict[str, Any]], cited: dict[str, Any], kind: str) -> dict[str, Any]:
+def _alignment(events: list[dict[str, Any]], cited: dict[str, Any]) -> dict[str, Any]:
     """Cited evidence items lying on views the agent rendered (returned images)."""
     items: dict[str, bool] = {}
-    if kind == "radiology" and cited:
+    if "ras" in cited:  # an EVIDENCE block: a RAS point and key slices
         planes = [p for e in events for p in shown_planes(e)]
         ras = cited["ras"]
         ras_seen = any(point_on_plane(ras, p) for p in planes)
@@ -220,7 +220,7 @@ def episode_metrics(events: list[dict[str, Any]], case: CasePack, score: Any, bu
     cited = P.cited_evidence(response, case.module)
     refused = [e["handler"] for e in agent if (e.get("error") or {}).get("code") == "not_in_track"]
     out = {
-        "evidence_alignment": _alignment(agent, cited, case.kind),
+        "evidence_alignment": _alignment(agent, cited),
         "closed_loop_verification": _verification(agent),
         "auditability": _auditability(calls(events, None), cited),
         "resource_competence": _resources(agent, budget),

@@ -29,7 +29,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from copilot.bench.parsers import RANO_FIELDS
+from copilot.bench.module_facts import DetailColumns, all_facts, facts_of, in_table
+from copilot.bench.module_facts import title as module_title
 from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED, bootstrap_ci, bootstrap_means, delta_ci
 from copilot.bench.table_render import (
     EPS,
@@ -51,15 +52,6 @@ __all__ = [
 ]  # fmt: skip
 
 CONFIG = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed")
-TITLES = {
-    "longitudinal_mri": "Longitudinal MRI",
-    "brain_mri": "Brain MRI",
-    "lung_petct": "Lung PET/CT",
-    "breast_wsi": "Breast WSI",
-    "lymph_node_wsi": "Lymph-node WSI",
-}
-FIELD_TITLES = dict(zip(RANO_FIELDS, ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL"), strict=True))
-LUNG_TITLES = {"1": "Tumor Loc.", "2": "T Stage", "3": "Path. N", "4": "Hist.", "5": "Grade"}
 OFFLINE = ("prior", "baseline", "scripted:", "answers")
 FLOORS = ("prior", "baseline", "scripted:")  # reference policies: shown, never in a mean
 PAPER_BUDGET = 20  # the paper's operation budget (Table 8: 20 rounds for every module)
@@ -283,25 +275,41 @@ def _protocol_note(configs: list[Cfg]) -> str:
 
 # ----- Table 1 -----
 
-RADIOLOGY = ("longitudinal_mri", "brain_mri", "lung_petct")
-PATHOLOGY = ("breast_wsi", "lymph_node_wsi")
+# The modules of each table and their columns come from their declarations (`copilot.bench.module_facts`).
 
 
 def _has_any(rows: list[dict[str, Any]], modules: tuple[str, ...]) -> bool:
     return any(r["module"] in modules for r in rows)
 
 
+def _has_loc(module: str) -> bool:
+    f = facts_of(module)
+    return f is None or f.has_loc
+
+
+def _metrics(module: str) -> tuple[str, ...]:
+    """The scores a module's column group shows: Task, Strict, and Loc. where it has one."""
+    return ("task", "strict", "loc") if _has_loc(module) else ("task", "strict")
+
+
+HEADS = {"task": "Task", "strict": "Strict", "loc": "Loc."}
+
+
+def _group_header(first: str, modules: tuple[str, ...], extra: list[tuple[str, int]] | None = None) -> list:
+    """Two header rows: each module's title over its Task / Strict / Loc. columns."""
+    extra = extra or []
+    return [
+        [(first, 1)] + [(module_title(m), len(_metrics(m))) for m in modules] + extra,
+        [("", 1)] + [(HEADS[k], 1) for m in modules for k in _metrics(m)] + [(h, 1) for h, n in extra
+                                                                               for h in ("Task", "Strict", "Loc.")[:n]],
+    ]  # fmt: skip
+
+
 def table1(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], RADIOLOGY)]
-    header = [
-        [("Model", 1), ("Longitudinal MRI", 2), ("Brain MRI", 3), ("Lung PET/CT", 3), ("Model Avg.", 3)],
-        [("", 1)]
-        + [
-            (h, 1)
-            for h in ("Task", "Strict", "Task", "Strict", "Loc.", "Task", "Strict", "Loc.", "Task", "Strict", "Loc.")
-        ],
-    ]
+    radiology = in_table(1)
+    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], radiology)]
+    header = _group_header("Model", radiology, [("Model Avg.", 3)])
     t = Table(
         "table1",
         "Table 1: Main viewer-native radiology results (Track A)",
@@ -313,23 +321,12 @@ def table1(rows: list[dict[str, Any]]) -> Table:
     )
 
     def cells(cfg: Cfg) -> list[Cell]:
-        lo, br, lu = (module_stats(groups[cfg], m) for m in RADIOLOGY)
-        task = _avg([_get(s, "task") for s in (lo, br, lu)])
-        strict = _avg([_get(s, "strict") for s in (lo, br, lu)])
-        loc = _avg([_get(br, "loc"), _get(lu, "loc")])
-        return [
-            _cell(lo, "task"),
-            _cell(lo, "strict", "strict"),
-            _cell(br, "task"),
-            _cell(br, "strict", "strict"),
-            _cell(br, "loc", "loc"),
-            _cell(lu, "task"),
-            _cell(lu, "strict", "strict"),
-            _cell(lu, "loc", "loc"),
-            Cell(task),
-            Cell(strict, "strict"),
-            Cell(loc, "loc"),
-        ]
+        stats = {m: module_stats(groups[cfg], m) for m in radiology}
+        task = _avg([_get(s, "task") for s in stats.values()])
+        strict = _avg([_get(s, "strict") for s in stats.values()])
+        loc = _avg([_get(s, "loc") for m, s in stats.items() if _has_loc(m)])
+        out = [_cell(stats[m], k, "" if k == "task" else k) for m in radiology for k in _metrics(m)]
+        return [*out, Cell(task), Cell(strict, "strict"), Cell(loc, "loc")]
 
     _add_group_rows(t, groups, configs, cells)
     return t
@@ -340,11 +337,9 @@ def table1(rows: list[dict[str, Any]]) -> Table:
 
 def table2(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], PATHOLOGY)]
-    header = [
-        [("Model", 1), ("Breast WSI", 3), ("Lymph-node WSI", 3)],
-        [("", 1)] + [(h, 1) for h in ("Task", "Strict", "Loc.") * 2],
-    ]
+    pathology = in_table(2)
+    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], pathology)]
+    header = _group_header("Model", pathology)
     t = Table(
         "table2",
         "Table 2: Viewer-native pathology (Track A)",
@@ -355,9 +350,9 @@ def table2(rows: list[dict[str, Any]]) -> Table:
 
     def cells(cfg: Cfg) -> list[Cell]:
         out = []
-        for m in PATHOLOGY:
+        for m in pathology:
             s = module_stats(groups[cfg], m)
-            out += [_cell(s, "task"), _cell(s, "strict", "strict"), _cell(s, "loc", "loc")]
+            out += [_cell(s, k, "" if k == "task" else k) for k in _metrics(m)]
         return out
 
     _add_group_rows(t, groups, configs, cells)
@@ -366,12 +361,12 @@ def table2(rows: list[dict[str, Any]]) -> Table:
 
 # ----- Table 3 -----
 
-OPS_COLUMNS = {  # operation set → modules it is reported on (Table 3)
-    "segmentation": ("longitudinal_mri", "brain_mri", "lung_petct"),
-    "registration": ("longitudinal_mri", "lung_petct"),
-    "vista3d": ("lung_petct",),
-    "all": ("longitudinal_mri", "brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"),
-}
+OPS_ORDER = ("segmentation", "registration", "vista3d", "all")  # Table 3's operation sets, in column order
+
+
+def ops_columns(ops: str) -> tuple[str, ...]:
+    """The modules an operation set is reported on (each module declares its sets), in table order."""
+    return tuple(f.name for f in all_facts() if ops in f.operations)
 
 
 def _matched(groups: dict, cfg: Cfg, track: str, ops: str = "", budget: int | None = None) -> Cfg | None:
@@ -392,10 +387,10 @@ def _delta(value: float | None, ref: float | None) -> float | None:
 def table3(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
     b_configs = [c for c in _track_configs(groups, "B") if c.ops != "none"]
-    present_ops = [o for o in OPS_COLUMNS if any(c.ops == o for c in b_configs)]
+    present_ops = [o for o in OPS_ORDER if any(c.ops == o for c in b_configs)]
     columns = []
     for ops in present_ops:
-        mods = [m for m in OPS_COLUMNS[ops] if any(c.ops == ops and _has_any(groups[c], (m,)) for c in b_configs)]
+        mods = [m for m in ops_columns(ops) if any(c.ops == ops and _has_any(groups[c], (m,)) for c in b_configs)]
         columns += [(ops, m) for m in mods]
     from copilot.tools.operation_sets import OPS_TITLES
 
@@ -404,7 +399,7 @@ def table3(rows: list[dict[str, Any]]) -> Table:
         n = sum(1 for o, _ in columns if o == ops)
         if n:
             head1.append((OPS_TITLES.get(ops, ops), n))
-    header = [head1, [("", 1), ("", 1)] + [(TITLES[m], 1) for _, m in columns]]
+    header = [head1, [("", 1), ("", 1)] + [(module_title(m), 1) for _, m in columns]]
     t = Table(
         "table3",
         "Table 3: Track B, advanced operations",
@@ -422,12 +417,12 @@ def table3(rows: list[dict[str, Any]]) -> Table:
             cells = [Cell(metric.capitalize() if metric != "loc" else "Loc.", "label")]
             for ops, m in columns:
                 cfg = next((c for c in b_configs if c._replace(ops="") == key and c.ops == ops), None)
-                if cfg is None or (metric == "loc" and m == "longitudinal_mri"):
+                if cfg is None or (metric == "loc" and not _has_loc(m)):
                     cells.append(Cell(None, kind))
                     continue
                 s = module_stats(groups[cfg], m)
                 ref_cfg = None
-                if ops == "registration" and m == "longitudinal_mri":
+                if ops == "registration" and (f := facts_of(m)) is not None and f.registration_control:
                     ref_cfg = _matched(groups, cfg, "B", "none")
                 ref_cfg = ref_cfg or _matched(groups, cfg, "A")
                 ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
@@ -440,10 +435,6 @@ def table3(rows: list[dict[str, Any]]) -> Table:
 
 
 # ----- Table 4 -----
-
-PAPER_CASES = {"longitudinal_mri": 139, "brain_mri": 495, "lung_petct": 162, "breast_wsi": 113, "lymph_node_wsi": 550}
-LABEL_FIELDS = {"longitudinal_mri": "label", "brain_mri": "label", "lung_petct": "1", "breast_wsi": "label",
-                "lymph_node_wsi": "largest_metastasis"}  # fmt: skip
 
 
 def table4(rows: list[dict[str, Any]]) -> Table:
@@ -459,13 +450,14 @@ def table4(rows: list[dict[str, Any]]) -> Table:
         header,
     )
     t.label_cols = 6
-    for module in [m for m in (*RADIOLOGY, *PATHOLOGY) if any(r["module"] == m for r in rows)] + sorted(
-        {r["module"] for r in rows} - set(RADIOLOGY) - set(PATHOLOGY)
-    ):
+    known = [f.name for f in all_facts()]
+    present = {r["module"] for r in rows}
+    for module in [m for m in known if m in present] + sorted(present - set(known)):
+        facts = facts_of(module)
         mine = [r for r in rows if r["module"] == module]
         truth: dict[str, str] = {}
         for r in mine:
-            f = (r.get("details") or {}).get("fields", {}).get(LABEL_FIELDS.get(module, "label"))
+            f = (r.get("details") or {}).get("fields", {}).get(facts.label_field if facts else "label")
             if f is not None and f.get("truth") is not None:
                 truth[r["case_id"]] = str(f["truth"])
         counts: dict[str, int] = defaultdict(int)
@@ -473,10 +465,10 @@ def table4(rows: list[dict[str, Any]]) -> Table:
             counts[v] += 1
         freq = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "—"
         t.rows.append([
-            Cell(TITLES.get(module, module), "label"),
-            Cell("Slicer" if module in RADIOLOGY else "QuPath" if module in PATHOLOGY else "—", "label"),
+            Cell(module_title(module), "label"),
+            Cell(facts.viewer if facts else "—", "label"),
             Cell(str(len({r["case_id"] for r in mine})), "label"),
-            Cell(str(PAPER_CASES.get(module, "—")), "label"),
+            Cell(str(facts.paper_cases if facts and facts.paper_cases is not None else "—"), "label"),
             Cell(str(len(mine)), "label"),
             Cell(freq, "label"),
         ])  # fmt: skip
@@ -485,51 +477,49 @@ def table4(rows: list[dict[str, Any]]) -> Table:
 
 # ----- Tables 5 and 7 -----
 
-T5_HEAD = [
-    [("Model", 1), ("Longitudinal MRI", 8), ("Brain MRI", 3), ("Lung PET/CT", 8)],
-    [
-        ("", 1),
-        ("Evidence fields", 6),
-        ("Answer + evidence", 2),
-        ("Answer + evidence", 2),
-        ("Grounding", 1),
-        ("Answer + subtasks", 6),
-        ("Evidence + grounding", 2),
-    ],
-    [("", 1)]
-    + [(FIELD_TITLES[f], 1) for f in RANO_FIELDS]
-    + [(h, 1) for h in ("Task", "Strict", "Task", "Strict", "Loc.", "Task")]
-    + [(LUNG_TITLES[q], 1) for q in "12345"]
-    + [("Strict", 1), ("Loc.", 1)],
-]
+
+def _detailed() -> tuple[str, ...]:
+    """The modules with detailed-metrics columns (Tables 5 and 7), in table order."""
+    return tuple(f.name for f in all_facts() if f.details)
+
+
+def _details(module: str) -> tuple[DetailColumns, ...]:
+    f = facts_of(module)
+    return f.details if f else ()
+
+
+def t5_head() -> list[list[tuple[str, int]]]:
+    """Three header rows: each module over its headings, each heading over its columns."""
+    mods = _detailed()
+    return [
+        [("Model", 1)] + [(module_title(m), sum(len(g.columns) for g in _details(m))) for m in mods],
+        [("", 1)] + [(g.title, len(g.columns)) for m in mods for g in _details(m)],
+        [("", 1)] + [(h, 1) for m in mods for g in _details(m) for h, _ in g.columns],
+    ]
 
 
 def _t5_cells(rows: list[dict[str, Any]]) -> list[Cell]:
-    lo, br, lu = (module_stats(rows, m) for m in RADIOLOGY)
-    return (
-        [_field_cell(lo, f) for f in RANO_FIELDS]
-        + [
-            _cell(lo, "task"),
-            _cell(lo, "strict", "strict"),
-            _cell(br, "task"),
-            _cell(br, "strict", "strict"),
-            _cell(br, "loc", "loc"),
-            _cell(lu, "task"),
-        ]
-        + [_field_cell(lu, q) for q in "12345"]
-        + [_cell(lu, "strict", "strict"), _cell(lu, "loc", "loc")]
-    )
+    out = []
+    for m in _detailed():
+        s = module_stats(rows, m)
+        for g in _details(m):
+            for _, key in g.columns:
+                if key.startswith("field:"):
+                    out.append(_field_cell(s, key.removeprefix("field:")))
+                else:
+                    out.append(_cell(s, key, "" if key == "task" else key))
+    return out
 
 
 def table5(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], RADIOLOGY)]
+    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], _detailed())]
     t = Table(
         "table5",
         "Table 5: Detailed viewer-native radiology metrics (Track A)",
         "Per-field accuracy of the six CURRENT-study lesion-state fields (scorable fields only), Lung PET/CT "
         "subtask accuracies; grey: fine-grained metrics, yellow: Strict, blue: localization." + _protocol_note(configs),
-        [list(h) for h in T5_HEAD],
+        t5_head(),
     )
     _add_group_rows(t, groups, configs, lambda cfg: _t5_cells(groups[cfg]))
     return t
@@ -537,11 +527,12 @@ def table5(rows: list[dict[str, Any]]) -> Table:
 
 def table7(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], RADIOLOGY)]
+    configs = [c for c in _track_configs(groups, "A") if _has_any(groups[c], _detailed())]
     budgets: dict[Cfg, set[int]] = defaultdict(set)
     for c in configs:
         budgets[c._replace(budget=0)].add(c.budget)
-    head = [[("Backbone", 1), ("Max ops.", 1), *T5_HEAD[0][1:]]] + [[("", 1), ("", 1), *h[1:]] for h in T5_HEAD[1:]]
+    t5 = t5_head()
+    head = [[("Backbone", 1), ("Max ops.", 1), *t5[0][1:]]] + [[("", 1), ("", 1), *h[1:]] for h in t5[1:]]
     t = Table(
         "table7",
         "Table 7: Operation-budget study (Track A)",
@@ -570,11 +561,9 @@ def table7(rows: list[dict[str, Any]]) -> Table:
 
 def table6(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
-    configs = [c for c in _track_configs(groups, "C") if _has_any(groups[c], RADIOLOGY)]
-    header = [
-        [("Backbone", 1), ("Longitudinal MRI", 2), ("Brain MRI", 3), ("Lung PET/CT", 3)],
-        [("", 1)] + [(h, 1) for h in ("Task", "Strict", "Task", "Strict", "Loc.", "Task", "Strict", "Loc.")],
-    ]
+    radiology = in_table(1)
+    configs = [c for c in _track_configs(groups, "C") if _has_any(groups[c], radiology)]
+    header = _group_header("Backbone", radiology)
     t = Table(
         "table6",
         "Table 6: Runtime-agnostic track (Track C)",
@@ -592,11 +581,8 @@ def table6(rows: list[dict[str, Any]]) -> Table:
         for cfg in members:
             ref_cfg = _matched(groups, cfg, "A", budget=TRACK_C_BUDGET)
             cells = []
-            for m, metrics in (
-                ("longitudinal_mri", ("task", "strict")),
-                ("brain_mri", ("task", "strict", "loc")),
-                ("lung_petct", ("task", "strict", "loc")),
-            ):
+            for m in radiology:
+                metrics = _metrics(m)
                 s = module_stats(groups[cfg], m)
                 ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
                 for metric in metrics:
@@ -639,7 +625,7 @@ def passk_table(rows: list[dict[str, Any]]) -> Table:
                 answers = [json_key(r) for r in reps]
                 agree.append(max(answers.count(a) for a in answers) / len(answers))
             t.rows.append([
-                Cell(_label(cfg, configs), "label"), Cell(TITLES.get(module, module), "label"),
+                Cell(_label(cfg, configs), "label"), Cell(module_title(module), "label"),
                 Cell(str(k), "label"), Cell(str(len(by_case)), "label"),
                 Cell(_mean([float(any(r["task"] >= 1.0 for r in v)) for v in by_case.values()]), n=len(by_case)),
                 Cell(_mean([float(any(r["strict"] >= 1.0 for r in v)) for v in by_case.values()]), "strict",
@@ -674,7 +660,7 @@ def protocol_table(rows: list[dict[str, Any]]) -> Table:
         twin = cfg._replace(protocol="harness")
         if twin not in groups:
             continue
-        for module in [m for m in (*RADIOLOGY, *PATHOLOGY) if _has_any(groups[cfg], (m,))]:
+        for module in [f.name for f in all_facts() if _has_any(groups[cfg], (f.name,))]:
             p, h = module_stats(groups[cfg], module), module_stats(groups[twin], module)
             for metric, kind in (("task", ""), ("strict", "strict"), ("loc", "loc")):
                 pc, hc = _cell(p, metric, kind), _cell(h, metric, kind, p)
@@ -682,7 +668,7 @@ def protocol_table(rows: list[dict[str, Any]]) -> Table:
                     continue
                 change = Cell(hc.delta, kind, ci=hc.delta_ci)
                 t.rows.append([Cell(f"{cfg.model} (Track {cfg.track}, budget {cfg.budget})", "label"),
-                               Cell(TITLES.get(module, module), "label"),
+                               Cell(module_title(module), "label"),
                                Cell({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric], "label"),
                                pc, Cell(hc.value, kind, n=hc.n, ci=hc.ci), change])  # fmt: skip
     return t

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from copilot.cases.answers import CAMELYON_PRESENCE
+from copilot import kind_names
+from copilot.bench.module_facts import facts_of
 
 STAGES = ("plan", "act", "diagnose", "reflect")
 PLAN_CALLS = frozenset({"get_viewer_state", "get_qupath_state", "get_slice_offset_range", "ping", "open_case",
@@ -100,14 +101,9 @@ PATHOLOGY = [
     Checkpoint("A2", "a field over the target region was shown", True, "target_seen"),
     Checkpoint("A5", "the slide was examined at 10× or more", False, "magnified"),
 ]
-CHECKPOINTS: dict[str, list[Checkpoint]] = {  # per module; a module without a list uses its viewer kind's
-    "radiology": RADIOLOGY,
-    "pathology": PATHOLOGY,
-    "brain_mri": RADIOLOGY,
-    "lung_petct": [*RADIOLOGY, Checkpoint("D4", "evidence read on the source series", True, "source_series")],
-    "longitudinal_mri": [*RADIOLOGY, Checkpoint("A6", "both time points were shown", True, "both_timepoints")],
-    "breast_wsi": PATHOLOGY,
-    "lymph_node_wsi": PATHOLOGY,
+CHECKPOINTS: dict[str, list[Checkpoint]] = {  # per viewer kind; a module adds its own (`ModuleFacts.checkpoints`)
+    kind_names.RADIOLOGY: RADIOLOGY,
+    kind_names.PATHOLOGY: PATHOLOGY,
 }
 
 
@@ -125,7 +121,7 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
     interventions = ctx["interventions"]
     coverage = ctx["coverage"] or {}
     target_seen = coverage.get("lesion_seen")
-    if coverage.get("kind") == "pathology":
+    if "bins" in coverage:  # a slide's coverage, by magnification
         bins = coverage.get("bins") or {}
         target_seen = any(b.get("hit") for b in bins.values()) if coverage.get("positive") else None
     frames = set(ctx.get("frames_all", ()))
@@ -158,9 +154,11 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
 
 
 def checkpoint_results(module: str, ctx: dict[str, Any], kind: str = "") -> list[dict[str, Any]]:
-    """Each checkpoint of the module's list (its viewer kind's for a module without one) with its status."""
+    """Each checkpoint of the module's viewer kind and those its module adds, with its status."""
     rules = _rules(ctx)
-    items = CHECKPOINTS.get(module, CHECKPOINTS.get(kind, []))
+    facts = facts_of(module)
+    kind = kind or (facts.kind if facts else "")
+    items = [*CHECKPOINTS.get(kind, []), *(facts.checkpoints if facts else ())]
     return [
         {"id": c.id, "title": c.title, "critical": c.critical, "status": rules[c.rule]()}
         for c in sorted(items, key=lambda c: ("PADR".index(c.id[0]), c.id))
@@ -183,9 +181,9 @@ def pass_sweep(scores: list[float | None]) -> dict[str, int]:
 
 # ----- claim boundaries -----
 
-CLAIM_BOUNDARIES: dict[str, list[str]] = {
-    "radiology": ["measurement_not_taken", "series_not_shown", "certainty_beyond_evidence"],
-    "pathology": ["measurement_not_taken", "magnification_not_reached", "below_minimum_magnification",
+CLAIM_BOUNDARIES: dict[str, list[str]] = {  # per viewer kind
+    kind_names.RADIOLOGY: ["measurement_not_taken", "series_not_shown", "certainty_beyond_evidence"],
+    kind_names.PATHOLOGY: ["measurement_not_taken", "magnification_not_reached", "below_minimum_magnification",
                   "certainty_beyond_evidence"],
 }  # fmt: skip
 CERTAINTY = re.compile(r"\b(definitive(?:ly)?|confirm(?:s|ed)?|certain(?:ly)?|pathognomonic|unequivocal(?:ly)?|"
@@ -345,7 +343,11 @@ def auroc(scores: list[float], positive: list[bool]) -> float | None:
     return wins / (len(pos) * len(neg))
 
 
-DIAGNOSTIC_FIELD = {"breast_wsi": ("label", "N"), "lymph_node_wsi": ("tumor_presence", CAMELYON_PRESENCE[0])}
+def _diagnosis(module: str) -> tuple[str, str]:
+    facts = facts_of(module)
+    if facts is None or facts.diagnosis is None:
+        raise ValueError(f"{module!r} declares no slide-level diagnosis")
+    return facts.diagnosis
 
 
 def diagnostic_results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -353,11 +355,11 @@ def diagnostic_results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     vs negative slide, the positive-class probability from the confidence) and calibration of the confidence."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        if r["module"] in DIAGNOSTIC_FIELD:
+        if (f := facts_of(r["module"])) is not None and f.diagnosis is not None:
             groups[(r.get("model") or r["policy"], r["module"])].append(r)
     out: dict[str, dict[str, Any]] = {}
     for (model, module), group in sorted(groups.items()):
-        key, negative = DIAGNOSTIC_FIELD[module]
+        key, negative = _diagnosis(module)
         truth, pred, probs, pos, pairs = [], [], [], [], []
         for r in group:
             field = ((r.get("details") or {}).get("fields") or {}).get(key) or {}

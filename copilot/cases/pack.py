@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-KINDS = ("radiology", "pathology")
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
+
+KINDS = (RADIOLOGY, PATHOLOGY)
 CASE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -114,7 +116,7 @@ def load_case(case_dir: str | Path) -> CasePack:
     if not isinstance(data["module"], str) or not data["module"]:
         raise CaseError(f"{path}: 'module' must be a module name, got {str(data['module'])[:80]!r}")
     inputs = _check_inputs(data["inputs"], path)
-    kind = data.get("kind", "pathology" if "slide" in inputs else "radiology")
+    kind = data.get("kind", PATHOLOGY if "slide" in inputs else RADIOLOGY)
     if kind not in KINDS:
         raise CaseError(f"{path}: unknown kind {str(kind)[:40]!r}; expected one of {KINDS}")
     prompt = data.get("prompt", {})
@@ -172,7 +174,7 @@ def write_pack(case: Path, module: str, inputs: dict[str, Any], prompt: dict[str
     """Write `case.json` (what a session may read) and `hidden/truth.json` (what only scoring reads)."""
     case = Path(case)
     (case / "hidden").mkdir(parents=True, exist_ok=True)
-    kind = "pathology" if "slide" in inputs else "radiology"
+    kind = PATHOLOGY if "slide" in inputs else RADIOLOGY
     meta = {"case_id": case.name, "module": module, "kind": kind, "inputs": inputs, "prompt": prompt}
     (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")

@@ -439,7 +439,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"MedCopilot — {case.case_id}")
         names = [n for _, n in self.screen_path.volumes()]
         self._scene_reset()
-        self._default_preset = "ct_lung" if case.module == "lung_petct" else None
+        from copilot.medflow.registry import find as find_module  # loaded with the first case, not at start-up
+
+        self._default_preset = m.preset if (m := find_module(case.module)) is not None else None
         self._user_preset = None
         layout = default_layout(self.screen_path.kind, case.module, names)
         self.pair = self._pair_ids(names)

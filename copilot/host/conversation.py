@@ -23,6 +23,7 @@ from typing import Any
 
 from copilot.cases.pack import CasePack
 from copilot.engine.volume.render import encode_png
+from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, evidence_label
 from copilot.panel.model import cited_views
 from copilot.session import Session
@@ -243,7 +244,7 @@ class HostConversation:
     def go_to(self, index: int) -> CallOutcome:
         """Move the views to an evidence item (an audited call by the clinician)."""
         ev = self.evidence[index]
-        if self.session.kind == "pathology":
+        if viewer_kind(self.session.kind).slide_coordinates:
             point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
             name, args = "center_on_wsi_coordinate", {"x": point["x"], "y": point["y"]}
         elif "ras" in ev or isinstance(ev.get("a"), dict):

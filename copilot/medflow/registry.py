@@ -1,8 +1,10 @@
 """Benchmark-module descriptors and the one registry of them.
 
 A module is declared once, in its own file under `copilot/medflow/modules/`: how its cases are generated,
-its answer parser and scorer, its prior and baseline answers, and its report title. Everything that runs
-over "every module" (case generation, scoring, policies, reports, the command line) reads this registry.
+its answer parser and scorer, its prior and baseline answers, its titles and places in the report tables, how
+its answer reads in words and the layout and preset a desktop opens it in. Everything that runs over "every
+module" (case generation, scoring, policies, reports, the desktop, the command line) reads this registry;
+declaring a module hands what the scoring side needs down to `copilot.bench.module_facts`, which `bench/` reads.
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from copilot.bench.module_facts import DetailColumns, ModuleFacts, declare, withdraw
 from copilot.bench.report import Column
 from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import CaseScore, Truth
 from copilot.cases.pack import CasePack, load_case
+from copilot.kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class Generate:
 
 @dataclass(frozen=True)
 class BenchModule:
-    """One MedFlow module: generation, answer format, scoring, prior/baseline answers and report title."""
+    """One MedFlow module: generation, answer format, scoring, prior/baseline answers, its tables and its desktop."""
 
     name: str
     kind: str  # the viewer kind its cases open in: radiology | pathology
@@ -43,6 +47,22 @@ class BenchModule:
     prior: str  # the fixed prior answer (format fields: evidence, or x and y for slides)
     baseline: Callable[[], Any]  # the offline baseline policy of this module
     order: int = 99  # position in the report (the paper's Table 1 order)
+    table_title: str = ""  # its name in the paper's tables (default: title)
+    results_table: int = 0  # the main-results table it is a column group of: 1 (radiology), 2 (pathology), 0 none
+    paper_cases: int | None = None  # the paper's benchmark-eligible units (Table 4)
+    label_field: str = "label"  # the truth field whose frequencies Table 4 counts
+    operations: tuple[str, ...] = ("all",)  # Track B operation sets it is reported on (Table 3)
+    registration_control: bool = False  # Table 3: registration compared with the unregistered control run
+    details: tuple[DetailColumns, ...] = ()  # detailed-metrics columns (Tables 5 and 7)
+    roi_label: tuple[str, str] | None = None  # slides: (truth field naming the target ROI class, its negative)
+    cited: Callable[[str], dict[str, Any]] | None = None  # the evidence an answer cites; None: its EVIDENCE block
+    structures: dict[str, tuple[str, ...]] | None = None  # what its question is about ('target') and not
+    checkpoints: tuple[Any, ...] = ()  # workflow checkpoints beyond its viewer kind's (workflow_audit.Checkpoint)
+    precedence: tuple[Any, ...] = ()  # call-order constraints beyond its viewer kind's (dimensions.PRECEDENCE rows)
+    diagnosis: tuple[str, str] | None = None  # (truth field, its negative value) of a slide-level diagnosis
+    answer_words: Callable[[str], list[str]] | None = None  # an answer in words for the clinician (None: none)
+    layout: str | None = None  # the desktop layout its cases open in (None: the viewer kind's)
+    preset: str | None = None  # the window/level preset its cases open with (None: the volume's own)
 
 
 _MODULES: dict[str, BenchModule] = {}
@@ -52,10 +72,19 @@ def register(m: BenchModule) -> BenchModule:
     """Add a module; a second module of the same name is an error."""
     if m.name in _MODULES and _MODULES[m.name] is not m:
         raise ValueError(f"benchmark module {m.name!r} is declared twice")
-    if m.kind not in ("radiology", "pathology"):
+    if m.kind not in KINDS:
         raise ValueError(f"benchmark module {m.name!r}: unknown viewer kind {m.kind!r}")
     _MODULES[m.name] = m
+    shared = {f.name for f in fields(ModuleFacts)} & {f.name for f in fields(BenchModule)} - {"title"}
+    declare(ModuleFacts(**{k: getattr(m, k) for k in shared}, title=m.table_title or m.title,
+                        viewer=KINDS[m.kind].host_app))  # fmt: skip
     return m
+
+
+def unregister(name: str) -> None:
+    """Withdraw a module and its facts (one declared for a while: a plug-in's or a test's)."""
+    _MODULES.pop(name, None)
+    withdraw(name)
 
 
 def modules() -> dict[str, BenchModule]:
@@ -73,6 +102,16 @@ def module(name: str) -> BenchModule:
     if name not in known:
         raise ValueError(f"unknown benchmark module {name!r}; known: {', '.join(known)}")
     return known[name]
+
+
+def points_in_words(n: int) -> str:
+    """How many locations a slide answer marks, in words (the answer readings of slide modules)."""
+    return f"{n} location{'s' if n != 1 else ''} marked on the slide"
+
+
+def find(name: str) -> BenchModule | None:
+    """The module of a name, or None for a case outside the benchmark (a clinical study)."""
+    return modules().get(name) if name else None
 
 
 def make_case(

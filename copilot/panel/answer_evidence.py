@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from copilot.bench.parsers import NUMBER, ParseError, clean_answer, parse_evidence, parse_localizations
 from copilot.cases.answers import EVIDENCE_KEYS
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
+from copilot.kinds import KINDS
 
 AXIS_VIEW = {"S": "red", "R": "yellow", "A": "green"}
 _TRIPLE = rf"\[?\s*({NUMBER})\s*,\s*({NUMBER})\s*,\s*({NUMBER})\s*\]?"
@@ -35,7 +38,7 @@ def answer_evidence(text: str, kind: str) -> list[dict[str, Any]]:
     """The evidence an answer states; an answer without any gives an empty list."""
     if not text:
         return []
-    strict = _radiology(text) if kind == "radiology" else _pathology(text)
+    strict = STRICT_READERS.get(kind, _none)(text)
     free = free_evidence(text, kind)
     return free if len(free) > len(strict) else strict
 
@@ -52,38 +55,40 @@ def free_evidence(text: str, kind: str) -> list[dict[str, Any]]:
     if not starts:
         return []
     items: list[dict[str, Any]] = []
+    stated = KINDS[kind].evidence_lines if kind in KINDS else ()
     for line in lines[starts[-1] + 1 :]:
         if not line.strip():
             continue
-        item = _free_line(line, kind, len(items) + 1)
+        item = _free_line(line, stated, len(items) + 1)
         if item is not None:
             items.append(item)
     return items
 
 
-def _free_line(line: str, kind: str, n: int) -> dict[str, Any] | None:
+def _free_line(line: str, stated: tuple[str, ...], n: int) -> dict[str, Any] | None:
+    """One free-form line as an evidence item, when the viewer kind's answers may state its sort."""
     m = _LINE["key_slice"].match(line)
-    if m and kind == "radiology":
+    if m and "key_slice" in stated:
         axis = EVIDENCE_KEYS[next(k for k in EVIDENCE_KEYS if k.lower() == m.group(1).lower())]
         offset = float(m.group(2))
         return None if not math.isfinite(offset) else {
             "kind": "key_slice", "label": f"answer key slice {axis}", "view": AXIS_VIEW[axis], "axis": axis,
             "offset_mm": offset, "source": "answer"}  # fmt: skip
     m = _LINE["distance"].match(line)
-    if m and kind == "radiology":
+    if m and "distance" in stated:
         a, b = [float(v) for v in m.groups()[:3]], [float(v) for v in m.groups()[3:6]]
         if not all(math.isfinite(v) for v in a + b):
             return None
         return {"kind": "distance", "label": _label(m.group(7), f"answer distance {n}"), "a": {"ras": a},
                 "b": {"ras": b}, "distance_mm": round(math.dist(a, b), 3), "source": "answer"}  # fmt: skip
     m = _LINE["point"].match(line)
-    if m and kind == "radiology":
+    if m and "point" in stated:
         ras = [float(v) for v in m.groups()[:3]]
         label = _label(m.group(4), f"answer point {n}")
         return None if not all(math.isfinite(v) for v in ras) else {
             "kind": "point", "label": label, "ras": ras, "source": "answer"}  # fmt: skip
     m = _LINE["wsi_point"].match(line)
-    if m and kind == "pathology":
+    if m and "wsi_point" in stated:
         x, y = float(m.group(1)), float(m.group(2))
         return None if not (math.isfinite(x) and math.isfinite(y)) else {
             "kind": "wsi_point", "label": _label(m.group(3), f"answer point {n}"), "point": {"x": x, "y": y},
@@ -117,6 +122,16 @@ def _pathology(text: str) -> list[dict[str, Any]]:
         {"kind": "wsi_point", "label": f"answer point {n + 1}", "point": {"x": x, "y": y}, "source": "answer"}
         for n, (x, y) in enumerate(points)
     ]
+
+
+def _none(text: str) -> list[dict[str, Any]]:
+    return []
+
+
+STRICT_READERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {  # the benchmark answer format of each kind
+    RADIOLOGY: _radiology,  # its EVIDENCE block: a RAS point and three key slices
+    PATHOLOGY: _pathology,  # its JSON localizations
+}
 
 
 def focus_point(items: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.engine.volume.headers import is_dicom
+from copilot.kinds import viewer_kind
 from copilot.panel.studies import dicom_series
 
 MIN_LENGTH = 3  # shorter values (a sex letter, a one-digit number) cannot be told from ordinary text; never sent
@@ -109,7 +110,7 @@ def study_identifiers(root: Path, inputs: dict[str, Any], kind: str) -> set[str]
     """Everything identifying that a study's own files say about it, plus its folder and file names."""
     root = Path(root)
     found: set[str] = {str(root), str(root.resolve())}
-    if kind == "pathology":
+    if viewer_kind(kind).slide_coordinates:
         slide = root / str(inputs.get("slide", ""))
         if slide.is_file():
             found |= slide_identifiers(slide)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from copilot.kinds import KINDS
+
 LAYOUT_NAMES = ("one_up", "three_up", "four_up", "side_by_side", "slide")
 LAYOUT_TITLES = {
     "one_up": "One up",
@@ -74,14 +76,14 @@ def device_size(w: int, h: int, ratio: float) -> tuple[int, int]:
 
 
 def default_layout(kind: str, module: str, volume_names: list[str]) -> str:
-    """The layout a case opens in: slides alone, longitudinal pairs side by side, PET/CT with the 3D view."""
-    if kind == "pathology":
-        return "slide"
-    if module == "longitudinal_mri" and longitudinal_pair(volume_names) is not None:
-        return "side_by_side"
-    if module == "lung_petct":
-        return "four_up"
-    return "three_up"
+    """The layout a case opens in: its benchmark module's (longitudinal pairs side by side, PET/CT with the 3D
+    view), else its viewer kind's (slides alone, three slice views); side by side needs a prior/current pair."""
+    from copilot.medflow.registry import find  # the module declarations load when a case opens, not at start-up
+
+    wanted = m.layout if (m := find(module)) is not None else None
+    if wanted == "side_by_side" and longitudinal_pair(volume_names) is None:
+        wanted = None
+    return wanted or (KINDS[kind].layout if kind in KINDS else "three_up")
 
 
 def longitudinal_pair(names: list[str]) -> tuple[str, str] | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.cases.pack import CasePack
+from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
@@ -310,7 +311,7 @@ def _where(ev: dict[str, Any]) -> tuple[Any, ...]:
 
 def cited_views(ev: dict[str, Any], kind: str) -> Peek:
     """The render an evidence item cites: its RAS point in all views, its key slice in its view, its slide point."""
-    if kind == "pathology":
+    if viewer_kind(kind).slide_coordinates:
         point = ev.get("point") or {"x": ev["center"][0], "y": ev["center"][1]}
         return Peek(wsi_point=(float(point["x"]), float(point["y"])))
     if "ras" in ev:

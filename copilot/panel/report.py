@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from copilot.bench.episode_page import CSS, _png_uri, _timeline
+from copilot.kinds import viewer_kind
 from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import evidence_label
 from copilot.panel.identifiers import study_identifiers
@@ -52,7 +53,7 @@ def evidence_figures(session: Any, evidence: list[dict[str, Any]]) -> list[tuple
     """The views as they stand, rendered without moving them, with the evidence drawn."""
     screen = Screen(session)
     try:
-        panes = ("viewer",) if session.kind == "pathology" else ("red", "yellow", "green")
+        panes = viewer_kind(session.kind).view_names
         out = []
         for pane in panes:
             frame = screen.frame(pane, FIGURE_SIZE, evidence)

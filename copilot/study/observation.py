@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from copilot.kinds import viewer_kind
+
 AXIS_LETTERS = (("L", "R"), ("P", "A"), ("I", "S"))  # RAS axis → (negative, positive) direction letters
 
 
@@ -83,7 +85,7 @@ def acquisition_dates(root: Path, inputs: dict[str, Any]) -> list[str]:
 def study_summary(session: Any, case: Any) -> list[str]:
     """What the clinician sees of the opened study before the first question: the inventory, and the
     acquisition date of a DICOM series (local only; the model never gets it)."""
-    if session.kind == "pathology":
+    if viewer_kind(session.kind).slide_coordinates:
         return slide_lines(session.snapshot())
     inventory = session.call("get_viewer_state", {"include_volumes": True}, actor="system")
     lines = radiology_lines(inventory.result.get("inventory", []) if inventory.ok else [])

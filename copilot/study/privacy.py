@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlparse
 
+from copilot.kinds import viewer_kind
 from copilot.panel.identifiers import MIN_LENGTH, study_identifiers
 
 __all__ = ["PrivacyError", "Redactor", "check_images", "disclosure", "is_local", "study_identifiers"]
@@ -67,7 +68,7 @@ class Redactor:
 def burnt_in_names(session: Any) -> list[str]:
     """The free text a rendered image of the session carries: series names (radiology) or the slide's name."""
     state = session.snapshot()
-    if session.kind == "pathology":
+    if viewer_kind(session.kind).slide_coordinates:
         return [str(state.get("image") or "")]
     return [str(v.get("name") or "") for v in state.get("volumes", [])]
 
@@ -77,7 +78,7 @@ def check_images(session: Any, redactor: Redactor) -> None:
     for name in burnt_in_names(session):
         if redactor.found_in(name):
             raise PrivacyError(
-                f"the {'slide' if session.kind == 'pathology' else 'series'} name shown on every image holds a patient "
+                f"the {viewer_kind(session.kind).image_name} name shown on every image holds a patient "
                 "identifier; rename the file or series before asking the model"
             )
 
@@ -96,11 +97,7 @@ def is_local(base_url: str | None) -> bool:
 def disclosure(base_url: str | None, kind: str) -> str:
     """The one line said before the first request to a service that is not on this machine."""
     where = base_url or "https://api.openai.com/v1"
-    what = (
-        "rendered slice images, tool results and the series inventory (modality, size, spacing, orientation)"
-        if kind == "radiology"
-        else "rendered slide fields, tool results and the slide inventory (size, µm/px, levels)"
-    )
+    what = viewer_kind(kind).shared_data
     return (
         f"The model service at {where} is not on this machine: your questions, {what} will be sent there; "
         "patient identifiers, UIDs and dates are removed first."

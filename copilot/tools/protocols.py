@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from copilot.kind_names import PATHOLOGY, RADIOLOGY
 from copilot.tools.registry import HandlerOutput, HandlerSpec
 
 PROTOCOLS = ("harness", "paper")
@@ -28,9 +29,13 @@ PAPER_SYSTEM_OPERATIONS = ("load_case",)  # run by the runtime when a slide epis
 PAPER_SOURCE = "MedOpenClaw/MedFlow-Bench paper, Appendix B and Tables 9-10"
 
 
+PAPER_TOOLS = {RADIOLOGY: PAPER_RADIOLOGY_TOOLS, PATHOLOGY: PAPER_PATHOLOGY_TOOLS}  # the paper's two viewer kinds
+
+
 def paper_tools(kind: str) -> tuple[str, ...]:
-    """The model-visible viewer tools of the paper for a viewer kind (Track B adds the operators)."""
-    return PAPER_RADIOLOGY_TOOLS if kind == "radiology" else PAPER_PATHOLOGY_TOOLS
+    """The model-visible viewer tools of the paper for a viewer kind (Track B adds the operators); none for a
+    kind the paper does not have."""
+    return PAPER_TOOLS.get(kind, ())
 
 
 def _quiet(spec: HandlerSpec) -> HandlerSpec:

@@ -1,11 +1,19 @@
 """Brain MRI (UCSF-PDGM): diagnosis A–F with three key slices and a RAS point as evidence."""
 
 from copilot.agent.baselines import BrainBaseline
+from copilot.bench.module_facts import DetailColumns
 from copilot.bench.parsers import parse_answer_letter
 from copilot.bench.scoring import score_brain
 from copilot.cases.answers import BRAIN_OPTIONS
 from copilot.cases.brain import make_brain_case
 from copilot.medflow.registry import BenchModule, register
+
+
+def in_words(text: str) -> list[str]:
+    """The diagnosis the answer letter names."""
+    letter = parse_answer_letter(text, "".join(BRAIN_OPTIONS))
+    return [f"Diagnosis: {BRAIN_OPTIONS[letter]} ({letter})"]
+
 
 MODULE = register(
     BenchModule(
@@ -19,5 +27,29 @@ MODULE = register(
         prior="Prior answer (no image reading).\n{evidence}ANSWER: A",
         baseline=BrainBaseline,
         order=1,
+        results_table=1,
+        paper_cases=495,
+        operations=("segmentation", "all"),
+        details=(
+            DetailColumns("Answer + evidence", (("Task", "task"), ("Strict", "strict"))),
+            DetailColumns("Grounding", (("Loc.", "loc"),)),
+        ),
+        structures={
+            "target": ("lesion", "tumor", "tumour", "mass", "glioma", "enhanc", "oedema", "edema", "neoplasm", "cyst"),
+            "off_target": (
+                "ventricle",
+                "choroid plexus",
+                "pineal",
+                "falx",
+                "skull",
+                "orbit",
+                "sinus",
+                "cerebellum",
+                "basal ganglia",
+                "corpus callosum",
+                "scalp",
+            ),
+        },
+        answer_words=in_words,
     )
 )
