@@ -173,7 +173,7 @@ def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
     font = overlay_font(px)
     draw = ImageDraw.Draw(image)
     ink, shadow = (255, 0) if image.mode == "L" else ((255, 255, 255), (0, 0, 0))
-    inks = (draw._getink(shadow)[0], draw._getink(ink)[0])
+    inks = (draw.draw.draw_ink(shadow), draw.draw.draw_ink(ink))  # as `ImageDraw.text` packs them
     pad, line_h = 3, px + 2
     for corner, lines in corners.items():
         for n, text in enumerate(lines):

@@ -34,7 +34,7 @@ def slice_uint8(
 ) -> np.ndarray:
     """Windowed 8-bit image (H×W) of the volume on the given image grid (`reslice_uint8`'s samples)."""
     m = image_to_ijk(volume, image_to_ras)
-    ax, ay, origin = m[:3, 0], m[:3, 1], m[:3, 3]
+    ax, ay = m[:3, 0], m[:3, 1]
     for axis in range(3):
         if abs(ax[axis]) < _EPS and abs(ay[axis]) < _EPS:
             return _voxel_plane(volume, axis, m, size, window, level)
@@ -93,7 +93,7 @@ def _sample_2d(
     [y0, y1) (su, sv in (0, 1]): a strided copy when they fall on pixel centres, else Pillow's `resize`."""
     u0, v0 = su * (x0 + 0.5) + tu, sv * (y0 + 0.5) + tv
     if abs(su - 1.0) < _EPS and abs(sv - 1.0) < _EPS and abs(u0 - round(u0)) < 1e-6 and abs(v0 - round(v0)) < 1e-6:
-        r, c = int(round(v0)), int(round(u0))
+        r, c = round(v0), round(u0)
         return src[r : r + (y1 - y0), c : c + (x1 - x0)]
     padded = np.pad(src, 1, mode="edge")  # the outer half voxel repeats the edge voxel, as the affine path does
     # Pillow's continuous coordinates put pixel i on [i, i + 1]; the padding shifts them by one
