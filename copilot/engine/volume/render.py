@@ -184,7 +184,7 @@ def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
                 if not isinstance(font, ImageFont.FreeTypeFont):  # Pillow without FreeType: its bitmap font
                     draw.text((tx, ty), text, fill=fill, font=font)
                     continue
-                mask, (dx, dy) = _text_mask(px, text, math.modf(tx)[0], math.modf(ty)[0], colour)
+                mask, (dx, dy) = _text_mask(px, text, math.modf(tx)[0], math.modf(ty)[0])
                 draw.draw.draw_bitmap((int(tx) + dx, int(ty) + dy), mask, colour)
 
 
@@ -194,11 +194,12 @@ def _text_length(px: int, text: str) -> float:
 
 
 @lru_cache(maxsize=1024)
-def _text_mask(px: int, text: str, fx: float, fy: float, ink: int) -> tuple[Any, tuple[int, int]]:
-    """The 8-bit glyph mask of a line (and its offset) at a sub-pixel start, as `ImageDraw.text` renders it."""
+def _text_mask(px: int, text: str, fx: float, fy: float) -> tuple[Any, tuple[int, int]]:
+    """The 8-bit glyph mask of a line (and its offset) at a sub-pixel start, as `ImageDraw.text` renders it (an
+    8-bit mask does not depend on the ink: shadow and text share it)."""
     font = overlay_font(px)
     assert isinstance(font, ImageFont.FreeTypeFont)
-    return font.getmask2(text, "L", None, None, None, 0, "la", ink, (fx, fy), stroke_filled=True)
+    return font.getmask2(text, "L", None, None, None, 0, "la", 0, (fx, fy), stroke_filled=True)
 
 
 def encode_png(image: Image.Image, encoder: str = PNG_ENCODER) -> bytes:
