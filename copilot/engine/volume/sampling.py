@@ -17,6 +17,8 @@ grey level, in a fraction of the time:
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import SimpleITK as sitk
 from PIL import Image
@@ -133,15 +135,17 @@ def _oblique(
 
 
 def _filter(volume: Volume) -> sitk.ResampleImageFilter:
-    """A linear resampling filter (float output, OUTSIDE beyond the volume), made once per volume."""
-    f = volume.cache.get("resample_filter")
+    """A linear resampling filter (float output, OUTSIDE beyond the volume), made once per volume and thread (a
+    filter holds its output geometry: two threads must not share one)."""
+    key = ("resample_filter", threading.get_ident())
+    f = volume.cache.get(key)
     if f is None:
         f = sitk.ResampleImageFilter()
         f.SetInterpolator(sitk.sitkLinear)
         f.SetDefaultPixelValue(OUTSIDE)
         f.SetOutputPixelType(sitk.sitkFloat32)
         f.SetTransform(sitk.Transform())
-        volume.cache["resample_filter"] = f
+        volume.cache[key] = f
     return f  # type: ignore[return-value]
 
 
