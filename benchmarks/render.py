@@ -59,17 +59,20 @@ def stats(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def interleaved(contestants: dict[str, Callable[[int], object]], repeats: int) -> dict[str, tuple[float, float]]:
-    """Median and p95 (ms) of each contestant, timed in turn within every repeat (after one warm-up each)."""
-    samples: dict[str, list[float]] = {k: [] for k in contestants}
+def interleaved(contestants: dict[str, Callable[[int], object]], repeats: int) -> dict[str, tuple[float, float, float]]:
+    """Median and p95 wall ms and median CPU ms (this process, all threads: less sensitive to other processes'
+    load) of each contestant, timed in turn within every repeat (after one warm-up each)."""
+    wall: dict[str, list[float]] = {k: [] for k in contestants}
+    cpu: dict[str, list[float]] = {k: [] for k in contestants}
     for fn in contestants.values():
         fn(0)
     for n in range(repeats):
         for name, fn in contestants.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fn(n)
-            samples[name].append((time.perf_counter() - t0) * 1000.0)
-    return {k: stats(v) for k, v in samples.items()}
+            wall[name].append((time.perf_counter() - t0) * 1000.0)
+            cpu[name].append((time.process_time() - c0) * 1000.0)
+    return {k: (*stats(wall[k]), statistics.median(cpu[k])) for k in contestants}
 
 
 def rotated(volume: Volume, ax: float, ay: float) -> Volume:
@@ -134,7 +137,7 @@ def scrolled(viewer: EmbeddedVolumeViewer, view: str, repeats: int) -> np.ndarra
 
 def row(
     viewer: EmbeddedVolumeViewer, volume: Volume, view: str, repeats: int, fg: Layer | None = None, opacity: float = 0.0
-) -> dict[str, tuple[float, float]]:
+) -> dict[str, tuple[float, float, float]]:
     """Ours, naive and floor for one view, scrolled to a new offset every call (`fg`: the fused foreground)."""
     offsets = scrolled(viewer, view, repeats)
     flat = volume.data.ravel()
@@ -154,14 +157,14 @@ def row(
     return interleaved({"ours": ours, "naive": naive, "floor": floor}, repeats)
 
 
-def report(label: str, r: dict[str, tuple[float, float]], goal_ms: float | None) -> bool:
-    (om, op), (nm, np95), (fm, fp) = r["ours"], r["naive"], r["floor"]
-    ok = nm / om >= GOAL_RATIO and np95 / op >= GOAL_RATIO * 0.75
+def report(label: str, r: dict[str, tuple[float, float, float]], goal_ms: float | None) -> bool:
+    (om, op, oc), (nm, np95, nc), (fm, fp, _) = r["ours"], r["naive"], r["floor"]
+    ok = nm / om >= GOAL_RATIO and np95 / op >= GOAL_RATIO
     if goal_ms is not None:
         ok = ok and om <= goal_ms and op <= goal_ms
     print(
-        f"{label:<22} {om:6.2f} / {op:6.2f}  {nm:6.2f} / {np95:6.2f}  {fm:5.2f} / {fp:5.2f}"
-        f"  {nm / om:5.1f}× {np95 / op:5.1f}×  {om / fm:5.1f}×  {'ok' if ok else 'MISSED'}"
+        f"{label:<20} {om:6.2f} / {op:6.2f}  {nm:6.2f} / {np95:6.2f}  {fm:5.2f} / {fp:5.2f}"
+        f"  {nm / om:4.1f}× / {np95 / op:4.1f}×  {om / fm:5.1f}×   {oc:5.2f} / {nc:5.2f}  {'ok' if ok else 'missed'}"
     )
     return ok
 
@@ -187,8 +190,8 @@ def main() -> int:
     t1 = volume_from_sitk(sitk.ReadImage(str(template_dir() / TEMPLATE_FILES["t1"]), sitk.sitkFloat32), "T1")
     load = os.getloadavg()[0]
     print(f"volume {t1.dimensions} at {t1.spacing} mm; {ns.repeats} renders per row at {SIZE[0]}²; wall ms")
-    print(f"{'':<22} {'ours med / p95':>15}  {'naive med / p95':>15}  {'floor med/p95':>13}  naive/ours"
-          f"   ours/floor")  # fmt: skip
+    print(f"{'512²':<20} {'ours med / p95':>15}  {'naive med / p95':>15}  {'floor med/p95':>13}  naive/ours"
+          f"   ours/floor  cpu ours/naive")  # fmt: skip
     ok = True
     for label, volume in (("axis", t1), ("oblique", rotated(t1, 0.35, 0.26))):
         viewer = EmbeddedVolumeViewer()
@@ -208,8 +211,8 @@ def main() -> int:
     print(
         f"load average (1 min) up to {load:.2f} on {os.cpu_count()} cores{'  (under load: noisy)' if load > 1 else ''}"
     )
-    print(f"goals: axis ≤ {GOALS_MS['axis']} ms, oblique ≤ {GOALS_MS['oblique']} ms (median and p95), "
-          f"naive/ours ≥ {GOAL_RATIO}× on every row: {'met' if ok else 'NOT met'}")  # fmt: skip
+    print(f"goals: axis ≤ {GOALS_MS['axis']} ms, oblique ≤ {GOALS_MS['oblique']} ms, naive/ours ≥ {GOAL_RATIO}× on "
+          f"every row, median and p95 (wall): {'met' if ok else 'not met on every row'}")  # fmt: skip
     return 0
 
 
