@@ -53,6 +53,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py
+	$(BIN)/python benchmarks/observe_http.py
 	$(BIN)/python benchmarks/slide.py
 	$(BIN)/python benchmarks/gui.py
 	$(BIN)/python benchmarks/slicer_backend.py

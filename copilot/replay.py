@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.engine.png import LEGACY_PNG_ENCODER, png_encoder
+from copilot.engine.volume.render import check_renderer
 from copilot.runtime import new_session
 from copilot.session import Session
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
@@ -97,15 +98,17 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
 
 
 def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any = None) -> Session:
-    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs and
-    the PNG encoder (a header naming none was written by the legacy one); an encoder this version lacks is a
-    ValueError naming it. `viewer`: a scene rebuilt from the trace (an adopted Slicer scene)."""
+    """A fresh session like the one a trace header records: kind, backend, operation set, track, case inputs, the
+    PNG encoder and the slice renderer (a header naming none was written by the legacy ones); an encoder or
+    renderer this version lacks is a ValueError naming it. `viewer`: a scene rebuilt from the trace (an adopted
+    Slicer scene)."""
     encoder = head.get("png_encoder") or LEGACY_PNG_ENCODER
     png_encoder(encoder)
+    renderer = check_renderer(head.get("renderer"))
     return new_session(
         head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
         case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder, viewer=viewer,
-        protocol=head.get("protocol"),
+        protocol=head.get("protocol"), renderer=renderer,
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import copilot
 from copilot.cases.pack import CaseLike, load_case
 from copilot.engine.png import PNG_ENCODER
+from copilot.engine.volume.render import RENDERER, check_renderer
 from copilot.errors import HandlerError
 from copilot.kinds import viewer_kind
 from copilot.session import Session
@@ -32,6 +33,7 @@ def session_header(
         **({"ops": ops} if ops else {}),
         **({"protocol": protocol} if protocol else {}),
         "png_encoder": PNG_ENCODER,
+        "renderer": RENDERER,
         "medcopilot_version": copilot.__version__,
     }
 
@@ -49,16 +51,20 @@ def new_session(
     case_inputs: dict[str, Any] | None = None,
     png_encoder: str = PNG_ENCODER,
     protocol: str | None = None,
+    renderer: str | None = None,
 ) -> Session:
     """A session of a viewer kind on a backend (or on `viewer`, e.g. a live QuPath), nothing opened yet.
 
     A backend the kind does not have falls back to the embedded viewer (slides stay on it); `case_root` and
     `case_inputs` replace the case's own (a replay against a moved case folder); `protocol` picks the tools a
-    model sees (`copilot.tools.protocols`).
+    model sees (`copilot.tools.protocols`); `renderer` names the slice renderer of a viewer that has one (a replay
+    draws with the one its trace recorded).
     """
     kind = viewer_kind(kind_name)
     if viewer is None:
         viewer = kind.viewer(backend if backend in kind.backends else "embedded")
+    if renderer is not None and hasattr(viewer, "renderer"):
+        viewer.renderer = check_renderer(renderer)
     registry = registry_view(kind.registry, ops, protocol)
     return Session(viewer, registry, case_root, case_inputs, track, trace, case, png_encoder)
 

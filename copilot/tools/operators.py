@@ -15,7 +15,7 @@ from pydantic import Field
 from copilot.engine.ops import registration as reg
 from copilot.engine.ops import segmentation as seg
 from copilot.engine.volume.derived import Segment, TransformNode
-from copilot.engine.volume.render import Layer, compose
+from copilot.engine.volume.render import RENDERER, Layer, compose
 from copilot.errors import HandlerError
 from copilot.tools import guards
 from copilot.tools.args import DEFAULT_SIZE, Mm, Size, ref_to_volume, render_views
@@ -126,9 +126,10 @@ def _verification_views(ctx: RadiologyContext, fid: str, registered, size: int) 
     from copilot.engine.volume.display import default_display
 
     moving_layer = Layer(registered, default_display(registered))
-    fused = compose(view, (size, size), fixed_layer, moving_layer, 0.5)
-    a = np.asarray(compose(view, (size, size), fixed_layer).convert("RGB"))
-    b = np.asarray(compose(view, (size, size), moving_layer).convert("RGB"))
+    renderer = getattr(viewer, "renderer", RENDERER)
+    fused = compose(view, (size, size), fixed_layer, moving_layer, 0.5, renderer=renderer)
+    a = np.asarray(compose(view, (size, size), fixed_layer, renderer=renderer).convert("RGB"))
+    b = np.asarray(compose(view, (size, size), moving_layer, renderer=renderer).convert("RGB"))
     from PIL import Image
 
     board = Image.fromarray(reg.checkerboard(a, b))

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ class EncodedImage:
     data: bytes
     label: str = ""
 
-    @property
+    @cached_property
     def sha256(self) -> str:
+        """Hash of the bytes, computed once (the trace, the HTTP envelope and replay all read it)."""
         return hashlib.sha256(self.data).hexdigest()
 
     def to_json(self, with_data: bool = True) -> dict[str, Any]:

@@ -1,14 +1,20 @@
 """Composing a slice view: background and foreground layers, fusion, corner overlays, PNG encoding.
 
 Grey views stay 8-bit single-channel images (half the PNG encoding cost of RGB); colour maps and
-fusion produce RGB. Colour mapping and blending run in Pillow's C code.
+fusion produce RGB. Two renderers are kept, named so that a trace records which one drew its images:
+`RENDERER` samples by `sampling.slice_uint8` and fuses two layers with one look-up in a 256×256 RGB table
+(built once per colour maps, opacity and mode by the very Pillow operations it replaces, so fusion is
+bit-identical to them); `LEGACY_RENDERER` is the Pillow-affine path traces were recorded with before
+(replay uses whichever a trace names). Both give the same pixels within one grey level.
 """
 
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFont
@@ -18,9 +24,21 @@ from copilot.engine.png import PNG_ENCODER, png_encoder
 from copilot.engine.volume.display import LUTS, DisplaySettings
 from copilot.engine.volume.image import Volume
 from copilot.engine.volume.reslice import reslice_uint8
+from copilot.engine.volume.sampling import slice_uint8
 
 PNG_COMPRESS_LEVEL = 1  # cines (APNG, Pillow): level 1 is ~4× faster than Pillow's default 6
 JPEG_QUALITY = 90  # slide screenshots for the model: visually lossless for H&E at this size, ~15× faster than PNG
+RENDERER = "slab-resize-1"  # what new traces record
+LEGACY_RENDERER = "pillow-affine-1"  # what a trace header without `renderer` was drawn with
+RENDERERS = (RENDERER, LEGACY_RENDERER)
+
+
+def check_renderer(name: str | None) -> str:
+    """The renderer of a name (None: the legacy one of traces that name none); a ValueError for others."""
+    key = LEGACY_RENDERER if name is None else name
+    if key not in RENDERERS:
+        raise ValueError(f"unknown slice renderer {key!r}; this version has {', '.join(RENDERERS)}")
+    return key
 
 
 @dataclass(frozen=True)
@@ -38,18 +56,78 @@ def compose(
     foreground: Layer | None = None,
     opacity: float = 0.0,
     mode: str = "blend",
+    renderer: str = RENDERER,
 ) -> Image.Image:
     """The view's image: 8-bit grey ('L') for a grey layer alone, RGB once a colour map or fusion is shown."""
+    if renderer == LEGACY_RENDERER:
+        return _compose_legacy(view, size, background, foreground, opacity, mode)
+    check_renderer(renderer)
+    m = view.image_to_ras_matrix(size)
+    w, h = size
+    bg = _grey(background, m, size) if background is not None else np.zeros((h, w), dtype=np.uint8)
+    if foreground is not None and opacity > 0.0:
+        fg = _grey(foreground, m, size)
+        bg_map = background.display.colormap if background is not None else "grey"
+        table = _fusion_table(bg_map, foreground.display.colormap, float(opacity), mode)
+        index = bg.astype(np.uint16) << 8
+        index |= fg
+        rgbx = table.take(index)  # one look-up per pixel: colour maps and blend together
+        return Image.frombuffer("RGBX", (w, h), rgbx, "raw", "RGBX", 0, 1).convert("RGB")
+    image = Image.fromarray(bg, mode="L")
+    if background is None or background.display.colormap == "grey":
+        return image
+    image.putpalette(_palette(background.display.colormap))
+    return image.convert("RGB")
+
+
+def _grey(layer: Layer, image_to_ras: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    d = layer.display
+    return slice_uint8(layer.volume, image_to_ras, size, d.window, d.level)
+
+
+@lru_cache(maxsize=32)
+def _fusion_table(bg_map: str, fg_map: str, opacity: float, mode: str) -> np.ndarray:
+    """RGBX (as uint32) of every (background grey, foreground grey) pair, index bg·256 + fg, made by the legacy
+    composing operations themselves on a 256×256 image of all pairs."""
+    pairs = np.arange(65536, dtype=np.uint32)
+    bg = Image.fromarray((pairs >> 8).astype(np.uint8).reshape(256, 256), mode="L")
+    fg = Image.fromarray((pairs & 255).astype(np.uint8).reshape(256, 256), mode="L")
+    rgb = _blend(_coloured(bg, bg_map), _coloured(fg, fg_map), opacity, mode)
+    rgbx = np.asarray(rgb.convert("RGBX")).reshape(-1, 4)
+    return np.ascontiguousarray(rgbx).view(np.uint32).ravel()
+
+
+def _coloured(grey: Image.Image, colormap: str) -> Image.Image:
+    """A grey layer as shown: itself, or through its colour table as RGB."""
+    if colormap == "grey":
+        return grey
+    grey = grey.copy()
+    grey.putpalette(_palette(colormap))
+    return grey.convert("RGB")
+
+
+def _blend(bg_layer: Image.Image, fg_layer: Image.Image, opacity: float, mode: str) -> Image.Image:
+    """Fusion of two shown layers (Pillow's C blend; 'add' adds the weighted foreground, saturating)."""
+    bg, fg = bg_layer.convert("RGB"), fg_layer.convert("RGB")
+    if mode == "add":
+        return ImageChops.add(bg, Image.blend(Image.new("RGB", bg.size), fg, opacity))
+    return Image.blend(bg, fg, opacity)
+
+
+def _compose_legacy(
+    view: SliceView,
+    size: tuple[int, int],
+    background: Layer | None,
+    foreground: Layer | None,
+    opacity: float,
+    mode: str,
+) -> Image.Image:
+    """The renderer older traces were drawn with: Pillow's affine transform per layer, Pillow's blend."""
     m = view.image_to_ras_matrix(size)
     w, h = size
     image = _layer_image(background, m, size) if background is not None else Image.new("L", (w, h))
     if foreground is not None and opacity > 0.0:
-        bg = image.convert("RGB")
-        fg = _layer_image(foreground, m, size).convert("RGB")
-        if mode == "add":
-            image = ImageChops.add(bg, Image.blend(Image.new("RGB", (w, h)), fg, opacity))
-        else:
-            image = Image.blend(bg, fg, opacity)
+        image = _blend(image, _layer_image(foreground, m, size), opacity, mode)
     return image
 
 
@@ -57,10 +135,7 @@ def _layer_image(layer: Layer, image_to_ras: np.ndarray, size: tuple[int, int]) 
     grey = Image.fromarray(
         reslice_uint8(layer.volume, image_to_ras, size, layer.display.window, layer.display.level), mode="L"
     )
-    if layer.display.colormap == "grey":
-        return grey
-    grey.putpalette(_palette(layer.display.colormap))
-    return grey.convert("RGB")
+    return _coloured(grey, layer.display.colormap)
 
 
 @lru_cache(maxsize=8)
@@ -91,20 +166,40 @@ def corner_text(
 
 def draw_corners(image: Image.Image, corners: dict[str, list[str]]) -> None:
     """Draw white text lines with a dark shadow in the image corners ('tl', 'tr', 'bl', 'br'), like Slicer's
-    corner annotations."""
+    corner annotations. The glyph masks of a line are rendered once and kept (most lines repeat from one render
+    to the next); the pixels are those of `ImageDraw.text`."""
     w, h = image.size
     px = max(9, min(18, round(min(w, h) / 28)))
     font = overlay_font(px)
     draw = ImageDraw.Draw(image)
     ink, shadow = (255, 0) if image.mode == "L" else ((255, 255, 255), (0, 0, 0))
+    inks = (draw.draw.draw_ink(shadow), draw.draw.draw_ink(ink))  # as `ImageDraw.text` packs them
     pad, line_h = 3, px + 2
     for corner, lines in corners.items():
         for n, text in enumerate(lines):
-            tw = draw.textlength(text, font=font)
+            tw = _text_length(px, text)
             x = pad if corner[1] == "l" else w - pad - tw
             y = pad + n * line_h if corner[0] == "t" else h - pad - (len(lines) - n) * line_h
-            draw.text((x + 1, y + 1), text, fill=shadow, font=font)
-            draw.text((x, y), text, fill=ink, font=font)
+            for (tx, ty), fill, colour in zip(((x + 1, y + 1), (x, y)), (shadow, ink), inks, strict=True):
+                if not isinstance(font, ImageFont.FreeTypeFont):  # Pillow without FreeType: its bitmap font
+                    draw.text((tx, ty), text, fill=fill, font=font)
+                    continue
+                mask, (dx, dy) = _text_mask(px, text, math.modf(tx)[0], math.modf(ty)[0])
+                draw.draw.draw_bitmap((int(tx) + dx, int(ty) + dy), mask, colour)
+
+
+@lru_cache(maxsize=1024)
+def _text_length(px: int, text: str) -> float:
+    return overlay_font(px).getlength(text, "L")
+
+
+@lru_cache(maxsize=1024)
+def _text_mask(px: int, text: str, fx: float, fy: float) -> tuple[Any, tuple[int, int]]:
+    """The 8-bit glyph mask of a line (and its offset) at a sub-pixel start, as `ImageDraw.text` renders it (an
+    8-bit mask does not depend on the ink: shadow and text share it)."""
+    font = overlay_font(px)
+    assert isinstance(font, ImageFont.FreeTypeFont)
+    return font.getmask2(text, "L", None, None, None, 0, "la", 0, (fx, fy), stroke_filled=True)
 
 
 def encode_png(image: Image.Image, encoder: str = PNG_ENCODER) -> bytes:

@@ -20,7 +20,7 @@ from copilot.engine.volume import view_rules as rules
 from copilot.engine.volume.derived import SEGMENT_COLOURS, Segment, TransformNode, outline
 from copilot.engine.volume.display import DisplaySettings, auto_window_level, default_display, preset_settings
 from copilot.engine.volume.image import Volume, inventory_facts
-from copilot.engine.volume.render import Layer, compose, corner_text, draw_corners
+from copilot.engine.volume.render import RENDERER, Layer, check_renderer, compose, corner_text, draw_corners
 
 
 @dataclass
@@ -44,8 +44,9 @@ class EmbeddedVolumeViewer:
 
     kind = "radiology"
 
-    def __init__(self) -> None:
+    def __init__(self, renderer: str = RENDERER) -> None:
         self._s = _SceneState(views={n: SliceView(n, VIEW_ORIENTATION[n]) for n in VIEW_NAMES})
+        self.renderer = check_renderer(renderer)  # the slice renderer (a replay uses the one its trace names)
 
     # ----- transactional state -----
     def export_state(self) -> _SceneState:
@@ -291,7 +292,7 @@ class EmbeddedVolumeViewer:
         s = self._s
         bg = Layer(s.volumes[s.background], s.display[s.background]) if s.background else None
         fg = Layer(s.volumes[s.foreground], s.display[s.foreground]) if s.foreground else None
-        image = compose(v, size, bg, fg, s.opacity, s.fusion_mode)
+        image = compose(v, size, bg, fg, s.opacity, s.fusion_mode, self.renderer)
         if s.segments:
             image = self._draw_outlines(image, v, size)
         draw_corners(image, self._overlay_text(v))
