@@ -11,6 +11,9 @@ SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2
 QT_PACKAGES := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libegl-mesa0 libgl1-mesa-dri
 
+# one pytest worker per core; a test file stays on one worker (its module fixtures are made once)
+PARALLEL := -p xdist.plugin -n auto --dist loadfile
+
 .PHONY: demo test test-fast lint sysdeps venv bench clean screenshots
 
 $(STAMP): pyproject.toml
@@ -38,12 +41,13 @@ test: $(STAMP)
 	$(BIN)/mypy
 	PYTHONPATH=slicer_ext/MedCopilot $(BIN)/lint-imports  # the import contracts in pyproject.toml
 	$(BIN)/python -m tests.qupath_jvm  # compiles the QuPath API fixture (tests/java) for the bridge's JVM tests
-	$(BIN)/python -m pytest
+	@start=$$(date +%s); $(BIN)/python -m pytest $(PARALLEL); \
+	  rc=$$?; echo "make test: pytest $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The core alone in about a minute: no Qt widgets, no slicer-core, no JVM, no external servers.
 test-fast: $(STAMP)
 	$(BIN)/ruff check copilot tests benchmarks slicer_ext qupath_ext
-	@start=$$(date +%s); $(BIN)/python -m pytest -m "not heavy"; \
+	@start=$$(date +%s); $(BIN)/python -m pytest $(PARALLEL) -m "not heavy"; \
 	  rc=$$?; echo "make test-fast: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 lint: $(STAMP)

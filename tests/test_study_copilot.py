@@ -20,6 +20,7 @@ import tifffile
 from PIL import Image, ImageDraw
 
 from copilot.cli import main
+from copilot.engine.volume import render
 from copilot.panel.model import PanelModel
 from copilot.panel.report import EVIDENCE_RED, evidence_figures
 from copilot.panel.studies import open_study, study_for
@@ -112,6 +113,13 @@ def drawn_text(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return original(self, xy, value, *args, **kw)
 
     monkeypatch.setattr(ImageDraw.ImageDraw, "text", text)
+    measure = render._text_length  # corner overlays are measured, then drawn from cached glyph masks
+
+    def length(px: int, value: str) -> float:
+        drawn.append(value)
+        return measure(px, value)
+
+    monkeypatch.setattr(render, "_text_length", length)
     return drawn
 
 
