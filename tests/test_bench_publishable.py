@@ -373,10 +373,10 @@ def test_kill_9_of_the_coordinator_ends_its_workers_and_the_rerun_completes(four
 
 def test_two_runs_on_one_folder_are_serialised(four: Path, tmp_path: Path) -> None:
     script = tmp_path / "slow.json"
-    script.write_text(json.dumps({**SLOW, "calls": SLOW["calls"] * 40}))  # the first still runs when the second starts
+    script.write_text(json.dumps({**SLOW, "calls": SLOW["calls"] * 30}))  # the first still runs when the second starts
     run = tmp_path / "run"
     cmd = [*CLI, "bench", "run", "--cases", str(four), "--policy", f"scripted:{script}", "--workers", "1",
-           "--out", str(run)]  # fmt: skip
+           "--budget", "100", "--out", str(run)]  # fmt: skip
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     while not (run / ".lock").exists():
         time.sleep(0.02)
