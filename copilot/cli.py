@@ -39,11 +39,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _cases_make(ns: argparse.Namespace) -> int:
+    from copilot.cases.progress import listening, printer
     from copilot.medflow import make_cases
 
     try:
         w, h = (int(v) for v in ns.slide_size.lower().split("x"))
-        made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing, slide_size=(w, h), mpp=ns.mpp)
+        with listening(printer(sys.stderr)):
+            made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing, slide_size=(w, h), mpp=ns.mpp)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
