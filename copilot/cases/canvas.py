@@ -122,7 +122,10 @@ def nuclei(seed: int, purpose: int, y0: int, x0: int, h: int, w: int, density: f
 
 
 def soften(mask: np.ndarray, sigma: float, halo: int) -> np.ndarray:
-    """A boolean mask (painted with `halo` px of margin) blurred to soft edges, margin cropped."""
+    """A boolean mask (painted with `halo` px of margin) blurred to soft edges, margin cropped; a uniform mask
+    (a tile all inside or all outside) needs no blur."""
+    if mask.all() or not mask.any():
+        return np.full((mask.shape[0] - 2 * halo, mask.shape[1] - 2 * halo), float(mask.flat[0]), np.float32)
     soft = ndimage.gaussian_filter(mask.astype(np.float32), sigma)
     return np.clip(soft[halo : soft.shape[0] - halo, halo : soft.shape[1] - halo], 0, 1)
 

@@ -160,8 +160,12 @@ def make_breast_case(
     def paint(y0: int, x0: int, h: int, w: int) -> np.ndarray:
         wide = field.window(y0 - halo, x0 - halo, h + 2 * halo, w + 2 * halo) > TISSUE
         here = wide[halo:-halo, halo:-halo]
-        nuc = nuclei(seed, NUCLEI, y0, x0, h, w, 1.5, 3.5)
-        rgb = he_stain(soften(wide, 3.0, halo), nuc, noise(seed, STAIN, y0, x0, h, w))
+        if not wide.any():  # glass: what the stain would give where there is no tissue
+            rgb = np.empty((h, w, 3), np.uint8)
+            rgb[:] = GLASS.astype(np.uint8)
+        else:
+            nuc = nuclei(seed, NUCLEI, y0, x0, h, w, 1.5, 3.5)
+            rgb = he_stain(soften(wide, 3.0, halo), nuc, noise(seed, STAIN, y0, x0, h, w))
         if lesion is not None and label in ("IC", "PB") and touches(lesion, y0, x0, h, w):
             region = fill(lesion, y0, x0, h, w) & here
             if label == "IC":
@@ -229,8 +233,12 @@ def make_lymph_case(
     def paint(y0: int, x0: int, h: int, w: int) -> np.ndarray:
         node = _node(shape, y0 - halo, x0 - halo, h + 2 * halo, w + 2 * halo)
         here = node[halo:-halo, halo:-halo]
-        nuc = nuclei(seed, NUCLEI, y0, x0, h, w, 40.0, 2.6) * here
-        rgb = he_stain(soften(node, 4.0, halo), nuc, noise(seed, STAIN, y0, x0, h, w))
+        if not node.any():  # glass around the node
+            rgb = np.empty((h, w, 3), np.uint8)
+            rgb[:] = GLASS.astype(np.uint8)
+        else:
+            nuc = nuclei(seed, NUCLEI, y0, x0, h, w, 40.0, 2.6) * here
+            rgb = he_stain(soften(node, 4.0, halo), nuc, noise(seed, STAIN, y0, x0, h, w))
         for k, poly in enumerate(tumours):
             if not touches(poly, y0, x0, h, w):
                 continue
