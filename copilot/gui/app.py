@@ -386,12 +386,19 @@ class MainWindow(QMainWindow):
         label = " + ".join(s.label for s in chosen) or Path(path).name
         self.progress(f"Opening {label}…")
         try:
-            session = open_study(study, trace_dir if trace_dir is not None else new_session_dir(study.kind))
+            trace = trace_dir if trace_dir is not None else new_session_dir(study.kind)
+            session = startup.in_worker(lambda: open_study(study, trace), lambda s: self._loading(label, s))
             self.set_session(session, study)
         finally:
             self.busy_label.hide()
             self.statusBar().clearMessage()
         self._opened = (Path(path), series, trace_dir)
+
+    def _loading(self, label: str, seconds: float) -> None:
+        """The start-up message with the seconds spent, once a study takes more than one."""
+        if seconds >= 1.0:
+            self.busy_label.setText(f"Opening {label}… {seconds:.0f} s")
+            self.busy_label.adjustSize()
 
     def _open_case_index(self, index: int) -> None:
         if 0 <= index < len(self.cases):

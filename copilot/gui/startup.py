@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
 
 _state: dict[str, Any] = {"splash": None, "label": None, "framed": False}
 
@@ -131,3 +135,34 @@ def watch_first_frame() -> None:
     watcher = _FirstFrame(app)
     app.installEventFilter(watcher)
     _state["watcher"] = watcher
+
+
+def in_worker(work: Callable[[], T], tick: Callable[[float], None] | None = None, interval: float = 0.05) -> T:
+    """Run `work` on a worker thread while the GUI thread keeps painting (its events, not the user's input,
+    are processed every `interval` s; `tick` gets the seconds elapsed); its result, or its exception raised
+    here. A caller waits as before, but the window never freezes while a study loads."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        return work()
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["result"] = work()
+        except BaseException as exc:  # handed to the caller's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=run, name="study-loader", daemon=True)
+    started = time.perf_counter()
+    worker.start()
+    while worker.is_alive():
+        app.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+        if tick is not None:
+            tick(time.perf_counter() - started)
+        worker.join(interval)
+    if "error" in done:
+        raise done["error"]
+    return cast(T, done["result"])
