@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from copilot import oneline
-from copilot.medflow.policies import POLICY_HELP
-from copilot.medflow.registry import modules
 from copilot.pacs import is_dicomweb_url
 
 
@@ -39,11 +37,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _cases_make(ns: argparse.Namespace) -> int:
+    from copilot.cases.progress import listening, printer
     from copilot.medflow import make_cases
 
     try:
         w, h = (int(v) for v in ns.slide_size.lower().split("x"))
-        made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing, slide_size=(w, h), mpp=ns.mpp)
+        with listening(printer(sys.stderr)):
+            made = make_cases(ns.module, ns.n, ns.seed, Path(ns.out), spacing=ns.spacing, slide_size=(w, h), mpp=ns.mpp)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -254,6 +254,16 @@ def _check_model_service(base_url: str | None) -> None:
 
 
 def _gui(ns: argparse.Namespace) -> int:
+    from copilot.gui.startup import close_splash, progress
+
+    try:
+        progress("Loading the viewer…")
+        return _gui_main(ns)
+    finally:
+        close_splash()
+
+
+def _gui_main(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
     if ns.qupath is not None:  # the side panel of a running QuPath, on the image open there
@@ -345,7 +355,50 @@ def _backend_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_gui(sub: Any) -> None:
+    """The `gui` command's arguments."""
+    gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")
+    gui.add_argument(
+        "path", nargs="?", default=None,
+        help="a case pack or a folder of them, a DICOM folder, a NIfTI/NRRD/MHA file, a slide, or a trace folder "
+        "(default: the most recent study)",
+    )  # fmt: skip
+    gui.add_argument("--case", default=None, help="same as PATH (kept for scripts)")
+    gui.add_argument("--layout", default=None, choices=["one_up", "three_up", "four_up", "side_by_side"],
+                     help="the view layout to start in (default: the study's)")  # fmt: skip
+    gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
+    gui.add_argument("--series", default=None, help="the series of a DICOM folder to open, without the picker: "
+                     "its number, a word of its description or the end of its UID; several, comma-separated, open "
+                     "together (the first as the background)")  # fmt: skip
+    gui.add_argument("--frame", type=int, default=None, help="the frame of a 4D image to open (from 0)")
+    gui.add_argument("--cursor", default=None, metavar="R,A,S",
+                     help="with --screenshot: the linked cursor at this RAS point (mm), its values in the status bar "
+                     "(a slide: X,Y level-0 pixels)")
+    gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
+    gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
+    gui.add_argument("--ask", action="append", default=[], metavar="QUESTION",
+                     help="with --screenshot: ask the model this first (repeat for follow-ups)")  # fmt: skip
+    gui.add_argument("--policy", default="openai", help="the model policy for --ask: openai[:MODEL]")
+    gui.add_argument("--base-url", default=None, help="OpenAI-compatible service for --ask (default: $OPENAI_BASE_URL)")
+    gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
+                     help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
+                     "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
+    gui.add_argument("--trace-dir", default=None,
+                     help="where the session's trace goes (default: a new folder of the per-user sessions folder)")
+    gui.set_defaults(func=_gui)
+
+
+def _gui_parser() -> argparse.ArgumentParser:
+    """A parser of the `gui` command alone: the desktop starts without loading what the other commands need."""
+    p = argparse.ArgumentParser(prog="medcopilot", description="Auditable agent runtime for medical image viewers")
+    _add_gui(p.add_subparsers(dest="command", required=True))
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from copilot.medflow.policies import POLICY_HELP  # imported here: `gui` shows its window before these load
+    from copilot.medflow.registry import modules
+
     p = argparse.ArgumentParser(prog="medcopilot", description="Auditable agent runtime for medical image viewers")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -465,35 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_option(mcp)
     mcp.set_defaults(func=_mcp)
 
-    gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")
-    gui.add_argument(
-        "path", nargs="?", default=None,
-        help="a case pack or a folder of them, a DICOM folder, a NIfTI/NRRD/MHA file, a slide, or a trace folder "
-        "(default: the most recent study)",
-    )  # fmt: skip
-    gui.add_argument("--case", default=None, help="same as PATH (kept for scripts)")
-    gui.add_argument("--layout", default=None, choices=["one_up", "three_up", "four_up", "side_by_side"],
-                     help="the view layout to start in (default: the study's)")  # fmt: skip
-    gui.add_argument("--fusion", default=None, help="with --screenshot: show this volume over the active one")
-    gui.add_argument("--series", default=None, help="the series of a DICOM folder to open, without the picker: "
-                     "its number, a word of its description or the end of its UID; several, comma-separated, open "
-                     "together (the first as the background)")  # fmt: skip
-    gui.add_argument("--frame", type=int, default=None, help="the frame of a 4D image to open (from 0)")
-    gui.add_argument("--cursor", default=None, metavar="R,A,S",
-                     help="with --screenshot: the linked cursor at this RAS point (mm), its values in the status bar "
-                     "(a slide: X,Y level-0 pixels)")
-    gui.add_argument("--screenshot", default=None, help="save a picture of the window to this PNG and exit")
-    gui.add_argument("--run", default=None, help="with --screenshot: run this offline policy first")
-    gui.add_argument("--ask", action="append", default=[], metavar="QUESTION",
-                     help="with --screenshot: ask the model this first (repeat for follow-ups)")  # fmt: skip
-    gui.add_argument("--policy", default="openai", help="the model policy for --ask: openai[:MODEL]")
-    gui.add_argument("--base-url", default=None, help="OpenAI-compatible service for --ask (default: $OPENAI_BASE_URL)")
-    gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
-                     help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
-                     "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
-    gui.add_argument("--trace-dir", default=None,
-                     help="where the session's trace goes (default: a new folder of the per-user sessions folder)")
-    gui.set_defaults(func=_gui)
+    _add_gui(sub)
 
     from copilot.study.chat import add_parser as add_chat
 
@@ -517,7 +542,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; bad input ends with one `error:` line and exit code 2 (MEDCOPILOT_DEBUG=1: traceback)."""
-    ns = build_parser().parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["gui"] and "-h" not in args and "--help" not in args:
+        from copilot.gui.startup import show_splash
+
+        show_splash()  # within a few hundred ms of the command: the rest loads behind it
+    ns = (_gui_parser() if args[:1] == ["gui"] else build_parser()).parse_args(args)
     oneline.install()  # background failures and log records: one line each on stderr
     try:
         return int(ns.func(ns))

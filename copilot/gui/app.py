@@ -11,7 +11,6 @@ and never waits for the session lock.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import threading
 import time
@@ -36,7 +35,9 @@ from PySide6.QtWidgets import (
 )
 
 from copilot.engine.volume.display import PRESET_NAMES
+from copilot.gui import startup
 from copilot.gui.panel import PanelWidget, default_policies
+from copilot.gui.startup import display_problem
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
@@ -206,7 +207,7 @@ class MainWindow(QMainWindow):
         self.frame_box.valueChanged.connect(self.set_frame)
         self.frame_actions = [bar.addWidget(self.frame_label), bar.addWidget(self.frame_box)]
         self.preset_box = QComboBox()
-        from copilot.gui.scene3d import PRESETS
+        from copilot.gui.presets3d import PRESETS  # names only: VTK loads when a 3D view first shows
 
         self.preset_box.addItem("auto (fits the series)", None)
         for preset in PRESETS:
@@ -361,6 +362,7 @@ class MainWindow(QMainWindow):
 
     def progress(self, message: str) -> None:
         """A start-up message over the view area while a study opens (the window stays painted)."""
+        startup.log("progress", message)
         self.statusBar().showMessage(message)
         self.busy_label.setText(message)
         self.busy_label.adjustSize()
@@ -384,12 +386,19 @@ class MainWindow(QMainWindow):
         label = " + ".join(s.label for s in chosen) or Path(path).name
         self.progress(f"Opening {label}…")
         try:
-            session = open_study(study, trace_dir if trace_dir is not None else new_session_dir(study.kind))
+            trace = trace_dir if trace_dir is not None else new_session_dir(study.kind)
+            session = startup.in_worker(lambda: open_study(study, trace), lambda s: self._loading(label, s))
             self.set_session(session, study)
         finally:
             self.busy_label.hide()
             self.statusBar().clearMessage()
         self._opened = (Path(path), series, trace_dir)
+
+    def _loading(self, label: str, seconds: float) -> None:
+        """The start-up message with the seconds spent, once a study takes more than one."""
+        if seconds >= 1.0:
+            self.busy_label.setText(f"Opening {label}… {seconds:.0f} s")
+            self.busy_label.adjustSize()
 
     def _open_case_index(self, index: int) -> None:
         if 0 <= index < len(self.cases):
@@ -754,21 +763,6 @@ def build_window(path: str | Path, trace_dir: str | Path | None = None, cases: l
     return window
 
 
-def display_problem() -> str | None:
-    """Why no window can open here (one line), or None."""
-    platform = os.environ.get("QT_QPA_PLATFORM", "")
-    if platform.startswith(("offscreen", "minimal", "vnc", "eglfs", "linuxfb")) or sys.platform != "linux":
-        return None
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        return "no display: set DISPLAY (or run under xvfb-run), or use --screenshot with QT_QPA_PLATFORM=offscreen"
-    if not os.environ.get("WAYLAND_DISPLAY"):
-        import ctypes.util
-
-        if ctypes.util.find_library("xcb-cursor") is None:
-            return "the Qt runtime libraries are missing (libxcb-cursor0 and friends): run `make sysdeps`"
-    return None
-
-
 def _announce(model: PanelModel, line: str) -> None:
     model.messages.append(("system", line))
     print(f"medcopilot gui: {line}", file=sys.stderr)
@@ -808,13 +802,12 @@ def main(
     `screenshot`, optionally run an offline policy or ask the model (then show the `fusion` volume over the active
     one and put the linked cursor at the RAS point `cursor`, its values in the status bar), save a picture of the
     window and exit: 1 when the run failed, 2 when it could not start (the reason on one line)."""
-    from copilot.study.policies import PolicyUnavailable, study_policy
-
     problem = display_problem()
     if problem is not None:
         print(f"medcopilot gui: {problem}", file=sys.stderr)
         return 2
     app = QApplication.instance() or QApplication(sys.argv)
+    startup.watch_first_frame()
     window = MainWindow()
     window.quiet = window.no_dialogs = screenshot is not None
     target = path or next(iter(window.recent.items()), None)
@@ -827,6 +820,7 @@ def main(
             print(f"medcopilot gui: {problem}", file=sys.stderr)
             return 2
     window.show()  # first: the start-up message shows while the study opens
+    startup.close_splash()
     if target is not None and series is not None and classify(target) != "dicom":
         print("medcopilot gui: --series applies to a DICOM folder", file=sys.stderr)
         return 2
@@ -836,6 +830,8 @@ def main(
         window.set_layout(layout)
     if screenshot is None:
         return int(app.exec())
+    from copilot.study.policies import PolicyUnavailable, study_policy  # here: a start without a run skips it
+
     failed = False
     turns = [(run, "")] if run else [(policy, q) for q in asks or []]
     conversation = None

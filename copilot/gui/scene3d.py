@@ -21,8 +21,9 @@ if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
 import vtk
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
+from copilot.gui.presets3d import PRESETS
+
 MAX_VOXELS_3D = 160**3  # volumes are strided down to about this many voxels for interactive rendering
-PRESETS = ("mr_default", "ct_soft_tissue", "ct_bone", "ct_lung", "pet_mip")
 VIEW_COLOURS = {"red": (0.95, 0.33, 0.33), "yellow": (0.93, 0.84, 0.3), "green": (0.43, 0.7, 0.36)}
 EVIDENCE_COLOUR = (1.0, 0.86, 0.0)
 

@@ -21,6 +21,7 @@ from copilot.bench.report import Column
 from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import CaseScore, Truth
 from copilot.cases.pack import CasePack, load_case
+from copilot.cases.progress import report
 from copilot.kinds import KINDS
 
 
@@ -140,11 +141,13 @@ def make_cases(
     if n < 1:
         raise ValueError("n must be at least 1")
     names = list(modules()) if name == "all" else [module(name).name]
-    return [
-        make_case(m, Path(out), f"{m}_{seed:03d}_{i:04d}", seed * 1000 + i, spacing, slide_size, mpp)
-        for m in names
-        for i in range(n)
-    ]
+    jobs = [(m, f"{m}_{seed:03d}_{i:04d}", seed * 1000 + i) for m in names for i in range(n)]
+    made = []
+    for k, (m, case_id, case_seed) in enumerate(jobs):
+        report(f"case {k + 1}/{len(jobs)} {case_id}", 0.0)
+        made.append(make_case(m, Path(out), case_id, case_seed, spacing, slide_size, mpp))
+        report(f"case {k + 1}/{len(jobs)} {case_id}", 1.0)
+    return made
 
 
 def report_columns() -> dict[str, Column]:

@@ -72,6 +72,24 @@ def np_matrix(m: vtkMatrix4x4) -> np.ndarray:
     return np.array([[m.GetElement(r, c) for c in range(4)] for r in range(4)])
 
 
+def over_black(rgba: np.ndarray, channels: int) -> np.ndarray:
+    """The first `channels` colour channels of 8-bit RGBA composited over black: c·a // 255, exactly (the
+    division done as (x + 1 + (x >> 8)) >> 8, equal to x // 255 for every 8-bit product), or the
+    channels themselves where every pixel is opaque."""
+    alpha = rgba[..., 3]
+    if bool((alpha == 255).all()):
+        out = rgba[..., 0] if channels == 1 else rgba[..., :3]
+        return np.ascontiguousarray(out)
+    planes = []
+    for c in range(channels):
+        x = rgba[..., c].astype(np.uint16)
+        x *= alpha
+        x += 1 + (x >> 8)
+        x >>= 8
+        planes.append(x.astype(np.uint8))
+    return planes[0] if channels == 1 else np.stack(planes, axis=-1)
+
+
 def image_data(array: np.ndarray) -> vtkImageData:
     """A vtkImageData holding a copy of a [k, j, i] array (VTK's x is i, fastest)."""
     k, j, i = array.shape
@@ -592,43 +610,47 @@ class SlicerSceneViewer:
             c.SetCompositing(COMPOSITING[mode])
 
     # ----- rendering and conversions -----
-    def _pipeline_image(self, view: str, size: tuple[int, int]) -> np.ndarray:
-        """RGB (H, W, 3) of the slice logic's RGBA output over black at `size`, the field of view fitted inside it."""
+    def _pipeline_image(self, view: str, size: tuple[int, int], grey: bool = False) -> np.ndarray:
+        """RGB (H, W, 3), or its red channel (H, W) when `grey`, of the slice logic's RGBA output over black at
+        `size`, the field of view fitted inside it. The pipeline stays as Slicer built it: only the stages
+        whose input changed since the last call run again, and the output is read in place."""
         node = self.slice_node(view)
         w, h = size
         fov, dims = node.GetFieldOfView(), node.GetDimensions()
         s = max(fov[0] / w, fov[1] / h)
-        modify = node.StartModify()
-        node.SetDimensions(w, h, 1)
-        node.SetFieldOfView(s * w, s * h, fov[2])
-        node.UpdateMatrices()
-        node.EndModify(modify)
+        resize = tuple(dims) != (w, h, 1) or (fov[0], fov[1]) != (s * w, s * h)
+        if resize:  # a size other than the node's: set for this image, put back after
+            modify = node.StartModify()
+            node.SetDimensions(w, h, 1)
+            node.SetFieldOfView(s * w, s * h, fov[2])
+            node.UpdateMatrices()
+            node.EndModify(modify)
         try:
             producer = self.slice_logic(view).GetImageDataConnection().GetProducer()
             producer.Update()
             out = producer.GetOutputDataObject(0)
             rgba = numpy_support.vtk_to_numpy(out.GetPointData().GetScalars()).reshape(h, w, -1)[::-1]  # top first
-            rgb = rgba[..., :3].astype(np.uint16) * rgba[..., 3:4] // 255  # over black, as Slicer's view draws it
-            return rgb.astype(np.uint8)
+            return over_black(rgba, 1 if grey else 3)  # as Slicer's view draws it
         finally:
-            modify = node.StartModify()
-            node.SetFieldOfView(*fov)
-            node.SetDimensions(*dims)
-            node.UpdateMatrices()
-            node.EndModify(modify)
+            if resize:
+                modify = node.StartModify()
+                node.SetFieldOfView(*fov)
+                node.SetDimensions(*dims)
+                node.UpdateMatrices()
+                node.EndModify(modify)
 
     def render(self, view: str, size: tuple[int, int], remember: bool = True) -> Image.Image:
         """The slice logic's image with corner annotations and segment outlines; remembers the size in the
         slice node's dimensions."""
         v = self.view(view)
         size = (int(size[0]), int(size[1]))
-        rgba = self._pipeline_image(view, size)
         bg = self.background
         fg = self.composite_node(view).GetForegroundVolumeID()
         grey = (fg is None or self.composite_node(view).GetForegroundOpacity() == 0.0) and (
             bg is None or self.display(bg).colormap == "grey"
         )
-        image = Image.fromarray(rgba[..., 0]) if grey else Image.fromarray(rgba[..., :3])
+        pixels = self._pipeline_image(view, size, grey)
+        image = Image.fromarray(pixels)
         if self._segments:
             rgb = np.array(image.convert("RGB"))
             m = v.image_to_ras_matrix(size)
