@@ -5,8 +5,9 @@ fusion produce RGB. The renderers are named so that a trace records which one dr
 uses whichever a trace names:
 
 - `slab-resize-2` (`RENDERER` where numba is installed) samples by `sampling.slice_uint8` with oblique planes
-  by its compiled trilinear kernel, and fuses two layers with one look-up in a 256×256 RGB table (built once per colour maps,
-  opacity and mode by the very Pillow operations it replaces, so fusion is bit-identical to them);
+  by its compiled trilinear kernel, and fuses two layers with one look-up in a 256×256 RGB table (built once
+  per colour maps, opacity and mode by the very Pillow operations it replaces, so fusion is bit-identical to
+  them);
 - `slab-resize-1` (`RENDERER` without numba) is the same with oblique planes resampled by SimpleITK;
 - `pillow-affine-1` (`LEGACY_RENDERER`) is the Pillow-affine path of traces that name no renderer.
 
