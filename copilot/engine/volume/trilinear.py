@@ -56,7 +56,8 @@ def sample_uint8(
     bands = min(_BANDS, max(1, (x1 - x0) * (y1 - y0) // _BAND_PIXELS))
     cuts = [y0 + (y1 - y0) * b // bands for b in range(bands + 1)]
     others = [
-        _pool().submit(kernel, volume.data, m, x0, cuts[b], x1, cuts[b + 1], lo, scale, out) for b in range(1, bands)
+        _pool(os.getpid()).submit(kernel, volume.data, m, x0, cuts[b], x1, cuts[b + 1], lo, scale, out)
+        for b in range(1, bands)
     ]
     kernel(volume.data, m, x0, cuts[0], x1, cuts[1], lo, scale, out)
     for band in others:
@@ -64,15 +65,21 @@ def sample_uint8(
 
 
 @cache
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=max(1, _BANDS - 1), thread_name_prefix="trilinear")
+def _pool(pid: int) -> ThreadPoolExecutor:
+    """The band threads of this process (a forked child gets its own: the parent's threads are not in it)."""
+    return ThreadPoolExecutor(max_workers=3, thread_name_prefix="trilinear")
 
 
 @cache
 def _compiled() -> Callable[..., Any]:
+    """The kernel compiled, kept in numba's on-disk cache where a cache folder is writable (else compiled anew in
+    each process: a read-only install)."""
     import numba
 
-    return numba.njit(nogil=True, cache=True)(_rows)  # type: ignore[no-any-return]
+    try:
+        return numba.njit(nogil=True, cache=True)(_rows)  # type: ignore[no-any-return]
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return numba.njit(nogil=True)(_rows)  # type: ignore[no-any-return]
 
 
 def _rows(
