@@ -6,7 +6,7 @@ connections for POST `observe` {"view": "all", "size": 512}: the whole path (val
 encoding, state snapshot, JSON with base64 images, the client's parse). Before each request the three views are
 scrolled to a new offset (untimed), so nothing is served from a cache of images.
 
-- ours: the embedded viewer and the session's PNG writer;
+- ours: the embedded viewer (its current renderer) and the session's PNG writer;
 - naive: the same server and session with a viewer whose render is SimpleITK `Resample` + window/level +
   Pillow (no corner text) and Pillow's PNG writer at zlib level 1;
 - floor: POST `ping` on the same connection (transport, dispatch, state snapshot) plus three numpy gathers of
@@ -33,9 +33,9 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.render import floor_indices, naive_layer, stats
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
-from copilot.engine.png import LEGACY_PNG_ENCODER
+from copilot.engine.png import LEGACY_PNG_ENCODER, PNG_ENCODER
 from copilot.engine.volume.image import Volume, volume_from_sitk
-from copilot.engine.volume.render import Layer
+from copilot.engine.volume.render import RENDERER, Layer
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.runtime import new_session
 from copilot.server.client import RemoteViewer
@@ -108,7 +108,8 @@ def main() -> int:
             server.server_close()
     load = max(load, os.getloadavg()[0])
     (om, op), (nm, np95), (fm, fp) = (stats(samples[k]) for k in ("ours", "naive", "floor"))
-    print(f"observe 3 × 512² over HTTP, {ns.n} requests each, kept-alive, wall ms (median / p95)")
+    print(f"observe 3 × 512² over HTTP, {ns.n} requests each, kept-alive, wall ms (median / p95); renderer "
+          f"{RENDERER}, PNG {PNG_ENCODER}")  # fmt: skip
     print(f"  ours   {om:6.2f} / {op:6.2f}   ({sizes['ours'] // 1024} KiB of PNG)")
     print(f"  naive  {nm:6.2f} / {np95:6.2f}   ({sizes['naive'] // 1024} KiB of PNG)  naive/ours {nm / om:.1f}× / "
           f"{np95 / op:.1f}×")  # fmt: skip

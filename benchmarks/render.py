@@ -5,7 +5,8 @@ template that nilearn ships (197×233×189), axis-aligned and with an oblique di
 plus a fused CT+PET-like pair, in 512² views scrolled to a new offset every call. Three contestants per row,
 timed in turn within each repeat so that they share the machine's load:
 
-- ours: `EmbeddedVolumeViewer.render` (sampling, window/level, colour and fusion, corner text) + `encode_png`;
+- ours: `EmbeddedVolumeViewer.render` (sampling, window/level, colour and fusion, corner text) + `encode_png`, by
+  the current renderer (`slab-resize-2`: oblique planes by the compiled trilinear kernel);
 - naive: SimpleITK `Resample` (linear) onto the same view grid, the same window/level, Pillow's palette and
   blend for fusion, Pillow's PNG writer at zlib level 1;
 - floor: one numpy gather of the view's pixels from the volume with indices computed beforehand (nearest
@@ -32,9 +33,10 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
+from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.display import LUTS, to_uint8
 from copilot.engine.volume.image import Volume, volume_from_sitk
-from copilot.engine.volume.render import Layer, encode_png
+from copilot.engine.volume.render import RENDERER, Layer, encode_png
 from copilot.engine.volume.reslice import image_to_ijk, sitk_image, view_grid
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 
@@ -189,7 +191,8 @@ def main() -> int:
     ns = parser.parse_args()
     t1 = volume_from_sitk(sitk.ReadImage(str(template_dir() / TEMPLATE_FILES["t1"]), sitk.sitkFloat32), "T1")
     load = os.getloadavg()[0]
-    print(f"volume {t1.dimensions} at {t1.spacing} mm; {ns.repeats} renders per row at {SIZE[0]}²; wall ms")
+    print(f"volume {t1.dimensions} at {t1.spacing} mm; {ns.repeats} renders per row at {SIZE[0]}²; wall ms; "
+          f"renderer {RENDERER}, PNG {PNG_ENCODER}")  # fmt: skip
     print(f"{'512²':<20} {'ours med / p95':>15}  {'naive med / p95':>15}  {'floor med/p95':>13}  naive/ours"
           f"   ours/floor  cpu ours/naive")  # fmt: skip
     ok = True

@@ -12,6 +12,7 @@ trace recorder are private to it.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, ImageOut, Registry
-from copilot.trace.outcome import CallOutcome, EncodedImage, jsonable
+from copilot.trace.outcome import CallOutcome, EncodedImage, json_text, jsonable
 from copilot.trace.recorder import TraceRecorder
 from copilot.viewer.protocol import Viewer
 
@@ -61,7 +62,7 @@ class Session:
         self._viewer = viewer
         self.png_encoder = png_encoder  # the lossless encoder of the images this session returns and traces
         self._lock = threading.RLock()
-        self._committed: dict[str, Any] | None = None  # the state after the last completed call
+        self._committed: str | None = None  # the state after the last completed call, as JSON text
         self._trace = trace
         self.case = case
         self.registry = registry
@@ -105,11 +106,11 @@ class Session:
         """
         if not self._lock.acquire(timeout=wait_s):
             if self._committed is not None:
-                return copy.deepcopy(self._committed)
+                return json.loads(self._committed)  # type: ignore[no-any-return]
             self._lock.acquire()
         try:
-            self._committed = jsonable({**self._viewer.state(), "evidence": self._evidence})
-            return copy.deepcopy(self._committed)
+            self._committed = json_text({**self._viewer.state(), "evidence": self._evidence})
+            return json.loads(self._committed)  # type: ignore[no-any-return]
         finally:
             self._lock.release()
 

@@ -1,7 +1,9 @@
 """The fast slice renderer draws what the previous (Pillow-affine) one drew, within one grey level, on a real MRI
 (the MNI T1 template): axis-aligned, flipped and permuted voxel axes, anisotropic voxels, oblique planes, zoom,
-pan, outside-volume pixels and fusion; corner text is pixel-identical; traces name their renderer and older
-traces (naming none) replay with the renderer they were drawn with; a call's images are encoded once."""
+pan, outside-volume pixels and fusion; corner text is pixel-identical; oblique planes by the compiled kernel are
+SimpleITK's within one grey level with the same black pixels; traces name their renderer and older traces (naming
+none, or the SimpleITK oblique route) replay with the renderer they were drawn with; a call's images are encoded
+once."""
 
 from __future__ import annotations
 
@@ -17,14 +19,19 @@ from PIL import Image, ImageDraw
 import copilot.session as session_module
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.cases.pack import load_case
+from copilot.engine.png import PNG_ENCODER
+from copilot.engine.volume import trilinear
 from copilot.engine.volume.display import LUTS, to_uint8
-from copilot.engine.volume.image import Volume, volume_from_sitk
+from copilot.engine.volume.image import Volume, volume_from_sitk, volume_to_sitk
 from copilot.engine.volume.render import (
+    ITK_RENDERER,
+    KERNEL_RENDERER,
     LEGACY_RENDERER,
     RENDERER,
     _blend,
     _coloured,
     _fusion_table,
+    check_renderer,
     draw_corners,
     overlay_font,
 )
@@ -107,6 +114,53 @@ def test_flipped_permuted_anisotropic_voxels_match(t1: Volume, size: tuple[int, 
 def test_oblique_planes_match(t1: Volume) -> None:
     _assert_close(_rotated(t1, 0.35, 0.26), (512, 512))
     _assert_close(_rotated(_reoriented(t1), -0.2, 0.5), (300, 200))
+
+
+OBLIQUE = [(0.35, 0.26, False), (-0.2, 0.5, True), (1.2, -0.7, False), (0.02, 0.0, False), (0.0, 0.3, True)]
+
+
+@pytest.mark.parametrize(("a", "b", "reoriented"), OBLIQUE)
+def test_oblique_kernel_gives_the_itk_pixels_within_one_grey_level(
+    t1: Volume, a: float, b: float, reoriented: bool
+) -> None:
+    """Steep, shallow (0.02 rad) and single-axis rotations, stored voxel axes permuted or not: within one grey level
+    of SimpleITK's cropped `Resample`, black in exactly the pixels the previous renderer left black. Where pixel
+    centres land on the volume's border (single-axis rotations), the kernel keeps the half-open rule of every other
+    route, [−½, n − ½), where ITK's cropped grid rounds either way."""
+    volume = _rotated(_reoriented(t1) if reoriented else t1, a, b)
+    size = (300, 200) if reoriented else (512, 512)
+    low = float(volume.data.min())
+    for m, window, level in _views(volume, size):
+        new = slice_uint8(volume, m, size, window, level, "kernel").astype(int)
+        old = slice_uint8(volume, m, size, window, level, "itk").astype(int)
+        assert np.abs(new - old).max() <= 1
+        outside_new = slice_uint8(volume, m, size, 100.0, low + 40.0, "kernel") == 0
+        assert np.array_equal(outside_new, reslice_uint8(volume, m, size, 100.0, low + 40.0) == 0)
+
+
+def test_oblique_kernel_bands_give_the_same_pixels(t1: Volume, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The footprint cut into one, two or four bands of rows sampled on threads: the same bytes."""
+    volume = _rotated(t1, 0.35, 0.26)
+    views = _views(volume, (512, 512))[::5]
+    images = []
+    for bands in (1, 2, 4):
+        monkeypatch.setattr(trilinear, "_BANDS", bands)
+        images.append([slice_uint8(volume, m, (512, 512), w, lvl) for m, w, lvl in views])
+    for other in images[1:]:
+        assert all(np.array_equal(x, y) for x, y in zip(images[0], other, strict=True))
+
+
+def test_without_numba_the_itk_route_draws_and_the_kernel_renderer_is_refused(
+    t1: Volume, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    volume = _rotated(t1, 0.35, 0.26)
+    m, window, level = _views(volume, (256, 256))[1]
+    monkeypatch.setattr(trilinear, "available", lambda: False)
+    fallback = slice_uint8(volume, m, (256, 256), window, level)
+    assert np.array_equal(fallback, slice_uint8(volume, m, (256, 256), window, level, "itk"))
+    with pytest.raises(ValueError, match="numba"):
+        check_renderer(KERNEL_RENDERER)
+    assert check_renderer(ITK_RENDERER) == ITK_RENDERER
 
 
 def test_outside_the_volume_is_black_in_the_same_pixels(t1: Volume) -> None:
@@ -269,3 +323,22 @@ def test_a_call_encodes_each_image_once_for_trace_and_http(
         assert view == rec["view"]
         assert data == (tmp_path / "trace" / rec["artifact"]).read_bytes()  # the very bytes the client received
     assert all(base64.b64decode(im["data_base64"]) for im in reply.body["images"])
+
+
+@pytest.mark.parametrize("renderer", [ITK_RENDERER, KERNEL_RENDERER])
+def test_oblique_traces_replay_with_the_renderer_they_name(t1: Volume, tmp_path: Path, renderer: str) -> None:
+    """A scene whose views cut the voxels obliquely, recorded by either renderer of oblique planes, replays."""
+    case = tmp_path / "case"
+    case.mkdir()
+    small = Volume("oblique", t1.data[::2, ::2, ::2], t1.ijk_to_ras @ np.diag([2.0, 2.0, 2.0, 1.0]))
+    sitk.WriteImage(volume_to_sitk(_rotated(small, 0.35, 0.26)), str(case / "oblique.nii.gz"))
+    header = {"kind": "radiology", "backend": "embedded", "case_root": str(case), "case_inputs": {}, "track": "A",
+              "png_encoder": PNG_ENCODER, "renderer": renderer}  # fmt: skip
+    session = new_session("radiology", trace=TraceRecorder(tmp_path / "trace", header), case_root=case,
+                          case_inputs={}, renderer=renderer)  # fmt: skip
+    assert session.call("open_case", {"dicom_dir": "oblique.nii.gz"}, actor="system").ok
+    assert session.call("observe", {"view": "all", "size": 256}).ok
+    assert session.call("set_slice_offset", {"view": "green", "offset": 7.3, "size": 200}).ok
+    session.close()
+    report = replay(tmp_path / "trace")
+    assert report.ok, report.summary()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import json
 import socket
 import threading
 from dataclasses import replace
@@ -31,6 +30,7 @@ from starlette.responses import Response
 from copilot.errors import HandlerError
 from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
+from copilot.server.body import json_body
 from copilot.server.dispatch import dispatch
 from copilot.server.fairness import token_matches
 from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length
@@ -46,7 +46,7 @@ Scope = dict[str, Any]
 
 
 def _body(obj: Any) -> bytes:
-    return json.dumps(obj, allow_nan=False).encode("utf-8")
+    return json_body(obj)
 
 
 class _Refusal(Exception):

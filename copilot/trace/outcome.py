@@ -56,7 +56,12 @@ class CallOutcome:
 
 def jsonable(value: Any) -> Any:
     """Round-trip through JSON so results hold only plain types (numpy scalars become floats)."""
-    return json.loads(json.dumps(value, default=_default, allow_nan=False))
+    return json.loads(json_text(value))
+
+
+def json_text(value: Any) -> str:
+    """JSON text of a value as `jsonable` reads it (parsing it again is a fresh copy, faster than `deepcopy`)."""
+    return json.dumps(value, default=_default, allow_nan=False)
 
 
 def _default(o: Any) -> Any:

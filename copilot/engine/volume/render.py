@@ -1,11 +1,17 @@
 """Composing a slice view: background and foreground layers, fusion, corner overlays, PNG encoding.
 
 Grey views stay 8-bit single-channel images (half the PNG encoding cost of RGB); colour maps and
-fusion produce RGB. Two renderers are kept, named so that a trace records which one drew its images:
-`RENDERER` samples by `sampling.slice_uint8` and fuses two layers with one look-up in a 256×256 RGB table
-(built once per colour maps, opacity and mode by the very Pillow operations it replaces, so fusion is
-bit-identical to them); `LEGACY_RENDERER` is the Pillow-affine path traces were recorded with before
-(replay uses whichever a trace names). Both give the same pixels within one grey level.
+fusion produce RGB. The renderers are named so that a trace records which one drew its images, and replay
+uses whichever a trace names:
+
+- `slab-resize-2` (`RENDERER` where numba is installed) samples by `sampling.slice_uint8` with oblique planes
+  by its compiled trilinear kernel, and fuses two layers with one look-up in a 256×256 RGB table (built once
+  per colour maps, opacity and mode by the very Pillow operations it replaces, so fusion is bit-identical to
+  them);
+- `slab-resize-1` (`RENDERER` without numba) is the same with oblique planes resampled by SimpleITK;
+- `pillow-affine-1` (`LEGACY_RENDERER`) is the Pillow-affine path of traces that name no renderer.
+
+All give the same pixels within one grey level; the first two differ on oblique planes only.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from PIL import Image, ImageChops, ImageDraw, ImageFont
 
 from copilot.engine.geometry import SliceView
 from copilot.engine.png import PNG_ENCODER, png_encoder
+from copilot.engine.volume import trilinear
 from copilot.engine.volume.display import LUTS, DisplaySettings
 from copilot.engine.volume.image import Volume
 from copilot.engine.volume.reslice import reslice_uint8
@@ -28,16 +35,21 @@ from copilot.engine.volume.sampling import slice_uint8
 
 PNG_COMPRESS_LEVEL = 1  # cines (APNG, Pillow): level 1 is ~4× faster than Pillow's default 6
 JPEG_QUALITY = 90  # slide screenshots for the model: visually lossless for H&E at this size, ~15× faster than PNG
-RENDERER = "slab-resize-1"  # what new traces record
+KERNEL_RENDERER = "slab-resize-2"  # oblique planes by the compiled trilinear kernel
+ITK_RENDERER = "slab-resize-1"  # oblique planes by SimpleITK's Resample
 LEGACY_RENDERER = "pillow-affine-1"  # what a trace header without `renderer` was drawn with
-RENDERERS = (RENDERER, LEGACY_RENDERER)
+RENDERERS = (KERNEL_RENDERER, ITK_RENDERER, LEGACY_RENDERER)
+RENDERER = KERNEL_RENDERER if trilinear.available() else ITK_RENDERER  # what new traces record
 
 
 def check_renderer(name: str | None) -> str:
-    """The renderer of a name (None: the legacy one of traces that name none); a ValueError for others."""
+    """The renderer of a name (None: the legacy one of traces that name none); a ValueError for others and for
+    the kernel one where numba is not installed."""
     key = LEGACY_RENDERER if name is None else name
     if key not in RENDERERS:
         raise ValueError(f"unknown slice renderer {key!r}; this version has {', '.join(RENDERERS)}")
+    if key == KERNEL_RENDERER and not trilinear.available():
+        raise ValueError(f"slice renderer {key!r} samples oblique planes with numba, which is not installed")
     return key
 
 
@@ -64,9 +76,9 @@ def compose(
     check_renderer(renderer)
     m = view.image_to_ras_matrix(size)
     w, h = size
-    bg = _grey(background, m, size) if background is not None else np.zeros((h, w), dtype=np.uint8)
+    bg = _grey(background, m, size, renderer) if background is not None else np.zeros((h, w), dtype=np.uint8)
     if foreground is not None and opacity > 0.0:
-        fg = _grey(foreground, m, size)
+        fg = _grey(foreground, m, size, renderer)
         bg_map = background.display.colormap if background is not None else "grey"
         table = _fusion_table(bg_map, foreground.display.colormap, float(opacity), mode)
         index = bg.astype(np.uint16) << 8
@@ -80,9 +92,10 @@ def compose(
     return image.convert("RGB")
 
 
-def _grey(layer: Layer, image_to_ras: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+def _grey(layer: Layer, image_to_ras: np.ndarray, size: tuple[int, int], renderer: str) -> np.ndarray:
     d = layer.display
-    return slice_uint8(layer.volume, image_to_ras, size, d.window, d.level)
+    oblique = "kernel" if renderer == KERNEL_RENDERER else "itk"
+    return slice_uint8(layer.volume, image_to_ras, size, d.window, d.level, oblique)
 
 
 @lru_cache(maxsize=32)
