@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt tests never need a screen
 
@@ -21,6 +22,10 @@ from copilot.server.client import LocalClient, RemoteViewer
 from copilot.server.http import make_server
 from copilot.session import Session
 from tests.qupath_jvm import QuPathJvm, jdk_available
+
+# property tests draw the same examples on every run and every machine (a failure is reproduced by rerunning)
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.load_profile("deterministic")
 
 
 @pytest.fixture(autouse=True)
