@@ -63,7 +63,11 @@ def display_problem() -> str | None:
 
 def show_splash(message: str = "Starting MedCopilot…") -> None:
     """A small frameless window with `message`, painted at once (Qt is the only module loaded for it); nothing
-    where no window can open (the app then says why)."""
+    where no window can open (the app then says why). From a terminal the message is first written there, before
+    Qt loads: the first word reaches the clinician within a tenth of a second of the command."""
+    if sys.stderr.isatty():
+        print(f"medcopilot gui: {message}", file=sys.stderr, flush=True)
+    log("terminal", message)
     if display_problem() is not None:
         return
     from PySide6.QtCore import Qt
