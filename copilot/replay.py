@@ -18,6 +18,7 @@ from copilot.engine.png import LEGACY_PNG_ENCODER, png_encoder
 from copilot.engine.volume.render import check_renderer
 from copilot.runtime import new_session
 from copilot.session import Session
+from copilot.tools.withheld import WITHHELD_EVENT, WithheldRegistry
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 from copilot.trace.redact import redact
 
@@ -29,10 +30,12 @@ class ReplayReport:
     calls: int
     divergence: str | None = None
     seq: int | None = None
+    exports: int = 0  # calls that wrote an object outside the viewer: checked, not written again
 
     def summary(self) -> str:
         if self.ok:
-            return f"replay ok: {self.events} events, {self.calls} handler calls reproduced"
+            checked = f" ({self.exports} exports checked, not written again)" if self.exports else ""
+            return f"replay ok: {self.events} events, {self.calls} handler calls reproduced{checked}"
         return f"replay FAILED at event {self.seq}: {self.divergence}"
 
 
@@ -86,15 +89,40 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
         session = session_for(head, root, viewer=viewer)
     except ValueError as exc:
         return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
-    calls = 0
+    calls = exports = 0
     for ev in events[1:]:
-        if ev["type"] != "handler_call":
+        if apply_note(session, ev) or ev["type"] != "handler_call":
             continue
         calls += 1
-        problem = _check_call(tdir, session, ev)
+        if is_export(session, ev["handler"]):
+            exports += 1
+            problem = _check_export(session, ev)
+        else:
+            problem = _check_call(tdir, session, ev)
         if problem:
             return ReplayReport(False, len(events), calls, f"event {ev['seq']} ({ev['handler']}): {problem}", ev["seq"])
-    return ReplayReport(True, len(events), calls)
+    return ReplayReport(True, len(events), calls, exports=exports)
+
+
+def apply_note(session: Session, ev: dict[str, Any]) -> bool:
+    """Apply an event that changes what the session offers (a host withholding handlers); True if it was one."""
+    if ev["type"] != WITHHELD_EVENT:
+        return False
+    session.registry = WithheldRegistry(session.registry, frozenset(ev["handlers"]))  # type: ignore[assignment]
+    return True
+
+
+def is_export(session: Session, handler: str) -> bool:
+    """Whether a recorded call wrote an object outside the viewer (checked, never run again by a replay)."""
+    return handler in session.registry and session.registry.get(handler).exports
+
+
+def _check_export(session: Session, ev: dict[str, Any]) -> str | None:
+    """An export is not run again: writing it anew would mint new identifiers and store a second copy (in the
+    study's PACS too). What it left must be what the replay has reached: an export never changes the viewer."""
+    if ev["ok"] and canonical_json(redact(session.snapshot())) != canonical_json(ev["state"]):
+        return "viewer state before the export differs from the state it recorded"
+    return None
 
 
 def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any = None) -> Session:

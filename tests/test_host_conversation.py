@@ -17,9 +17,9 @@ from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
 from copilot.host.conversation import HostConversation
 from copilot.host.panel import MainThreadCalls, panel_state
-from copilot.host.registry import HIDDEN, HostRegistry
+from copilot.host.registry import HIDDEN, withhold
+from copilot.replay import replay
 from copilot.runtime import open_session
-from copilot.tools import RADIOLOGY
 from tests.fake_openai import FakeOpenAI, tool
 
 STUDY = CasePack(Path("."), "own-study", "host_radiology", {}, {}, "radiology")
@@ -27,7 +27,7 @@ STUDY = CasePack(Path("."), "own-study", "host_radiology", {}, {}, "radiology")
 
 def _conversation(case: Path, base_url: str, trace: Path, calls: Any) -> HostConversation:
     session = open_session(case, trace_dir=trace)
-    session.registry = HostRegistry(RADIOLOGY, HIDDEN["radiology"])  # type: ignore[assignment]
+    withhold(session, HIDDEN["radiology"])
     settings = AgentSettings(base_url=base_url, model="m", max_retries=0)
     return HostConversation(session, STUDY, lambda: ChatAgent(settings), budget=5, on_host=calls)
 
@@ -97,6 +97,9 @@ def test_stop_ends_the_turn_and_hidden_handlers_are_refused(brain_case: Path, tm
             conv.ask("  ")
     finally:
         fake.stop()
+    conv.session.close()
+    report = replay(tmp_path / "t")  # the trace says which handlers were withheld: the refusal replays as one
+    assert report.ok, report.summary()
 
 
 def test_main_thread_calls_hand_back_results_and_errors() -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import pydicom
 import pytest
 
+from copilot.replay import replay
 from tests.dicom_validator import assert_valid_dicom
 
 
@@ -56,3 +57,8 @@ def test_seg_validates_with_any_slice_thickness(tmp_path: Path, thickness: str |
         [s.ReferencedSOPInstanceUID for s in seg.ReferencedSeriesSequence[0].ReferencedInstanceSequence][:1],
         segment_numbers=[1],
     ).shape[0] == 1
+    session.close()
+    written = sorted((tmp_path / "trace" / "derived").iterdir())
+    report = replay(tmp_path / "trace")  # the export is checked, not written again (no second SEG, no new UIDs)
+    assert report.ok and report.exports == 1, report.summary()
+    assert sorted((tmp_path / "trace" / "derived").iterdir()) == written

@@ -15,11 +15,10 @@ from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
 from copilot.host.conversation import HostConversation, direct
 from copilot.host.handlers import QUPATH_HOST
-from copilot.host.registry import HIDDEN, HostRegistry
+from copilot.host.registry import HIDDEN, withhold
 from copilot.host.slicer import model_settings
 from copilot.runtime import new_session, session_header
 from copilot.session import Session
-from copilot.tools import PATHOLOGY
 from copilot.trace.recorder import TraceRecorder
 
 HOST_MODULE = "host_pathology"  # resources/prompts/host_pathology.txt
@@ -97,7 +96,7 @@ class PathologyHost:
         study = CasePack(tdir or Path.cwd(), "qupath-image", HOST_MODULE, {}, {}, "pathology")
         trace = TraceRecorder(tdir, session_header(study, "A", backend="qupath")) if tdir is not None else None
         session = new_session("pathology", viewer=viewer, trace=trace, case=study, case_inputs={})
-        session.registry = HostRegistry(PATHOLOGY, HIDDEN["pathology"], (QUPATH_HOST,))  # type: ignore[assignment]
+        withhold(session, HIDDEN["pathology"], (QUPATH_HOST,))
         session.note("image_adopted", {k: image_facts.get(k) for k in ("dimensions", "mpp", "levels")})
         make = settings or model_settings
         conversation = HostConversation(

@@ -20,7 +20,7 @@ from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
 from copilot.host.conversation import HostConversation, direct
-from copilot.host.registry import HIDDEN, HostRegistry
+from copilot.host.registry import HIDDEN, withhold
 from copilot.runtime import new_session, open_session, session_header
 from copilot.session import Session
 from copilot.slicer_backend.adopt import (
@@ -32,7 +32,6 @@ from copilot.slicer_backend.adopt import (
 )
 from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.viewer import OWNER_ATTR, SlicerSceneViewer
-from copilot.tools import RADIOLOGY
 from copilot.trace.recorder import TraceRecorder
 
 HOST_MODULE = "host_radiology"  # resources/prompts/host_radiology.txt
@@ -80,7 +79,7 @@ class SlicerHost:
         study = CasePack(tdir or Path.cwd(), "slicer-scene", HOST_MODULE, {}, {}, "radiology")
         trace = TraceRecorder(tdir, session_header(study, "A", backend="slicer")) if tdir is not None else None
         session = new_session("radiology", viewer=viewer, trace=trace, case=study, case_inputs={})
-        session.registry = HostRegistry(RADIOLOGY, HIDDEN["radiology"])  # type: ignore[assignment]
+        withhold(session, HIDDEN["radiology"])
         session.note(ADOPTED_EVENT, adoption_record(viewer, volumes, tdir))
         conversation = HostConversation(
             session, study, lambda: ChatAgent(settings(), client=client), budget=budget, on_host=on_host

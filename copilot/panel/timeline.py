@@ -15,7 +15,7 @@ from typing import Any
 
 from copilot.engine.volume.render import encode_png
 from copilot.panel.studies import Study
-from copilot.replay import read_events, session_for
+from copilot.replay import apply_note, is_export, read_events, session_for
 from copilot.session import Peek, SessionState
 from copilot.tools.args import DEFAULT_SIZE
 from copilot.trace.recorder import canonical_json
@@ -67,17 +67,21 @@ class TraceTimeline:
         self.steps: list[ReplayStep] = []
         self.final: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "episode_end"), {})
         for ev in events[1:]:
-            if ev["type"] == "handler_call":
+            if not apply_note(self.session, ev) and ev["type"] == "handler_call":
                 self.steps.append(self._replay(ev))
         self.position = len(self.steps) - 1
 
     def _replay(self, ev: dict[str, Any]) -> ReplayStep:
-        out = self.session.call(ev["handler"], ev.get("args"), actor="replay")
         recorded = [im["sha256"] for im in ev.get("images", [])]
-        same_state = out.ok == ev["ok"] and (not out.ok or canonical_json(out.state) == canonical_json(ev["state"]))
+        if is_export(self.session, ev["handler"]):  # not written again (new identifiers, a second PACS copy)
+            ok, state, replayed = bool(ev["ok"]), self.session.snapshot(), recorded
+        else:
+            out = self.session.call(ev["handler"], ev.get("args"), actor="replay")
+            ok, state, replayed = out.ok, out.state, [im.sha256 for im in out.images]
+        same_state = ok == ev["ok"] and (not ok or canonical_json(state) == canonical_json(ev["state"]))
         return ReplayStep(
             ev["seq"], ev["handler"], ev.get("actor", ""), dict(ev.get("args") or {}), bool(ev["ok"]), recorded,
-            [im.sha256 for im in out.images], [self.dir / im["artifact"] for im in ev.get("images", [])], same_state,
+            replayed, [self.dir / im["artifact"] for im in ev.get("images", [])], same_state,
             self.session.save_state(),
         )  # fmt: skip
 

@@ -54,7 +54,7 @@ def import_dicom(
     return HandlerOutput({"imported": added})
 
 
-@handler(**OPERATOR)
+@handler(**OPERATOR, exports=True)
 def export_dicom_seg(
     ctx: RadiologyContext,
     segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],

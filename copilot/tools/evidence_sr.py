@@ -145,7 +145,7 @@ def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str,
     return sr, counts
 
 
-@handler(**OPERATOR)
+@handler(**OPERATOR, exports=True)
 def export_evidence_sr(ctx: RadiologyContext, output_name: NewName) -> HandlerOutput:
     """Write the session's evidence (key slices, points, distances) as a DICOM measurement report referencing
     the source images; stored to the study's PACS when it came from one."""

@@ -9,6 +9,7 @@ Registration fails on a duplicate name, a missing description or an undocumented
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable
@@ -102,6 +103,7 @@ class HandlerSpec:
     description: str
     args_model: type[BaseModel]
     impl: Impl
+    exports: bool = False  # writes a new object outside the viewer (a file, a PACS store) under fresh identifiers
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments (titles stripped, as tool schemas usually are)."""
@@ -148,12 +150,14 @@ class Registry:
         self._specs: dict[str, HandlerSpec] = {}
 
     def handler(
-        self, *, role: Role, tracks: Iterable[str] = ("A", "B"), name: str | None = None
+        self, *, role: Role, tracks: Iterable[str] = ("A", "B"), name: str | None = None, exports: bool = False
     ) -> Callable[[Impl], Impl]:
-        """Decorator declaring a handler from a typed, documented function."""
+        """Decorator declaring a handler from a typed, documented function (`exports`: it writes a new object
+        outside the viewer, which a replay checks instead of writing it again)."""
 
         def deco(fn: Impl) -> Impl:
-            self.register(build_spec(fn, kind=self.kind, role=role, tracks=tuple(tracks), name=name))
+            spec = build_spec(fn, kind=self.kind, role=role, tracks=tuple(tracks), name=name)
+            self.register(dataclasses.replace(spec, exports=exports))
             return fn
 
         return deco
