@@ -16,6 +16,7 @@ from typing import Any
 
 from copilot.engine.png import LEGACY_PNG_ENCODER, png_encoder
 from copilot.engine.volume.render import check_renderer
+from copilot.kinds import viewer_kind
 from copilot.runtime import new_session
 from copilot.session import Session
 from copilot.tools.withheld import WITHHELD_EVENT, WithheldRegistry
@@ -132,9 +133,13 @@ def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any 
     Slicer scene)."""
     encoder = head.get("png_encoder") or LEGACY_PNG_ENCODER
     png_encoder(encoder)
+    backend = head.get("backend", "embedded")
+    if viewer is None and backend != "embedded" and backend not in viewer_kind(head["kind"]).backends:
+        raise ValueError(f"its calls ran on the {backend!r} viewer (a running application), which a replay here "
+                         "cannot open")  # fmt: skip
     renderer = check_renderer(head.get("renderer"))
     return new_session(
-        head["kind"], backend=head.get("backend", "embedded"), ops=head.get("ops"), track=head.get("track", "A"),
+        head["kind"], backend=backend, ops=head.get("ops"), track=head.get("track", "A"),
         case=case, case_root=root, case_inputs=head.get("case_inputs"), png_encoder=encoder, viewer=viewer,
         protocol=head.get("protocol"), renderer=renderer,
     )  # fmt: skip

@@ -90,6 +90,8 @@ def open_session(
     case: CaseLike = load_case(case_dir) if isinstance(case_dir, str | Path) else case_dir
     kind = viewer_kind(case.kind)
     backend = backend if backend in kind.backends else "embedded"  # e.g. slides stay on the embedded viewer
+    if viewer is not None:  # the trace names the viewer the calls really ran on (e.g. a live QuPath)
+        backend = str(getattr(viewer, "backend", backend))
     header = session_header(case, track, ops, backend, protocol)
     if protocol:
         header["tools"] = [s.name for s in registry_view(kind.registry, ops, protocol).specs(track)]

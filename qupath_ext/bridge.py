@@ -81,6 +81,7 @@ class QuPathViewer:
     """Drives the current QuPath viewer; the same surface as `EmbeddedSlideViewer`."""
 
     kind = "pathology"
+    backend = "qupath"  # what a trace header records: the calls ran on QuPath's own viewer
 
     def __init__(self, gateway: Any) -> None:
         self.gateway = gateway

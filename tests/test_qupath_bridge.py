@@ -21,7 +21,7 @@ from py4j.protocol import Py4JJavaError
 from copilot.cases.annotations import Annotation, parse_features, read_geojson, to_geojson
 from copilot.cases.slides import write_pyramid
 from copilot.engine.slide.viewer import MIN_DOWNSAMPLE, EmbeddedSlideViewer
-from copilot.replay import read_events
+from copilot.replay import read_events, replay
 from copilot.runtime import open_session
 from copilot.session import Session
 from copilot.tools import PATHOLOGY
@@ -100,6 +100,18 @@ def test_gateway_handlers_match_the_embedded_viewer(gateway_case: Path, bridge: 
             assert sa[key] == sb[key], (name, key)
     assert bridged._viewer.image_type == "BRIGHTFIELD_H_DAB"
     assert bridge.state()["level_downsamples"] == [1.0, 4.0, 16.0]
+
+
+@needs_jdk
+def test_a_trace_on_qupath_names_it_and_replay_says_it_cannot_open_it(
+    gateway_case: Path, bridge: QuPathViewer, tmp_path: Path
+) -> None:
+    session = open_session(gateway_case, viewer=bridge, trace_dir=tmp_path / "t")
+    assert session.call("pan", {"direction": "right", "amount": 0.3}).ok
+    session.close()
+    assert read_events(tmp_path / "t")[0][0]["backend"] == "qupath"  # not the embedded viewer it did not run on
+    report = replay(tmp_path / "t")
+    assert not report.ok and "'qupath' viewer" in (report.divergence or "")
 
 
 @needs_jdk
