@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.module_facts import DetailColumns, ModuleFacts, declare, withdraw
+from copilot.bench.module_facts import ModuleFacts, declare, withdraw
 from copilot.bench.report import Column
 from copilot.bench.rules import ScoringRules
 from copilot.bench.scoring import CaseScore, Truth
@@ -34,33 +34,18 @@ class Generate:
     mpp: float | None = None  # slide pixel size (µm)
 
 
-@dataclass(frozen=True)
-class BenchModule:
-    """One MedFlow module: generation, answer format, scoring, prior/baseline answers, its tables and its desktop."""
+@dataclass(frozen=True, kw_only=True)
+class BenchModule(ModuleFacts):
+    """One MedFlow module: what scoring and the tables know of it (`ModuleFacts`: name, kind, title, Loc, table
+    places, counts, detail columns, evidence reading), plus its generation, answer format, scoring, prior and
+    baseline answers and its desktop. `title` is its column title in the report; `viewer` is its kind's host."""
 
-    name: str
-    kind: str  # the viewer kind its cases open in: radiology | pathology
-    title: str  # column title in the report tables
-    has_loc: bool  # whether the module has a Loc score
     generate: Callable[[Path, str, int, Generate], Path]  # (out_dir, case_id, seed, options) -> case folder
     parse: Callable[[str], Any]  # response text -> parsed answer (raises ParseError)
     score: Callable[..., CaseScore]  # (truth, response) or, for a provenance gate, (truth, response, provenance)
     prior: str  # the fixed prior answer (format fields: evidence, or x and y for slides)
     baseline: Callable[[], Any]  # the offline baseline policy of this module
-    order: int = 99  # position in the report (the paper's Table 1 order)
     table_title: str = ""  # its name in the paper's tables (default: title)
-    results_table: int = 0  # the main-results table it is a column group of: 1 (radiology), 2 (pathology), 0 none
-    paper_cases: int | None = None  # the paper's benchmark-eligible units (Table 4)
-    label_field: str = "label"  # the truth field whose frequencies Table 4 counts
-    operations: tuple[str, ...] = ("all",)  # Track B operation sets it is reported on (Table 3)
-    registration_control: bool = False  # Table 3: registration compared with the unregistered control run
-    details: tuple[DetailColumns, ...] = ()  # detailed-metrics columns (Tables 5 and 7)
-    roi_label: tuple[str, str] | None = None  # slides: (truth field naming the target ROI class, its negative)
-    cited: Callable[[str], dict[str, Any]] | None = None  # the evidence an answer cites; None: its EVIDENCE block
-    structures: dict[str, tuple[str, ...]] | None = None  # what its question is about ('target') and not
-    checkpoints: tuple[Any, ...] = ()  # workflow checkpoints beyond its viewer kind's (workflow_audit.Checkpoint)
-    precedence: tuple[Any, ...] = ()  # call-order constraints beyond its viewer kind's (dimensions.PRECEDENCE rows)
-    diagnosis: tuple[str, str] | None = None  # (truth field, its negative value) of a slide-level diagnosis
     answer_words: Callable[[str], list[str]] | None = None  # an answer in words for the clinician (None: none)
     layout: str | None = None  # the desktop layout its cases open in (None: the viewer kind's)
     preset: str | None = None  # the window/level preset its cases open with (None: the volume's own)
@@ -76,9 +61,8 @@ def register(m: BenchModule) -> BenchModule:
     if m.kind not in KINDS:
         raise ValueError(f"benchmark module {m.name!r}: unknown viewer kind {m.kind!r}")
     _MODULES[m.name] = m
-    shared = {f.name for f in fields(ModuleFacts)} & {f.name for f in fields(BenchModule)} - {"title"}
-    declare(ModuleFacts(**{k: getattr(m, k) for k in shared}, title=m.table_title or m.title,
-                        viewer=KINDS[m.kind].host_app))  # fmt: skip
+    facts = {f.name: getattr(m, f.name) for f in fields(ModuleFacts)}
+    declare(ModuleFacts(**{**facts, "title": m.table_title or m.title, "viewer": KINDS[m.kind].host_app}))
     return m
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from copilot.tools.registry import HandlerSpec
+from copilot.tools.registry import HandlerSpec, RegistryView
 
 OPERATION_SETS: dict[str, frozenset[str] | None] = {
     "all": None,  # every analysis operator of the track
@@ -23,30 +23,19 @@ OPS_TITLES = {
 }
 
 
-class OpsRegistry:
+class OpsRegistry(RegistryView):
     """A registry view whose analysis operators outside an operation set are refused as not in the track."""
 
     def __init__(self, base: Any, ops: str) -> None:
         if ops not in OPERATION_SETS:
             raise ValueError(f"unknown operation set {ops!r}; one of {', '.join(OPERATION_SETS)}")
-        self.base, self.ops, self.allowed = base, ops, OPERATION_SETS[ops]
+        super().__init__(base)
+        self.ops, self.allowed = ops, OPERATION_SETS[ops]
 
     def _view(self, spec: HandlerSpec) -> HandlerSpec:
         if spec.role != "analysis_operator" or self.allowed is None or spec.name in self.allowed:
             return spec
         return dataclasses.replace(spec, tracks=())
-
-    def get(self, name: str) -> HandlerSpec:
-        return self._view(self.base.get(name))
-
-    def specs(self, track: str | None = None) -> list[HandlerSpec]:
-        return [s for s in map(self._view, self.base.specs(None)) if track is None or track in s.tracks]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.base, name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.base
 
 
 def registry_view(registry: Any, ops: str | None, protocol: str | None = None) -> Any:

@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any
 
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
-from copilot.tools.registry import HandlerOutput, HandlerSpec
+from copilot.tools.registry import HandlerOutput, HandlerSpec, RegistryView
 
 PROTOCOLS = ("harness", "paper")
 PAPER_RADIOLOGY_TOOLS = (  # Table 9, in the paper's order
@@ -49,11 +49,11 @@ def _quiet(spec: HandlerSpec) -> HandlerSpec:
     return dataclasses.replace(spec, impl=impl)
 
 
-class PaperRegistry:
+class PaperRegistry(RegistryView):
     """A registry view offering only the paper's tools of its kind (and the operators in Track B), unguarded."""
 
     def __init__(self, base: Any) -> None:
-        self.base = base
+        super().__init__(base)
         self.visible = set(paper_tools(base.kind))
 
     def _view(self, spec: HandlerSpec) -> HandlerSpec:
@@ -64,19 +64,9 @@ class PaperRegistry:
         return dataclasses.replace(spec, tracks=())
 
     def get(self, name: str) -> HandlerSpec:
-        spec = self.base.get(name)
         if name in PAPER_SYSTEM_OPERATIONS:
-            return _quiet(spec)  # callable by the runtime, not listed for the model
-        return self._view(spec)
-
-    def specs(self, track: str | None = None) -> list[HandlerSpec]:
-        return [s for s in map(self._view, self.base.specs(None)) if track is None or track in s.tracks]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.base, name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.base
+            return _quiet(self.base.get(name))  # callable by the runtime, not listed for the model
+        return super().get(name)
 
 
 def protocol_view(registry: Any, protocol: str | None) -> Any:

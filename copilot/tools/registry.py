@@ -211,3 +211,29 @@ def build_spec(fn: Impl, *, kind: str, role: str, tracks: tuple[str, ...], name:
         if not finfo.description:
             raise RegistryError(f"{hname}: argument {fname!r} has no description")
     return HandlerSpec(hname, kind, role, tracks, description, model, fn)
+
+
+class RegistryView:
+    """A registry seen through `_view` (each spec as the view shows it: tracks narrowed, results changed); what a
+    view does not say it takes from the registry under it (operation sets, tool protocols, a host's withheld
+    handlers are views, and views stack)."""
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+
+    def _view(self, spec: HandlerSpec) -> HandlerSpec:
+        return spec
+
+    def get(self, name: str) -> HandlerSpec:
+        return self._view(self.base.get(name))
+
+    def specs(self, track: str | None = None) -> list[HandlerSpec]:
+        return [s for s in map(self._view, self.base.specs(None)) if track is None or track in s.tracks]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "base":  # not set yet (a copy being made): no registry under it to ask
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.base

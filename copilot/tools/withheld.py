@@ -6,36 +6,31 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from copilot.errors import HandlerError
-from copilot.tools.registry import HandlerSpec
+from copilot.tools.registry import HandlerSpec, RegistryView
 
 WITHHELD_EVENT = "handlers_withheld"  # trace event naming the handlers a session withheld
 
 
-class WithheldRegistry:
+class WithheldRegistry(RegistryView):
     """A registry view: `hidden` handlers are in no track (refused as such), `extra` registries add handlers."""
 
     def __init__(self, base: Any, hidden: frozenset[str] = frozenset(), extra: tuple[Any, ...] = ()) -> None:
-        self.base, self.hidden, self.extra = base, hidden, extra
-        self.kind = base.kind
+        super().__init__(base)
+        self.hidden, self.extra = hidden, extra
 
     def _view(self, spec: HandlerSpec) -> HandlerSpec:
         return dataclasses.replace(spec, tracks=()) if spec.name in self.hidden else spec
 
     def get(self, name: str) -> HandlerSpec:
-        for reg in self.extra:
-            if name in reg:
-                return reg.get(name)
-        if name not in self.base:
-            raise HandlerError("unknown_handler", f"no handler named {name!r}")
-        return self._view(self.base.get(name))
+        owner = next((reg for reg in self.extra if name in reg), None)
+        return owner.get(name) if owner is not None else super().get(name)
 
     def names(self) -> list[str]:
         return [*self.base.names(), *(n for reg in self.extra for n in reg.names())]
 
     def specs(self, track: str | None = None) -> list[HandlerSpec]:
-        specs = [*map(self._view, self.base.specs(None)), *(s for reg in self.extra for s in reg.specs(None))]
-        return [s for s in specs if track is None or track in s.tracks]
+        extra = [s for reg in self.extra for s in reg.specs(None) if track is None or track in s.tracks]
+        return [*super().specs(track), *extra]
 
     def __contains__(self, name: object) -> bool:
         return name in self.base or any(name in reg for reg in self.extra)
