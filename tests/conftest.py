@@ -170,3 +170,20 @@ def jvm() -> Iterator[QuPathJvm]:
     server = QuPathJvm()
     yield server
     server.stop()
+
+
+def older_trace(case_dir: Path, trace_dir: Path, unnamed: str, calls: list[tuple[str, dict]], **drawn_by: str) -> None:
+    """A trace as a version before `unnamed` was recorded wrote it: its header without that field, its images made
+    by `drawn_by` (e.g. `png_encoder=` or `renderer=`, the legacy one)."""
+    from copilot.cases.pack import load_case
+    from copilot.runtime import new_session, session_header
+    from copilot.trace.recorder import TraceRecorder
+
+    case = load_case(case_dir)
+    header = session_header(case, "A")
+    del header[unnamed]
+    session = new_session("radiology", trace=TraceRecorder(trace_dir, header), case=case, **drawn_by)
+    assert session.call("open_case", {}, actor="system").ok
+    for name, args in calls:
+        assert session.call(name, args).ok, name
+    session.close()

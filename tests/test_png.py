@@ -15,8 +15,9 @@ from copilot.cases.pack import load_case
 from copilot.engine.png import LEGACY_PNG_ENCODER, PNG_ENCODER, png_encoder
 from copilot.engine.volume.render import encode_png
 from copilot.replay import replay
-from copilot.runtime import new_session, session_header
+from copilot.runtime import session_header
 from copilot.trace.recorder import TRACE_FILE, TraceRecorder
+from tests.conftest import older_trace
 
 
 @pytest.mark.parametrize("mode", ["L", "RGB", "RGBA"])
@@ -44,15 +45,9 @@ def test_rendered_view_smaller_than_pillow_and_lossless(session) -> None:  # typ
 
 
 def test_a_trace_names_its_encoder_and_old_traces_replay(brain_case: Path, tmp_path: Path) -> None:
-    case = load_case(brain_case)
-    header = session_header(case, "A")
-    assert header["png_encoder"] == PNG_ENCODER
-    del header["png_encoder"]  # a trace written before encoders were named
-    trace = TraceRecorder(tmp_path / "old", header)
-    old = new_session("radiology", trace=trace, case=case, png_encoder=LEGACY_PNG_ENCODER)
-    assert old.call("open_case", {}, actor="system").ok
-    assert old.call("set_slice_offset", {"view": "red", "offset": 10.0, "size": 128}).ok
-    old.close()
+    assert session_header(load_case(brain_case), "A")["png_encoder"] == PNG_ENCODER
+    calls = [("set_slice_offset", {"view": "red", "offset": 10.0, "size": 128})]
+    older_trace(brain_case, tmp_path / "old", "png_encoder", calls, png_encoder=LEGACY_PNG_ENCODER)
     report = replay(tmp_path / "old")
     assert report.ok, report.summary()
 

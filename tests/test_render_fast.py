@@ -17,6 +17,7 @@ import SimpleITK as sitk
 from PIL import Image, ImageDraw
 
 import copilot.session as session_module
+from benchmarks.render import rotated  # the benchmark's oblique acquisition: the same volume tested and timed
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.cases.pack import load_case
 from copilot.engine.png import PNG_ENCODER
@@ -41,7 +42,7 @@ from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.replay import replay
 from copilot.runtime import new_session, open_session, session_header
 from copilot.trace.recorder import TRACE_FILE, TraceRecorder
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, older_trace
 
 SIZES = [(512, 512), (300, 200)]
 
@@ -61,16 +62,6 @@ def _reoriented(t1: Volume) -> Volume:
     m[:3, 2] = [0.0, 1.1, 0.0]  # k: towards A
     m[:3, 3] = [80.0, -120.0, 70.0]
     return Volume("T1_reoriented", data, m)
-
-
-def _rotated(volume: Volume, a: float, b: float) -> Volume:
-    ca, sa, cb, sb = np.cos(a), np.sin(a), np.cos(b), np.sin(b)
-    rot = np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
-    m = volume.ijk_to_ras.copy()
-    centre = volume.center_ras()
-    m[:3, :3] = rot @ m[:3, :3]
-    m[:3, 3] = rot @ (m[:3, 3] - centre) + centre
-    return Volume(volume.name + "_oblique", volume.data, m)
 
 
 def _views(volume: Volume, size: tuple[int, int]) -> list[tuple[np.ndarray, float, float]]:
@@ -112,8 +103,8 @@ def test_flipped_permuted_anisotropic_voxels_match(t1: Volume, size: tuple[int, 
 
 
 def test_oblique_planes_match(t1: Volume) -> None:
-    _assert_close(_rotated(t1, 0.35, 0.26), (512, 512))
-    _assert_close(_rotated(_reoriented(t1), -0.2, 0.5), (300, 200))
+    _assert_close(rotated(t1, 0.35, 0.26), (512, 512))
+    _assert_close(rotated(_reoriented(t1), -0.2, 0.5), (300, 200))
 
 
 OBLIQUE = [(0.35, 0.26, False), (-0.2, 0.5, True), (1.2, -0.7, False), (0.02, 0.0, False), (0.0, 0.3, True)]
@@ -127,7 +118,7 @@ def test_oblique_kernel_gives_the_itk_pixels_within_one_grey_level(
     of SimpleITK's cropped `Resample`, black in exactly the pixels the previous renderer left black. Where pixel
     centres land on the volume's border (single-axis rotations), the kernel keeps the half-open rule of every other
     route, [−½, n − ½), where ITK's cropped grid rounds either way."""
-    volume = _rotated(_reoriented(t1) if reoriented else t1, a, b)
+    volume = rotated(_reoriented(t1) if reoriented else t1, a, b)
     size = (300, 200) if reoriented else (512, 512)
     low = float(volume.data.min())
     for m, window, level in _views(volume, size):
@@ -140,7 +131,7 @@ def test_oblique_kernel_gives_the_itk_pixels_within_one_grey_level(
 
 def test_oblique_kernel_bands_give_the_same_pixels(t1: Volume, monkeypatch: pytest.MonkeyPatch) -> None:
     """The footprint cut into one, two or four bands of rows sampled on threads: the same bytes."""
-    volume = _rotated(t1, 0.35, 0.26)
+    volume = rotated(t1, 0.35, 0.26)
     views = _views(volume, (512, 512))[::5]
     images = []
     for bands in (1, 2, 4):
@@ -153,7 +144,7 @@ def test_oblique_kernel_bands_give_the_same_pixels(t1: Volume, monkeypatch: pyte
 def test_without_numba_the_itk_route_draws_and_the_kernel_renderer_is_refused(
     t1: Volume, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    volume = _rotated(t1, 0.35, 0.26)
+    volume = rotated(t1, 0.35, 0.26)
     m, window, level = _views(volume, (256, 256))[1]
     monkeypatch.setattr(trilinear, "available", lambda: False)
     fallback = slice_uint8(volume, m, (256, 256), window, level)
@@ -165,7 +156,7 @@ def test_without_numba_the_itk_route_draws_and_the_kernel_renderer_is_refused(
 
 def test_outside_the_volume_is_black_in_the_same_pixels(t1: Volume) -> None:
     """With a window below every voxel value, black marks exactly the pixels outside the volume."""
-    for volume in (t1, _reoriented(t1), _rotated(t1, 0.35, 0.26)):
+    for volume in (t1, _reoriented(t1), rotated(t1, 0.35, 0.26)):
         low = float(volume.data.min())
         outside_somewhere = False
         for m, _, _ in _views(volume, (512, 512)):
@@ -256,16 +247,10 @@ def test_corner_text_is_pixel_identical_to_imagedraw(mode: str, size: tuple[int,
 
 
 def test_traces_name_their_renderer_and_old_traces_replay(brain_case: Path, tmp_path: Path) -> None:
-    case = load_case(brain_case)
-    header = session_header(case, "A")
-    assert header["renderer"] == RENDERER
-    del header["renderer"]  # a trace drawn before renderers were named
-    trace = TraceRecorder(tmp_path / "old", header)
-    old = new_session("radiology", trace=trace, case=case, renderer=LEGACY_RENDERER)
-    assert old.call("open_case", {}, actor="system").ok
-    assert old.call("set_slice_offset", {"view": "red", "offset": 10.3, "size": 256}).ok
-    assert old.call("zoom", {"view": "green", "factor": 1.6, "size": 300}).ok
-    old.close()
+    assert session_header(load_case(brain_case), "A")["renderer"] == RENDERER
+    calls = [("set_slice_offset", {"view": "red", "offset": 10.3, "size": 256}),
+             ("zoom", {"view": "green", "factor": 1.6, "size": 300})]  # fmt: skip
+    older_trace(brain_case, tmp_path / "old", "renderer", calls, renderer=LEGACY_RENDERER)
     report = replay(tmp_path / "old")
     assert report.ok, report.summary()
 
@@ -331,7 +316,7 @@ def test_oblique_traces_replay_with_the_renderer_they_name(t1: Volume, tmp_path:
     case = tmp_path / "case"
     case.mkdir()
     small = Volume("oblique", t1.data[::2, ::2, ::2], t1.ijk_to_ras @ np.diag([2.0, 2.0, 2.0, 1.0]))
-    sitk.WriteImage(volume_to_sitk(_rotated(small, 0.35, 0.26)), str(case / "oblique.nii.gz"))
+    sitk.WriteImage(volume_to_sitk(rotated(small, 0.35, 0.26)), str(case / "oblique.nii.gz"))
     header = {"kind": "radiology", "backend": "embedded", "case_root": str(case), "case_inputs": {}, "track": "A",
               "png_encoder": PNG_ENCODER, "renderer": renderer}  # fmt: skip
     session = new_session("radiology", trace=TraceRecorder(tmp_path / "trace", header), case_root=case,
