@@ -149,18 +149,17 @@ def _bench_report(ns: argparse.Namespace) -> int:
     if ns.format == "json":
         from copilot.bench.measures_report import measures_json
 
-        text = json.dumps(measures_json(rows), indent=1, ensure_ascii=False, default=str)
-        if ns.output:
-            Path(ns.output).write_text(text, encoding="utf-8")
-            print(ns.output)
-        else:
-            print(text)
-        return 0
+        return _emit(json.dumps(measures_json(rows), indent=1, ensure_ascii=False, default=str), ns.output)
     tables = paper_tables(rows) + process_tables(rows)
     text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables) + glossary_markdown()
-    if ns.output:
-        Path(ns.output).write_text(text, encoding="utf-8")
-        print(ns.output)
+    return _emit(text, ns.output)
+
+
+def _emit(text: str, output: str | None) -> int:
+    """A report to its file (whose path is printed) or, without one, to the terminal."""
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        print(output)
     else:
         print(text)
     return 0
