@@ -172,7 +172,7 @@ def test_suv_rules_for_decay_correction_units_and_missing_tags(tmp_path: Path) -
     factor, _ = suv_factor(ds(DecayCorrection="ADMIN"))  # already decay-corrected to the injection
     assert factor == pytest.approx(70000.0 / 370e6)
     assert suv_factor(ds(Units="GML")) == (1.0, "")
-    assert suv_factor(ds(Units="CNTS")) == (None, "units CNTS (SUV needs BQML)")
+    assert suv_factor(ds(Units="CNTS")) == (None, "units CNTS without the Philips SUV scale factor (7053,1000)")
     assert suv_factor(ds(PatientWeight=0)) == (None, "no patient weight")
     late = ds(SeriesTime="003000")  # injected 23:30 the day before, scanned 00:30: one hour, not minus 23
     late.RadiopharmaceuticalInformationSequence[0].RadiopharmaceuticalStartTime = "233000"

@@ -2,7 +2,8 @@
 
 The value is the nearest voxel's, as the viewer stores it: DICOM pixels are already rescaled
 (RescaleSlope/Intercept), so a CT reads in Hounsfield units; a PET series whose tags allow it also reads as
-SUVbw (see `copilot.engine.volume.suv`), with the stored activity beside it; anything else reads as the stored
+SUVbw (and SUVlbm/SUVbsa where height and sex allow; see `copilot.engine.volume.suv`), with the stored
+activity beside it; anything else reads as the stored
 value. Outside the volume there is no value.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.engine.volume.suv import volume_suv_factor
+from copilot.engine.volume.suv import volume_suv
 
 PET_UNITS = {"BQML": "Bq/ml", "GML": "g/ml", "CNTS": "counts"}
 
@@ -42,10 +43,12 @@ def value_text(volume: Any, value: float) -> str:
         return f"{value:.0f} HU"
     if modality == "PT" and unit:
         stored = f"{_number(value)} {PET_UNITS.get(unit.upper(), unit)}"
-        factor, reason = volume_suv_factor(volume)
-        if factor is not None:
-            return f"SUVbw {value * factor:.2f}" + ("" if unit.upper() == "GML" else f" ({stored})")
-        return f"{stored} (no SUV: {reason})"
+        suv = volume_suv(volume)
+        if suv.bw is None:
+            return f"{stored} (no SUV: {suv.reason})"
+        shown = [f"{name} {value * factor:.2f}" for name, factor in
+                 (("SUVbw", suv.bw), ("SUVlbm", suv.lbm), ("SUVbsa", suv.bsa)) if factor is not None]  # fmt: skip
+        return "  ".join(shown) + ("" if unit.upper() == "GML" else f" ({stored})")
     return f"{_number(value)} {unit}".strip()
 
 

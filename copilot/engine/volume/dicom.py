@@ -18,7 +18,13 @@ import pydicom.misc
 import SimpleITK as sitk
 
 from copilot.engine.volume import dicom_geometry as geo
-from copilot.engine.volume.dicom_values import check_not_mosaic, dose_scaling, real_world_values, value_metadata
+from copilot.engine.volume.dicom_values import (
+    check_not_mosaic,
+    dose_scaling,
+    pet_series_metadata,
+    real_world_values,
+    value_metadata,
+)
 from copilot.engine.volume.image import LPS_TO_RAS, Volume, VolumeLoadError, volume_from_sitk
 
 LPS_TO_RAS_4 = np.diag([-1.0, -1.0, 1.0, 1.0])  # the assumed grid: 1 mm voxels, LPS axes, origin 0
@@ -273,6 +279,8 @@ def load_dicom_series(
         else:
             vol = volume_from_datasets(datasets, vname, source=str(folder))
     vol.metadata.update(_metadata(first))
+    if vol.metadata.get("Modality") == "PT":
+        vol.metadata.update(pet_series_metadata(headers))
     if assumed:
         vol.metadata["geometry"] = "assumed"
     return vol
@@ -318,6 +326,8 @@ def volume_from_datasets(datasets: list[pydicom.Dataset], name: str, source: str
     ras = _affine(row_dir, col_dir, normal, spacing_rc, slice_step, positions[order[0]])
     vol = Volume(name=name, data=data, ijk_to_ras=ras, modality=_modality(first), source=source)
     vol.metadata.update(_metadata(first))
+    if vol.metadata.get("Modality") == "PT":
+        vol.metadata.update(pet_series_metadata(datasets))
     return vol
 
 

@@ -2,9 +2,10 @@
 
 - RescaleSlope/RescaleIntercept: applied by the reader (GDCM, or pydicom on the fallback path).
 - RT Dose: pixels × DoseGridScaling (GDCM leaves it out), units from DoseUnits (`GY` → Gy, or RELATIVE).
-- PET: the inputs of a standardized uptake value are kept as they are (Units, DecayCorrection,
-  PatientWeight, PatientSize, the radiopharmaceutical's dose, half-life and start time, SeriesTime,
-  AcquisitionTime); no SUV is computed from them here.
+- PET: the inputs of a standardized uptake value are kept as they are (Units, CorrectedImage, DecayCorrection,
+  PatientWeight, PatientSize, PatientSex, the radiopharmaceutical's dose, half-life and start time, SeriesDate/
+  Time, the Philips SUV scale factor (7053,1000)) with the earliest AcquisitionDate/Time of the series (its
+  slices, or the frames of a multi-frame file); `copilot.engine.volume.suv` computes the SUV from them.
 - WindowCenter/WindowWidth (first pair) are kept: the file's window is the first display.
 - A Siemens mosaic (ImageType MOSAIC, or the CSA NumberOfImagesInMosaic element (0019,100A)) tiles many
   slices in one frame; it is refused (`mosaic_image`) rather than shown as one tile sheet. Splitting it needs
@@ -19,6 +20,7 @@ import numpy as np
 import pydicom
 
 from copilot.engine.volume.image import Volume, VolumeLoadError
+from copilot.engine.volume.suv import PHILIPS_SUV_KEY, earliest_acquisition
 
 _PET_KEYS = (
     "Units",
@@ -26,8 +28,10 @@ _PET_KEYS = (
     "CorrectedImage",
     "PatientWeight",
     "PatientSize",
+    "PatientSex",
     "SeriesTime",
     "AcquisitionTime",
+    "AcquisitionDate",
     "SeriesDate",
 )
 _RADIOPHARM_KEYS = (
@@ -88,9 +92,50 @@ def value_metadata(ds: pydicom.Dataset) -> dict[str, str]:
         if info:
             out.update({k: _text(info[0].get(k)) for k in _RADIOPHARM_KEYS if info[0].get(k) not in (None, "")})
     out.update({k: _text(ds.get(k)) for k in keys if ds.get(k) not in (None, "")})
+    if modality == "PT":
+        out.update(pet_series_metadata([ds]))
     window = _window(ds)
     if window is not None:
         out["WindowCenter"], out["WindowWidth"] = (f"{v:g}" for v in window)
+    return out
+
+
+def _philips_suv_factor(ds: pydicom.Dataset) -> str | None:
+    """The Philips SUV scale factor (7053,1000) as text, when the file's Philips PET private block holds one."""
+    try:
+        value = ds.get_private_item(0x7053, 0x00, "Philips PET Private Group").value
+    except (KeyError, ValueError):
+        return None
+    text = value.decode("ascii", "replace").strip("\0 ") if isinstance(value, bytes) else _text(value)
+    return text or None
+
+
+def _acquisitions(ds: pydicom.Dataset) -> list[tuple[str, str]]:
+    """(date, time) of every acquisition a dataset states: its own tags, else its AcquisitionDateTime, and the
+    FrameAcquisitionDateTime of each frame of an enhanced multi-frame file."""
+    found: list[tuple[str, str]] = []
+    if ds.get("AcquisitionTime"):
+        found.append((str(ds.get("AcquisitionDate") or ""), str(ds.AcquisitionTime)))
+    stamps = [ds.get("AcquisitionDateTime")] + [
+        item.get("FrameAcquisitionDateTime")
+        for frame in list(ds.get("PerFrameFunctionalGroupsSequence") or [])
+        for item in list(frame.get("FrameContentSequence") or [])[:1]
+    ]
+    found += [(str(v)[:8], str(v)[8:].split("+")[0].split("-")[0]) for v in stamps if v and len(str(v)) > 8]
+    return found
+
+
+def pet_series_metadata(headers: list[pydicom.Dataset]) -> dict[str, str]:
+    """The earliest AcquisitionDate/Time of a PET series' headers and the Philips SUV scale factor."""
+    out: dict[str, str] = {}
+    first = earliest_acquisition(pair for h in headers for pair in _acquisitions(h))
+    if first is not None:
+        out["AcquisitionDate"], out["AcquisitionTime"] = first
+        if not out["AcquisitionDate"]:
+            del out["AcquisitionDate"]
+    factor = _philips_suv_factor(headers[0]) if headers else None
+    if factor is not None:
+        out[PHILIPS_SUV_KEY] = factor
     return out
 
 
