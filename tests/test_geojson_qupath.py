@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from copilot.cases.annotations import object_type, parse_geojson, read_geojson, to_geojson
+from copilot.cases.annotations import Annotation, object_type, parse_geojson, read_geojson, to_geojson
+from copilot.cases.qupath_classes import class_colour
 
+A1, A2, A3 = (f"0b6d5c9e-41f2-4a8e-9c3d-7e21f0a4b5c{n}" for n in (1, 2, 3))  # QuPath writes UUID ids
 SQUARE = [[0, 0], [100, 0], [100, 100], [0, 100], [0, 0]]
 HOLE = [[40, 40], [60, 40], [60, 60], [40, 60], [40, 40]]
 
@@ -23,18 +27,18 @@ def _shift(ring: list[list[int]], d: int) -> list[list[int]]:
     return [[x + d, y + d] for x, y in ring]
 
 
-EXPORT = {  # "Export objects as GeoJSON" from QuPath 0.4+: annotations with detections and cells
+EXPORT: dict[str, Any] = {  # "Export objects as GeoJSON" from QuPath 0.4+: annotations with detections and cells
     "type": "FeatureCollection",
     "features": [
         _feature(
-            "a1", {"type": "Polygon", "coordinates": [SQUARE, HOLE]}, objectType="annotation", name="Tumour core",
+            A1, {"type": "Polygon", "coordinates": [SQUARE, HOLE]}, objectType="annotation", name="Tumour core",
             classification={"name": "Tumor", "color": [200, 0, 0]}, isLocked=True,
             measurements={"Area µm^2": 9600.0, "Num Detections": 2}, metadata={"reviewer": "A"},
         ),
-        _feature("a2", {"type": "Polygon", "coordinates": [_shift(SQUARE, 500)]}, objectType="annotation",
+        _feature(A2, {"type": "Polygon", "coordinates": [_shift(SQUARE, 500)]}, objectType="annotation",
                  color=[0, 255, 0]),  # unclassified, own colour
         _feature(
-            "a3",
+            A3,
             {
                 "type": "MultiPolygon",
                 "coordinates": [[_shift(SQUARE, 1000)], [_shift(SQUARE, 1200), _shift(HOLE, 1200)]],
@@ -61,7 +65,7 @@ EXPORT = {  # "Export objects as GeoJSON" from QuPath 0.4+: annotations with det
 
 def test_only_annotations_are_ground_truth_and_the_rest_is_reported() -> None:
     anns, report = parse_geojson(EXPORT)
-    assert sorted({a.object_id for a in anns}) == ["a1", "a2", "a3"]
+    assert sorted({str(a.object_id) for a in anns}) == [A1, A2, A3]
     skipped = {s["id"]: s["reason"] for s in report.skipped}
     assert set(skipped) == {"p1", "d1", "c1", "t1", "m1", "l1", "PathDetectionObject"}
     assert "MultiPoint" in skipped["p1"] and "LineString" in skipped["l1"]
@@ -86,7 +90,7 @@ def test_qupath_export_round_trips_with_its_properties(tmp_path: Path) -> None:
     unclassified = anns[1]
     assert unclassified.cls == "" and not unclassified.locked
     written = to_geojson(anns)
-    expected = copy.deepcopy([f for f in EXPORT["features"] if f["id"] in ("a1", "a2", "a3")])
+    expected = copy.deepcopy([f for f in EXPORT["features"] if f["id"] in (A1, A2, A3)])
     assert written["features"] == expected  # QuPath's own form, property for property
     assert "classification" not in written["features"][1]["properties"]  # unclassified, as QuPath writes it
     path = tmp_path / "round.geojson"
@@ -98,6 +102,26 @@ def test_qupath_export_round_trips_with_its_properties(tmp_path: Path) -> None:
     for a, b in zip(anns, again, strict=True):
         assert np.array_equal(a.exterior, b.exterior) and all(map(np.array_equal, a.holes, b.holes))
     assert again[0].contains(10, 10) and not again[0].contains(50, 50)
+
+
+def test_written_classes_carry_qupaths_colour_and_ids_are_uuids() -> None:
+    """A class without a colour of its own is written with the one QuPath gives it (checked against a JVM:
+    java.util.Random(("Lymphocyte").hashCode()) draws 196, 65, 127), and every feature id is a UUID."""
+    square = np.array(SQUARE[:4], dtype=float)
+    anns = [Annotation("Tumor", square), Annotation("Lymphocyte", square + 10),
+            Annotation("Stroma: Positive", square + 20, object_id="gland-7"),
+            Annotation("Tumor: Positive", square + 30, object_id=A1)]  # fmt: skip
+    feats = to_geojson(anns)["features"]
+    assert [f["properties"]["classification"] for f in feats] == [
+        {"name": "Tumor", "color": [200, 0, 0]},  # QuPath's standard class
+        {"name": "Lymphocyte", "color": [196, 65, 127]},  # a new class: QuPath's seeded draw
+        {"names": ["Stroma", "Positive"], "color": [112, 150, 112]},  # Stroma's colour × 0.75
+        {"names": ["Tumor", "Positive"], "color": [200, 50, 50]},  # Tumor's own intensity colour
+    ]
+    ids = [f["id"] for f in feats]
+    assert all(str(uuid.UUID(i)) == i for i in ids) and len(set(ids)) == 4 and ids[3] == A1
+    assert to_geojson(anns)["features"][2]["id"] == ids[2]  # a non-UUID id maps to the same UUID every time
+    assert class_colour(["Positive"]) == (250, 62, 62)  # (200, 50, 50) brightened by 1.25
 
 
 def test_legacy_measurement_list_is_read() -> None:

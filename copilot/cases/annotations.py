@@ -16,7 +16,9 @@ regions unless the caller names more types (`object_types`); detections, cells, 
 skipped. Points, lines and empty geometries are not regions and are skipped too; `parse_geojson` returns
 a report naming each skipped feature and why. The other properties QuPath writes (`name`, `color`,
 `isLocked` — written only when true —, `measurements`, `metadata`) are kept verbatim and written back; an
-unclassified object is written without `classification`, as QuPath writes it.
+unclassified object is written without `classification`, as QuPath writes it. A class is always written with
+its `color` (its own, else the one QuPath would give it) and each feature `id` is a UUID
+(`copilot.cases.qupath_classes`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from copilot.cases.qupath_classes import class_colour, feature_id
 
 RGB = tuple[int, int, int]
 REGION_TYPES = ("annotation",)
@@ -230,7 +234,7 @@ def _closed(ring: np.ndarray) -> list[list[float]]:
 
 def to_geojson(annotations: list[Annotation]) -> dict[str, Any]:
     """QuPath-style FeatureCollection: one feature per object (consecutive parts with one `object_id` make a
-    MultiPolygon), classification with name (or names) and colour."""
+    MultiPolygon) with a UUID id, classification with name (or names) and colour."""
     groups: list[list[Annotation]] = []
     for a in annotations:
         if groups and a.object_id is not None and groups[-1][0].object_id == a.object_id:
@@ -250,13 +254,12 @@ def to_geojson(annotations: list[Annotation]) -> dict[str, Any]:
         if first.cls:  # QuPath writes no classification for an unclassified object
             names = first.cls.split(": ")
             classification: dict[str, Any] = {"name": first.cls} if len(names) == 1 else {"names": names}
-            if first.colour is not None:
-                classification["color"] = list(first.colour)
+            classification["color"] = list(first.colour or class_colour(names))  # QuPath always writes one
             properties["classification"] = classification
         feats.append(
             {
                 "type": "Feature",
-                "id": first.object_id or f"annotation-{n}",
+                "id": feature_id(first.object_id, f"{n}:{json.dumps(geometry)}"),
                 "geometry": geometry,
                 "properties": properties,
             }
