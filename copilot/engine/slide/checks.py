@@ -1,7 +1,7 @@
 """Checks a slide file passes before OpenSlide, tiffslide or tifffile parse it: structure, sizes, references.
 
 A TIFF (classic or BigTIFF, either byte order; SVS, NDPI and generic pyramids are TIFF) has its IFD chain
-walked here with a visited set and a page limit, so a chain that loops or never ends is refused
+walked here as a graph with a page limit, so a chain that loops or never ends is refused
 (`invalid_structure`) instead of spinning a reader forever. Each image directory must declare sizes a
 reader can allocate for (`too_large`): tiles at most `MAX_TILE_SIDE` px a side (OpenSlide allocates a whole
 tile per read: a 2^20-px tile asks for 4 TiB and aborts the process), strips at most `MAX_STRIP_BYTES`, and
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import configparser
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -111,30 +112,51 @@ class _Reader:
 def check_tiff_structure(path: Path) -> int:
     """Walk every image directory of a TIFF; refuse loops, oversized tiles/strips, missing or out-of-file data.
 
+    The directories and their links (next-directory offsets and SubIFDs) form a graph walked depth first: a
+    directory reached again by another path (a SubIFD chain that also lists its members, a thumbnail shared by
+    two pages) is checked once and is no loop; only a link back to a directory on the current path is.
     Returns the number of image directories.
     """
     size = path.stat().st_size
     with path.open("rb", buffering=0) as raw_fh:
         reader = _Reader(raw_fh, size, path.name)  # type: ignore[arg-type]
-        pending = [reader.first]
-        visited: set[int] = set()
-        while pending:
-            offset = pending.pop(0)
-            if offset == 0:
-                continue
-            if offset in visited:
-                raise SlideFileError(f"{path.name}: the image directory chain loops (offset {offset} seen before)")
-            visited.add(offset)
-            if len(visited) > MAX_PAGES:
+        finished: dict[int, bool] = {}  # directory offset → walked to the end (False: on the current path)
+
+        def enter(offset: int) -> tuple[int, Iterator[int]]:
+            finished[offset] = False
+            if len(finished) > MAX_PAGES:
                 raise SlideFileError(f"{path.name}: more than {MAX_PAGES} image directories", "too_large")
             tags, nxt = reader.directory(offset)
-            _check_image(reader, tags, len(visited) - 1)
-            if SUB_IFDS in tags:
-                pending.extend(int(o) for o in reader.ints(tags[SUB_IFDS], MAX_PAGES))
-            pending.insert(0, nxt)
-    if not visited:
+            _check_image(reader, tags, len(finished) - 1)
+            subs = [int(o) for o in reader.ints(tags[SUB_IFDS], MAX_PAGES)] if SUB_IFDS in tags else []
+            return offset, iter([nxt, *subs])
+
+        path_stack = [enter(reader.first)] if reader.first else []
+        while path_stack:
+            offset, links = path_stack[-1]
+            child = next(links, None)
+            if child is None:
+                finished[offset] = True
+                path_stack.pop()
+            elif child and child in finished and not finished[child]:
+                raise SlideFileError(
+                    f"{path.name}: the image directory chain loops (directory at {child} links back to itself)"
+                )
+            elif child and child not in finished:
+                path_stack.append(enter(child))
+    if not finished:
         raise SlideFileError(f"{path.name} holds no image", "truncated_image")
-    return len(visited)
+    return len(finished)
+
+
+def has_subifds(path: Path) -> bool:
+    """True when a TIFF's first image directory lists SubIFDs (a pyramid OpenSlide's generic TIFF reader skips)."""
+    try:
+        with path.open("rb") as fh:
+            reader = _Reader(fh, path.stat().st_size, path.name)
+            return bool(reader.first) and SUB_IFDS in reader.directory(reader.first)[0]
+    except (OSError, SlideFileError, struct.error):
+        return False
 
 
 def _one(reader: _Reader, tags: dict[int, tuple[int, int, int, bytes]], tag: int, default: int | None) -> int:

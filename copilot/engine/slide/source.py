@@ -24,7 +24,7 @@ from PIL import Image
 
 from copilot.engine.confine import check_sources
 from copilot.engine.geometry import pyramid_level
-from copilot.engine.slide.checks import SlideFileError, check_tiff_structure, is_tiff, slide_references
+from copilot.engine.slide.checks import SlideFileError, check_tiff_structure, has_subifds, is_tiff, slide_references
 from copilot.engine.slide.jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
 from copilot.engine.slide.probe import ProbeError, probe_slide
 from copilot.errors import HandlerError
@@ -313,8 +313,15 @@ def check_tiff_complete(path: Path) -> None:
 
 
 def _open(path: Path) -> tuple[Any, str]:
+    """OpenSlide, else tiffslide; tiffslide first for a TIFF whose pyramid levels are SubIFDs (OpenSlide would
+    show level 0 alone)."""
     import openslide
 
+    if is_tiff(path) and has_subifds(path):
+        with contextlib.suppress(Exception):  # tiffslide raises several types; OpenSlide then has its say
+            import tiffslide
+
+            return tiffslide.TiffSlide(str(path)), "tiffslide"
     try:
         return openslide.OpenSlide(str(path)), "openslide"
     except (openslide.OpenSlideUnsupportedFormatError, openslide.OpenSlideError) as first:
