@@ -109,7 +109,8 @@ def test_token_from_file_and_environment(tmp_path: Path, monkeypatch: pytest.Mon
     os.chmod(secret, 0o600)
     assert resolve_token(None, str(secret)) == ("from-the-file", "file", None)
     os.chmod(secret, 0o644)
-    assert "readable by other users" in (resolve_token(None, str(secret))[2] or "")
+    with pytest.raises(TokenError, match=f"run `chmod 600 {secret}`"):
+        resolve_token(None, str(secret))
     monkeypatch.setenv("MEDCOPILOT_TOKEN", "from-the-env")
     assert resolve_token(None, None)[:2] == ("from-the-env", "env")
     assert resolve_token("given", None)[:2] == ("given", "option")

@@ -37,10 +37,12 @@ from PySide6.QtWidgets import (
 from copilot.engine.volume.display import PRESET_NAMES
 from copilot.gui import startup
 from copilot.gui.panel import PanelWidget, default_policies
+from copilot.gui.patient_bar import PatientBar
 from copilot.gui.startup import display_problem
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
+from copilot.panel.banner import place_label, study_banner
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
 from copilot.panel.screen import Busy, Frame, Screen
@@ -156,6 +158,11 @@ class MainWindow(QMainWindow):
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         file.addAction(quit_action)
+        self.patient_bar = PatientBar()  # whose study is open, above everything else
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.patient_bar)
+        self.addToolBarBreak(Qt.ToolBarArea.TopToolBarArea)
+        self._settle = QTimer(self, singleShot=True, interval=4000)
+        self._settle.timeout.connect(self.patient_bar.settle)
         bar = QToolBar("View")
         bar.setObjectName("view_toolbar")
         self.addToolBar(bar)
@@ -309,7 +316,7 @@ class MainWindow(QMainWindow):
             self.readout.setText(f"cannot open {path}: {exc}")
             print(f"medcopilot gui: cannot open {path}: {exc}", file=sys.stderr)
             if not self.quiet:
-                QMessageBox.warning(self, "Cannot open", f"{Path(path).name}: {exc}")
+                QMessageBox.warning(self, "Cannot open", f"{place_label(path)}: {exc}")
             return False
         if opened:
             self.recent.add(path)
@@ -337,10 +344,10 @@ class MainWindow(QMainWindow):
             self.load_study(self.cases[0], trace_dir=trace_dir)
             return True
         if what == "dicom" and Path(path).is_dir() and series is None:
-            self.progress(f"Reading the DICOM headers of {Path(path).name}…")
+            self.progress(f"Reading the DICOM headers of {place_label(path)}…")
             found = dicom_series(path)
             if not found:
-                raise StudyError(f"{Path(path).name}: no image series")
+                raise StudyError(f"{place_label(path)}: no image series")
             series = found[0] if len(found) == 1 and pick is None else (pick or self.pick_series)(found)
             if series is None:
                 return False
@@ -383,7 +390,7 @@ class MainWindow(QMainWindow):
 
         study = study_at(path, series, frame)  # a PACS study (a URL or its cached folder): its origin traced
         chosen = [series] if isinstance(series, Series) else list(series or [])
-        label = " + ".join(s.label for s in chosen) or Path(path).name
+        label = " + ".join(s.label for s in chosen) or place_label(path)
         self.progress(f"Opening {label}…")
         try:
             trace = trace_dir if trace_dir is not None else new_session_dir(study.kind)
@@ -441,11 +448,16 @@ class MainWindow(QMainWindow):
         self.dock.setWidget(self.panel)
         self.model.listeners.append(self._changed)
         self.case_box.clear()
-        self.case_box.addItems([c.name for c in self.cases] or [case.case_id])
+        banner = study_banner(case)  # for the clinician only: never in a request to the model
+        self.case_box.addItems([c.name for c in self.cases] or [banner.label])
         root = Path(case.root).resolve()
         if root in self.cases:
             self.case_box.setCurrentIndex(self.cases.index(root))
-        self.setWindowTitle(f"MedCopilot — {case.case_id}")
+        self.setWindowTitle(banner.title)
+        if self.patient_bar.show_banner(banner):
+            line = f"Now open: {banner.line}"  # shown once the opening's own messages are cleared
+            QTimer.singleShot(0, lambda: self.statusBar().showMessage(line, 8000))
+            self._settle.start()
         names = [n for _, n in self.screen_path.volumes()]
         self._scene_reset()
         from copilot.medflow.registry import find as find_module  # loaded with the first case, not at start-up

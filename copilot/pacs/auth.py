@@ -5,7 +5,8 @@ Environment (wins over the file): `MEDCOPILOT_PACS_TOKEN` (a bearer token) or `M
 File: `MEDCOPILOT_PACS_CONFIG` or `$XDG_CONFIG_HOME/medcopilot/pacs.json` (default `~/.config/…`), a JSON object
 `{"servers": [{"url": "https://pacs.example.org/dicom-web", "token": "…"} | {"url": …, "username": …,
 "password": …}, …]}` with an optional `"ca_bundle"` per server; the longest `url` that prefixes the service
-root applies. TLS certificates are always verified.
+root applies. TLS certificates are always verified. A config file that other users may read or write is refused
+(`pacs_config`), naming the `chmod 600 FILE` to run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.errors import HandlerError
+from copilot.privatefs import ExposedSecretsError, check_secret_file
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ def _from_file(root: str) -> dict[str, Any]:
     path = config_path()
     if not path.is_file():
         return {}
+    try:
+        check_secret_file(path, "PACS config file")
+    except ExposedSecretsError as exc:
+        raise HandlerError("pacs_config", str(exc)) from None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from copilot.privatefs import write_private
+
 ORIGIN_FILE = "origin.json"
 DEFAULT_MB = 4096
 
@@ -52,7 +54,7 @@ def read_origin(folder: Path) -> dict[str, Any] | None:
 
 
 def write_origin(folder: Path, origin: dict[str, Any]) -> None:
-    (folder / ORIGIN_FILE).write_text(json.dumps(origin, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_private(folder / ORIGIN_FILE, json.dumps(origin, indent=1, sort_keys=True) + "\n")
 
 
 class PacsCache:

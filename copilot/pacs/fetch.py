@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 from copilot.errors import HandlerError
 from copilot.pacs.cache import PacsCache, read_origin, write_origin
 from copilot.pacs.client import PacsClient
+from copilot.pacs.patient import study_identity
 from copilot.pacs.urls import DicomwebRef, is_dicomweb_url, parse_dicomweb_url
+from copilot.privatefs import make_private, private_dir
 
 NOT_IMAGES = frozenset({"SR", "KO", "PR", "SEG", "RTSTRUCT", "RTPLAN", "RTDOSE", "REG", "DOC", "OT_PDF", "AU"})
 S = TypeVar("S")
@@ -50,10 +52,11 @@ def retrieve_series(
     if origin is not None and origin.get("complete") and (expected is None or origin.get("instances") == expected):
         cache.touch(folder)
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(cache.root)  # the cache holds patient data: owner-only whatever the umask (an older root narrowed)
+    private_dir(folder.parent)
     partial = folder.parent / f".{folder.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    private_dir(partial)
     try:
         n = 0
         for ds in client.iter_series(ref.study, ref.series):
@@ -62,6 +65,7 @@ def retrieve_series(
         if n == 0:
             raise HandlerError("not_found", "the PACS holds no instances of that series")
         write_origin(partial, {**origin_of(ref), "instances": n, "complete": True})
+        make_private(partial)  # the files pydicom wrote, 0600
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)
     finally:
@@ -109,8 +113,10 @@ def local_study(location: str | Path, cache: PacsCache | None = None) -> LocalSt
 
 def with_origin(study: S, origin: dict[str, Any] | None) -> S:
     """A study (or case pack) whose inputs carry its PACS origin: recorded in the trace header's `case_inputs`,
-    read by the export handlers to store results back; never part of what the model is shown."""
+    read by the export handlers to store results back, with the UIDs of the study the patient banner shows
+    (`shown`: a store must match them); never part of what the model is shown."""
     if origin is None:
         return study
-    inputs = {**getattr(study, "inputs", {}), "origin": dict(origin)}
+    shown = study_identity(getattr(study, "root", "."), getattr(study, "inputs", {}))  # what the banner shows
+    inputs = {**getattr(study, "inputs", {}), "origin": {**origin, "shown": shown}}
     return dataclasses.replace(study, inputs=inputs)  # type: ignore[type-var]

@@ -2,8 +2,10 @@
 
 The handler writes its file into the trace's `derived/` folder first; when the session's study came from a
 PACS and the object belongs to that study, it is stored there too and `derived/pacs_stored.jsonl` records what
-went where (the URLs stay in the trace folder; the model is told only that it was stored). A refusal removes
-the file again, so a failed export changes nothing.
+went where (the URLs stay in the trace folder; the model is told only that it was stored). An object is stored
+only when the study, series and frame of reference it refers to are those of the study the patient banner shows
+(recorded as the origin's `shown` UIDs when the study was opened); otherwise it is refused by name. A refusal
+removes the file again, so a failed export changes nothing. Written files are owner-only.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import Any
 
 import pydicom
 
+from copilot.errors import HandlerError
 from copilot.pacs.client import PacsClient
+from copilot.privatefs import make_private, open_private, private_dir
 
 MANIFEST = "pacs_stored.jsonl"
 
@@ -33,15 +37,18 @@ def store_back(
 ) -> dict[str, Any]:
     """Store `datasets` (already written as `written`) to the origin's PACS; what to add to the handler's result.
 
-    Not from a PACS: `{"stored_to": "file"}`. From a PACS but of another study (e.g. an imported local series):
-    the file only, said so. On any PACS failure the written files are removed and `PacsError` is raised.
+    Not from a PACS: `{"stored_to": "file"}`. From a PACS but referring to another study, series or frame of
+    reference than the one shown: HandlerError `wrong_study`, the files removed. On any PACS failure the written
+    files are removed and `PacsError` is raised.
     """
+    for path in written:  # exports are patient data: owner-only, whatever the umask
+        private_dir(Path(path).parent)
+        make_private(path)
     if not origin or not origin.get("dicomweb"):
         return {"stored_to": "file"}
     study = str(origin.get("study", ""))
-    if any(str(ds.StudyInstanceUID) != study for ds in datasets):
-        return {"stored_to": "file", "pacs_note": "not stored to the PACS: the source series is not of its study"}
     try:
+        check_shown_study(origin, datasets)
         stored = PacsClient(str(origin["dicomweb"])).store(datasets, study)
     except Exception:
         for path in written:
@@ -49,10 +56,49 @@ def store_back(
         raise
     manifest = Path(written[0]).parent / MANIFEST if written else None
     if manifest is not None:
-        with manifest.open("a", encoding="utf-8") as fh:
+        with open_private(manifest, "a") as fh:
             for path, item in zip(written, stored, strict=False):
                 fh.write(json.dumps({"file": Path(path).name, **item}, sort_keys=True) + "\n")
     return {"stored_to": "pacs", "pacs_instances_stored": len(stored)}
+
+
+def referenced_uids(ds: pydicom.Dataset) -> tuple[set[str], set[str], set[str]]:
+    """The study, series and frame of reference UIDs an SR or SEG refers to: its own study, the series of its
+    evidence or source images, and its frame of reference (a SEG's own, an SR's spatial coordinates')."""
+    studies, series, frames = {str(ds.StudyInstanceUID)}, set(), set()
+    for item in getattr(ds, "CurrentRequestedProcedureEvidenceSequence", []):
+        studies.add(str(item.StudyInstanceUID))
+        series |= {str(s.SeriesInstanceUID) for s in getattr(item, "ReferencedSeriesSequence", [])}
+    series |= {str(s.SeriesInstanceUID) for s in getattr(ds, "ReferencedSeriesSequence", [])}
+    if "FrameOfReferenceUID" in ds:
+        frames.add(str(ds.FrameOfReferenceUID))
+    pending = list(getattr(ds, "ContentSequence", []))
+    while pending:
+        item = pending.pop()
+        if "ReferencedFrameOfReferenceUID" in item:
+            frames.add(str(item.ReferencedFrameOfReferenceUID))
+        pending.extend(getattr(item, "ContentSequence", []))
+    return studies, series, frames
+
+
+def check_shown_study(origin: dict[str, Any], datasets: Sequence[pydicom.Dataset]) -> None:
+    """Refuse (`wrong_study`) an object whose study, series or frame of reference is not the study the banner shows
+    (the origin's study and its `shown` series and frames); names no UID, since the model reads the refusal."""
+    shown = origin.get("shown") or {}
+    study = str(shown.get("study") or origin.get("study", ""))
+    for ds in datasets:
+        studies, series, frames = referenced_uids(ds)
+        if studies != {study}:
+            problem = "it refers to another study than the one open"
+        elif shown.get("series") and not series <= set(shown["series"]):
+            problem = "it refers to a series that is not of the study open"
+        elif shown.get("frames") and not frames <= set(shown["frames"]):
+            problem = "its frame of reference is not that of the study open"
+        else:
+            continue
+        raise HandlerError(
+            "wrong_study", f"not stored to the PACS: {problem} (the patient banner's); nothing was written"
+        )
 
 
 def stored_html(folder: Path | None) -> str:

@@ -20,8 +20,10 @@ from copilot.bench.episode_page import CSS, _png_uri, _timeline
 from copilot.kinds import viewer_kind
 from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import evidence_label
+from copilot.panel.banner import BANNER_CSS, study_banner
 from copilot.panel.identifiers import study_identifiers
 from copilot.panel.screen import Frame, Screen
+from copilot.privatefs import write_private
 
 FIGURE_SIZE = (320, 320)
 MARK_CSS = (
@@ -107,11 +109,13 @@ def _inline_artifacts(page: str, trace_dir: Path) -> str:
 def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[str], inline: Path | None) -> str:
     """The page's HTML (`inline`: the trace folder whose artifacts are embedded)."""
     session, case = model.session, model.case
-    title = f"Session report — {case.case_id}"
+    banner = study_banner(case)
+    title = f"Session report — {banner.label}"
     trace_dir = session.trace_dir
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{CSS}{MARK_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<style>{CSS}{MARK_CSS}{BANNER_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        banner.to_html(),
         f"<p>{html.escape(session.kind)} study; status {html.escape(str(model.status))}; {len(events)} trace events"
         + (f"; trace <code>{html.escape(str(trace_dir))}</code> (verify with <code>medcopilot replay "
            f"{html.escape(str(trace_dir))}</code>)" if trace_dir else "; no trace was kept")
@@ -165,5 +169,4 @@ def write_session_report(model: Any, path: str | Path) -> Path:
     except Exception:  # unreadable headers: nothing to mark
         identifiers = []
     inline = trace_dir if trace_dir is not None and out.resolve().parent != Path(trace_dir).resolve() else None
-    out.write_text(render_session(model, session.trace_events(), identifiers, inline), encoding="utf-8")
-    return out
+    return write_private(out, render_session(model, session.trace_events(), identifiers, inline))

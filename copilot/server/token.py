@@ -1,7 +1,8 @@
 """Where the server's bearer token comes from: a file, the environment, the command line, or chance.
 
-`--token-file PATH` (first line; the file should be readable by its owner alone) and `$MEDCOPILOT_TOKEN` keep
-the token out of the process list; `--token T` works too but is visible to every local user (`ps`, `/proc`).
+`--token-file PATH` (first line; a file that other users may read is refused, with the `chmod 600` to run) and
+`$MEDCOPILOT_TOKEN` keep the token out of the process list; `--token T` works too but is visible to every local
+user (`ps`, `/proc`).
 Any UTF-8 text without spaces or control characters is a token; it is compared as UTF-8 bytes.
 """
 
@@ -29,7 +30,8 @@ def _checked(token: str, where: str) -> str:
 
 
 def read_token_file(path: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """The token on the file's first line, and a warning when other users may read the file."""
+    """The token on the file's first line (a regular file that other users may read is refused); the second value
+    is kept for callers that print a warning, and is always None."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
@@ -41,8 +43,9 @@ def read_token_file(path: str | os.PathLike[str]) -> tuple[str, str | None]:
         token = _checked(first.decode("utf-8"), f"file {p}")
     except UnicodeDecodeError:
         raise TokenError(f"the token file {p} is not UTF-8 text") from None
-    warning = f"warning: the token file {p} is readable by other users (chmod 600)" if mode & 0o044 else None
-    return token, warning if stat.S_ISREG(mode) else None
+    if stat.S_ISREG(mode) and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokenError(f"the token file {p} is readable by other users: run `chmod 600 {p}`")
+    return token, None
 
 
 def resolve_token(given: str | None, token_file: str | None) -> tuple[str, str, str | None]:

@@ -48,6 +48,7 @@ def resolve_study(location: str, series: str | None) -> Any:
 
 
 def _resolve_local(path: str, series: str | None) -> Any:
+    from copilot.panel.banner import place_label
     from copilot.panel.studies import StudyError, classify, dicom_series, study_for
 
     if classify(path) == "dicom" and Path(path).is_dir():
@@ -55,10 +56,10 @@ def _resolve_local(path: str, series: str | None) -> Any:
         if series is not None:
             chosen = [s for s in found if str(s.number) == series or (s.uid and s.uid.endswith(series))]
             if len(chosen) != 1:
-                raise StudyError(f"no single series {series!r} in {Path(path).name}; series: {_titles(found)}")
+                raise StudyError(f"no single series {series!r} in {place_label(path)}; series: {_titles(found)}")
             return study_for(path, chosen[0])
         if len(found) > 1:
-            raise StudyError(f"{Path(path).name} holds {len(found)} series; pick one with --series: {_titles(found)}")
+            raise StudyError(f"{place_label(path)} holds {len(found)} series; pick one with --series: {_titles(found)}")
     return study_for(path)
 
 
@@ -162,6 +163,7 @@ def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
 
 def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     """The `chat` command; input problems are raised (the command line prints them as one `error:` line)."""
+    from copilot.panel.banner import study_banner
     from copilot.panel.model import PanelModel
     from copilot.panel.studies import open_study
     from copilot.study.observation import study_summary
@@ -188,6 +190,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else new_session_dir(study.kind)
     session = open_study(study, trace_dir, track=ns.track)
     term.note(f"session: {trace_dir}")
+    term.say(f"patient: {study_banner(study).line}")  # for the clinician's eyes: never sent to the model
     for line in study_summary(session, study):
         term.say(f"study {line}")
     model = PanelModel(session, study, ns.budget)

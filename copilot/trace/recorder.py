@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from copilot.privatefs import open_private, private_dir, write_private
 from copilot.trace.outcome import CallOutcome
 from copilot.trace.redact import redact
 
@@ -38,11 +39,12 @@ class TraceRecorder:
 
     def __init__(self, trace_dir: str | Path, header: dict[str, Any]) -> None:
         self.dir = Path(trace_dir)
-        (self.dir / ARTIFACTS).mkdir(parents=True, exist_ok=True)
+        private_dir(self.dir)  # owner-only: a trace is patient data
+        private_dir(self.dir / ARTIFACTS)
         self.path = self.dir / TRACE_FILE
         if self.path.exists() and self.path.stat().st_size:
             raise FileExistsError(f"{self.path} already holds a trace; use a new directory")
-        self._fh = self.path.open("w", encoding="utf-8")
+        self._fh = open_private(self.path, "w")
         self._lock = threading.Lock()
         self._seq = 0
         self._prev = GENESIS
@@ -70,7 +72,7 @@ class TraceRecorder:
         for n, im in enumerate(outcome.images):
             ext = "jpg" if im.mime == "image/jpeg" else "png"  # the exact bytes the model received
             rel = f"{ARTIFACTS}/{seq:06d}_{n}_{im.view}.{ext}"
-            (self.dir / rel).write_bytes(im.data)
+            write_private(self.dir / rel, im.data)
             images.append({**im.to_json(with_data=False), "artifact": rel})
         payload: dict[str, Any] = {
             "actor": actor,
