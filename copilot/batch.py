@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from copilot.bench.rules import DEFAULT_RULES, rules_key
 from copilot.cases.pack import find_cases
 from copilot.medflow.runs import (
     COLUMNS,
@@ -70,23 +71,33 @@ __all__ = [
 
 
 class CallBudget:
-    """The session as a policy sees it, with at most `budget` agent handler calls (the paper's "maximum
-    number of explicit operation calls", Table 7): a call past the budget is refused (`budget_exhausted`,
-    noted in the trace) without reaching the viewer, whatever the number of calls per round."""
+    """The session as a policy sees it, with at most `budget` agent rounds (`unit` "rounds": Appendix H's
+    "tool-calling rounds"; a model turn with all its tool calls is one round, and a policy without model turns
+    spends one per call) or agent handler calls (`unit` "calls": Table 7's "explicit operation calls"). A call
+    past the budget is refused (`budget_exhausted`, noted in the trace) without reaching the viewer."""
 
-    def __init__(self, session: Any, budget: int, protocol: str = "harness") -> None:
-        self._session, self._budget, self.used = session, budget, 0
+    def __init__(self, session: Any, budget: int, protocol: str = "harness", unit: str = "calls") -> None:
+        self._session, self._budget, self.used, self.unit = session, budget, 0, unit
         self.protocol = protocol  # the prompts a model-driven policy uses (`agent.prompts.template`)
+        self._turns, self._open = False, False  # a model turn was seen; the current one has spent its round
+
+    def note(self, event_type: str, payload: dict[str, Any]) -> None:
+        if event_type == "model_turn":  # a new round begins with each model turn
+            self._turns, self._open = True, False
+        self._session.note(event_type, payload)
 
     def call(self, name: str, args: dict[str, Any] | None = None, actor: str = "agent", **kw: Any) -> Any:
         if actor == "agent":
-            if self.used >= self._budget:
+            new_round = self.unit == "calls" or not self._turns or not self._open
+            if new_round and self.used >= self._budget:
                 from copilot.trace.outcome import CallOutcome
 
-                message = f"the budget of {self._budget} operation calls is spent; give the final answer now"
+                message = f"the budget of {self._budget} operation {self.unit} is spent; give the final answer now"
                 self._session.note("call_refused", {"handler": name, "code": "budget_exhausted", "used": self.used})
                 return CallOutcome(name, False, 429, error={"code": "budget_exhausted", "message": message})
-            self.used += 1
+            if new_round:
+                self.used += 1
+                self._open = True
         return self._session.call(name, args, actor=actor, **kw)
 
     def __getattr__(self, name: str) -> Any:
@@ -132,7 +143,8 @@ def run_episode(
                                protocol=key["protocol"])  # fmt: skip
         prompt = task_prompt(case, budget, key["protocol"])
         session.note("task_prompt", {"system": prompt.system, "user": prompt.user})  # what the task asked, for audit
-        result = policy.run(CallBudget(session, budget, key["protocol"]), case, budget)
+        unit = (rules or DEFAULT_RULES).unit_for(budget)
+        result = policy.run(CallBudget(session, budget, key["protocol"], unit), case, budget)
     except Exception as exc:  # a failing episode is recorded, never fatal to the batch
         result = EpisodeResult("", "error", 0, f"{type(exc).__name__}: {exc}")
     provenance = None
@@ -219,7 +231,8 @@ def run_batch(
         db = ResultsDB(run_dir / "results.sqlite")
         ops = ops if ops is not None else ("all" if track == "B" else "")
         base = {"model": model or model_name(policy), "policy": policy, "track": track, "budget": budget,
-                "backend": backend, "seed": seed, "ops": ops, "protocol": protocol}  # fmt: skip
+                "backend": backend, "seed": seed, "ops": ops, "protocol": protocol,
+                "rules": rules_key(rules, budget)}  # fmt: skip
         try:
             problems: list[str] = []
             cases = find_cases(cases_root, problems)

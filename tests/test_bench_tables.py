@@ -146,7 +146,7 @@ def test_old_results_database_is_refused(tmp_path: Path) -> None:
         conn.execute(
             "CREATE TABLE results (case_id TEXT, policy TEXT, track TEXT, PRIMARY KEY (case_id, policy, track))"
         )
-    with pytest.raises(SchemaError, match=r"schema 1.*schema 3"):
+    with pytest.raises(SchemaError, match=r"schema 1.*schema 4"):
         ResultsDB(old)
     proc = subprocess.run([*CLI, "bench", "report", str(tmp_path), "--format", "csv"], capture_output=True, text=True)
     assert proc.returncode == 2 and "results schema 1" in proc.stderr
@@ -257,9 +257,9 @@ def test_lung_source_series_gate_and_fault_metrics(packs: dict[str, Path], tmp_p
     cov = p["coverage"]
     assert cov["lesion_seen"] is True and cov["first_seen_call"] is not None
     guards = guard_table(read_results(run / "results.sqlite"))
-    assert [[c.text() for c in r] for r in guards.rows] == [
-        ["faulty", "1", "0", "2", "0", "1", "1"],
-        ["good", "1", "0", "0", "0", "0", "0"],
+    assert [[c.text() for c in r] for r in guards.rows] == [  # one row per run configuration
+        ["faulty · offline · harness · Track A · budget 20", "1", "0", "2", "0", "1", "1"],
+        ["good · offline · harness · Track A · budget 20", "1", "0", "0", "0", "0", "0"],
     ]
     # the trace records the warning the model saw
     trace = (run / bad_row["trace_dir"] / "trace.jsonl").read_text()

@@ -152,12 +152,13 @@ def test_json_and_html_reports(rows: dict[str, dict[str, Any]], capsys: pytest.C
     assert clean["stages"][-1] == "diagnose" and "act" in clean["stage_path"]
     assert clean["checkpoints"]["formal_pass"] and clean["claim_violations"] == []
     assert set(clean["dimensions"]) == set("FREWAVB") and clean["dimensions"]["E"] == 1.0
-    assert data["models"]["f4_recorded_then_elsewhere"]["failures"]["F4"] == 1
-    assert data["models"]["clean"]["failures_by_module"]["brain_mri"]["F1"] == 0
+    models = {m["config"]["model"]: m for m in data["models"].values()}  # one configuration per scripted model
+    assert models["f4_recorded_then_elsewhere"]["failures"]["F4"] == 1
+    assert models["clean"]["failures_by_module"]["brain_mri"]["F1"] == 0
     assert main(["bench", "report", str(run), "--pages"]) == 0
     report = (run / "report.html").read_text()
     assert 'id="process-measures"' in report and "<th>F2</th>" in report
-    assert "Failure labels per model and module" in report
+    assert "Failure labels per configuration and module" in report
     page = (run / episodes["f1_wrong_structure"]["trace_dir"] / "episode.html").read_text()
     assert "<h2>Failure labels</h2>" in page and "objective drift" in page
 

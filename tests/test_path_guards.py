@@ -129,7 +129,7 @@ def test_report_counts_pathology_guards(case: Path, tmp_path: Path) -> None:
     table = guard_table(read_results(run / "results.sqlite"))
     header = [text for text, _ in table.header[0]]
     col = header.index("low_magnification_evidence")
-    rows = {r[0].text(): [c.text() for c in r] for r in table.rows}
+    rows = {r[0].text().split(" · ")[0]: [c.text() for c in r] for r in table.rows}  # model · provider · …
     assert rows["faulty"][col] == "1" and rows["good"][col] == "0"
     assert rows["faulty"][-1] == "1" and rows["good"][-1] == "0"
     trace = (run / bad["trace_dir"] / "trace.jsonl").read_text()

@@ -166,8 +166,9 @@ def test_pass_at_3_and_summary() -> None:
     rows = [{"model": "m", "case_id": c, "strict": s, "process": {"dimensions": {"V": {"score": s or None}}}}
             for c, ss in (("x1", [1, 0, 0]), ("x2", [0, 0, 0]), ("x3", [1, 1, 1])) for s in ss]  # fmt: skip
     assert D.pass_at_k(1, 3) == pytest.approx(19 / 27)
-    assert D.pass3_by_model(rows)["m"] == pytest.approx((19 / 27 + 0 + 1) / 3)
-    v = D.dimension_summary(rows)["m"]["V"]
+    (pass3,) = D.pass3_by_model(rows).values()  # one run configuration
+    assert pass3 == pytest.approx((19 / 27 + 0 + 1) / 3)
+    v = D.dimension_summary(rows, key=lambda r: r["model"])["m"]["V"]
     assert (v["mean"], v["n"], v["episodes"]) == (1.0, 4, 9)  # V defined on 4 of 9 episodes (support)
 
 
@@ -246,7 +247,7 @@ def test_hit_rates_over_slides() -> None:
             "process": {"hierarchical_hits": {"levels": levels, "random": {"2.5×": 1.0, "10×": rnd, "40×": 0.0}}},
         }
 
-    rates = hit_rates([episode((True, True, True), 0.5), episode((True, False, False), 0.3)])["m"]
+    (rates,) = hit_rates([episode((True, True, True), 0.5), episode((True, False, False), 0.3)]).values()
     assert [rates[lv]["unconditional"] for lv in ("2.5×", "10×", "40×")] == [1.0, 0.5, 0.5]
     assert (rates["10×"]["conditional"], rates["40×"]["conditional"]) == (0.5, 1.0)
     assert rates["10×"]["random"] == pytest.approx(0.4)
@@ -324,7 +325,7 @@ def test_diagnostic_results_from_rows() -> None:
 
     rows = [row("tumor_present", "tumor_present", 0.8), row("tumor_present", "no_tumor", 0.6),
             row("no_tumor", "no_tumor", 0.9)]  # fmt: skip
-    out = W.diagnostic_results(rows)["m / lymph_node_wsi"]
+    (out,) = W.diagnostic_results(rows).values()
     assert out["accuracy"] == pytest.approx(2 / 3) and out["balanced_accuracy"] == pytest.approx(0.75)
     assert out["auroc"] == 1.0 and out["calibration"]["n"] == 3
 
@@ -364,8 +365,9 @@ def test_report_sections_for_protocols_and_exploration() -> None:
 
     rows = [row("paper", 0.0, None, "A"), row("harness", 1.0, 3, "B")]
     data = measures_json(rows)
-    assert data["native_vs_harness"]["m"]["counts"] == [1, 1, 1, 1, 1, 1]
-    assert data["exploration"]["m"]["10×"]["unconditional"] == 1.0
+    (funnel,) = data["native_vs_harness"].values()
+    assert funnel["counts"] == [1, 1, 1, 1, 1, 1]
+    assert all(e["10×"]["unconditional"] == 1.0 for e in data["exploration"].values())
     page = measures_html(rows)
     assert "intervention funnel" in page and "hierarchical top-K" in page
     assert measures_json([{**r, "protocol": None} for r in rows])["native_vs_harness"] is None

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from statistics import median
 from typing import Any
 
+from copilot.bench.configs import config_of, label
 from copilot.bench.coverage import MAG_BINS
 from copilot.bench.tables import Cell, Table, _cfg, _label, _mean, configurations
 
@@ -62,7 +63,7 @@ def process_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def guard_table(rows: list[dict[str, Any]]) -> Table:
-    """Run-time workflow guard firings per model and protocol (summed over its episodes; the paper protocol has
+    """Run-time workflow guard firings per run configuration (summed over its episodes; the paper protocol has
     no guards, so its rows are zero by construction)."""
     per_model: dict[str, Counter[str]] = defaultdict(Counter)
     episodes: Counter[str] = Counter()
@@ -70,10 +71,10 @@ def guard_table(rows: list[dict[str, Any]]) -> Table:
         episodes[_who(r)] += 1
         per_model[_who(r)].update((r.get("process") or {}).get("workflow_guards", {}))
     codes = list(GUARD_CODES) + sorted({c for m in per_model.values() for c in m} - set(GUARD_CODES))
-    header = [[("Model", 1), ("Episodes", 1)] + [(c, 1) for c in codes] + [("Episodes with a warning", 1)]]
+    header = [[("Configuration", 1), ("Episodes", 1)] + [(c, 1) for c in codes] + [("Episodes with a warning", 1)]]
     t = Table(
         "guards",
-        "Workflow guard firings per model",
+        "Workflow guard firings per run configuration",
         "Warnings the handlers returned to the model (unregistered fusion, evidence off the source series, "
         "superseded node ids, evidence on a slice or point never shown; slides: evidence below the magnification "
         "localisation needs, or recorded while the view had moved since the last screenshot).",
@@ -93,9 +94,8 @@ def guard_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def _who(row: dict[str, Any]) -> str:
-    """A row's model, with its protocol when it is not the product's."""
-    protocol = row.get("protocol", "harness")
-    return row["model"] if protocol == "harness" else f"{row['model']} ({protocol})"
+    """A row's run configuration (`configs.label`): guard counts are never pooled across configurations."""
+    return label(config_of(row))
 
 
 def coverage_table(rows: list[dict[str, Any]]) -> Table:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
+from copilot.bench.configs import config_of, label, paired
 from copilot.bench.module_facts import facts_of
 from copilot.bench.trace_views import shown_fields, shown_planes
 from copilot.bench.workflow_audit import balanced_accuracy, macro_f1
@@ -228,23 +230,32 @@ def pass_at_k(successes: int, runs: int, k: int = 3) -> float:
     return 1.0 - (1.0 - p) ** k
 
 
-def pass3_by_model(rows: list[dict[str, Any]], outcome: str = "strict") -> dict[str, float]:
-    """Pass@3 per model, macro-averaged over cases; success = the outcome score is 1."""
+def _config_label(r: dict[str, Any]) -> str:
+    return label(config_of(r))
+
+
+def pass3_by_model(
+    rows: list[dict[str, Any]], outcome: str = "strict", key: Callable[[dict[str, Any]], str] = _config_label
+) -> dict[str, float]:
+    """Pass@3 per run configuration (`key`), macro-averaged over cases; success = the outcome score is 1."""
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        runs[r.get("model") or r["policy"]][r["case_id"]].append(float(r.get(outcome) or 0.0))
+        runs[key(r)][r["case_id"]].append(float(r.get(outcome) or 0.0))
     return {
         m: sum(pass_at_k(sum(v == 1.0 for v in xs), len(xs)) for xs in cases.values()) / len(cases)
         for m, cases in runs.items()
     }
 
 
-def dimension_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per model: each dimension's mean over the episodes where it is defined, with that support (n)."""
+def dimension_summary(
+    rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], str] = _config_label
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per run configuration (`key`): each dimension's mean over the episodes where it is defined, with that
+    support (n)."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        groups[r.get("model") or r["policy"]].append(r)
+        groups[key(r)].append(r)
     for model, group in groups.items():
         per: dict[str, dict[str, Any]] = {}
         for d in DIMENSIONS:
@@ -288,24 +299,24 @@ def interventions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def funnel(native: list[dict[str, Any]], harness: list[dict[str, Any]]) -> dict[str, Any]:
-    """Algorithm 1 over two sets of episode results paired by (model, case, repeat): the native run without
-    guards, the harness run with them. π(m) is the deepest state each intervention reached (z0–z5, z4 the
-    final answer differs from the paired native one, z5 the Strict score differs too); ρ_j is the share of
-    interventions reaching z_j among those reaching z_{j−1}; Pr[Π ≠ ∅] the share of paired harness episodes
-    with an intervention reaching z5; ΔS and ΔY the mean paired differences of the process dimensions and of
-    Strict."""
-    key = lambda r: (r.get("model") or r["policy"], r["case_id"], r.get("repeat", 0))  # noqa: E731
-    by_key = {key(r): r for r in native}
+    """Algorithm 1 over the native (paper, no guards) and harness episodes of configurations that differ only
+    in the protocol, paired by (case, repeat, seed) within them (`configs.paired`)."""
+    sides = [*({**r, "protocol": "paper"} for r in native), *({**r, "protocol": "harness"} for r in harness)]
+    pairs = [(h, n) for ps in paired(sides, "protocol", "harness", "paper").values() for h, n in ps]
+    return funnel_pairs(pairs)
+
+
+def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Algorithm 1 over (harness, native) episode pairs. π(m) is the deepest state each intervention reached
+    (z0–z5, z4 the final answer differs from the paired native one, z5 the Strict score differs too); ρ_j is the
+    share of interventions reaching z_j among those reaching z_{j−1}; Pr[Π ≠ ∅] the share of paired harness
+    episodes with an intervention reaching z5; ΔS and ΔY the mean paired differences of the process dimensions
+    and of Strict, ΔY with its paired bootstrap interval."""
     depths: list[int] = []
     reached_z5 = 0
-    pairs = 0
     d_y: list[float] = []
     d_s: dict[str, list[float]] = defaultdict(list)
-    for r in harness:
-        nat = by_key.get(key(r))
-        if nat is None:
-            continue
-        pairs += 1
+    for r, nat in pairs:
         answer_changed = (r.get("response") or "").strip() != (nat.get("response") or "").strip()
         score_changed = r.get("strict") != nat.get("strict")
         top = 0
@@ -328,8 +339,8 @@ def funnel(native: list[dict[str, Any]], harness: list[dict[str, Any]]) -> dict[
         "stages": list(FUNNEL),
         "counts": counts,
         "rho": rho,
-        "pairs": pairs,
-        "p_behaviour": reached_z5 / pairs if pairs else None,
+        "pairs": len(pairs),
+        "p_behaviour": reached_z5 / len(pairs) if pairs else None,
         "delta_strict": _mean(d_y),
         "delta_dimensions": {d: _mean(v) for d, v in d_s.items()},
     }
@@ -345,12 +356,12 @@ FAULT_TARGET = {  # the dimension each injected fault is meant to move, as data
 
 
 def perturbation_analysis(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]]) -> dict[str, Any]:
-    """Section 5.3 over pairs (model, case, repeat) of a clean and a perturbed episode (`perturbation` names the
-    fault): the mean drop ΔS_d = S_d(clean) − S_d(perturbed) per fault and dimension on the pairs where both
-    are defined; the selectivity margin m = ΔS_{d*} − max_{d ≠ d*, d ∈ C} ΔS_d per pair (C: the non-target
-    dimensions defined on both); fault localisation by the dimension with the largest drop, scored by
+    """Section 5.3 over pairs (one run configuration, case, repeat, seed) of a clean and a perturbed episode
+    (`perturbation` names the fault): the mean drop ΔS_d = S_d(clean) − S_d(perturbed) per fault and dimension
+    on the pairs where both are defined; the selectivity margin m = ΔS_{d*} − max_{d ≠ d*, d ∈ C} ΔS_d per pair
+    (C: the non-target dimensions defined on both); fault localisation by the dimension with the largest drop, scored by
     balanced accuracy and macro-F1 against the injected fault's target dimension."""
-    key = lambda r: (r.get("model") or r["policy"], r["case_id"], r.get("repeat", 0))  # noqa: E731
+    key = lambda r: (config_of(r), r["case_id"], r.get("repeat", 0), r.get("seed", 0))  # noqa: E731
     by_key = {key(r): r for r in clean}
     drops: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     margins: dict[str, list[float]] = defaultdict(list)

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from copilot.bench.configs import config_of, label
 from copilot.bench.coverage import MAG_BINS, _overlaps, mag_bin, target_rois
 from copilot.bench.scoring import Truth
 from copilot.bench.trace_views import shown_fields
@@ -133,13 +134,13 @@ def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth
 
 
 def hit_rates(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per model: unconditional hit rate per level, conditional on a hit at the level above, and the
+    """Per run configuration: unconditional hit rate per level, conditional on a hit at the level above, and the
     random baseline, over positive slides."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         h = (r.get("process") or {}).get("hierarchical_hits")
         if h and h.get("levels"):
-            groups[r.get("model") or r["policy"]].append(h)
+            groups[label(config_of(r))].append(h)
     out = {}
     for model, hs in groups.items():
         per = {}

@@ -7,6 +7,7 @@ import html
 from collections import Counter, defaultdict
 from typing import Any
 
+from copilot.bench import configs as C
 from copilot.bench import dimensions as D
 from copilot.bench import workflow_audit as W
 from copilot.bench.exploration import hit_rates
@@ -67,11 +68,11 @@ def milestone_rates(group: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per model: failure counts (overall and per module), S and the pass sweep, CWAS-3, R6 and its flags, the
-    seven dimensions with support, Pass@3, and token, time and cost totals."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        groups[_model(r)].append(r)
+    """Per run configuration (`configs.label`): failure counts (overall and per module), S and the pass sweep,
+    CWAS-3, R6 and its flags, the seven dimensions with support, Pass@3, and token, time and cost totals; each
+    entry names its configuration and what it pools."""
+    groups = {C.label(cfg): group for cfg, group in C.by_config(rows).items()}
+    configs = {C.label(cfg): cfg for cfg in C.by_config(rows)}
     dims = D.dimension_summary(rows)
     pass3 = D.pass3_by_model(rows)
     out: dict[str, Any] = {}
@@ -88,6 +89,8 @@ def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 flags[k][v] += 1
         usage = [p.get("usage") or {} for p in procs]
         out[model] = {
+            "config": configs[model]._asdict(),
+            "pooled": C.pooled(group),
             "episodes": len(group),
             "failures": {c: failures.get(c, 0) for c in FAILURE_CODES},
             "episodes_with_failure": sum(1 for p in procs if p.get("failures")),
@@ -113,13 +116,12 @@ def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def protocol_funnels(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Native-vs-harness funnel per model when both protocols (`paper` without guards, `harness`) were run."""
-    native = [r for r in rows if r.get("protocol") == "paper"]
-    harness = [r for r in rows if r.get("protocol") == "harness"]
-    if not native or not harness:
+    """Native-vs-harness funnel per harness configuration that also ran with the `paper` protocol (every other
+    configuration field equal), its episodes paired by (case, repeat, seed)."""
+    pairs = C.paired(rows, "protocol", "harness", "paper")
+    if not pairs:
         return None
-    models = sorted({_model(r) for r in harness})
-    return {m: D.funnel([r for r in native if _model(r) == m], [r for r in harness if _model(r) == m]) for m in models}
+    return {C.label(cfg._replace(protocol="harness vs paper")): D.funnel_pairs(ps) for cfg, ps in pairs.items()}
 
 
 def perturbations(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -133,6 +135,7 @@ def perturbations(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def measures_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The whole process-measure report of a run."""
     return {
+        "pooling": C.pooling_note(C.by_config(rows)),
         "episodes": [episode_json(r) for r in rows],
         "models": model_json(rows),
         "diagnostic_results": W.diagnostic_results(rows),
@@ -150,7 +153,7 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
     """The compact section of report.html: per model failures, S, CWAS-3, R6, the seven dimensions (n),
     Pass@3 and usage; exploration hits against the random baseline; the native-vs-harness funnel."""
     data = measures_json(rows)
-    head = (["Model", "n"] + list(FAILURE_CODES) + ["S", "pass ≥0.70/0.75/0.80", "CWAS-3", "R6"]
+    head = (["Configuration", "n"] + list(FAILURE_CODES) + ["S", "pass ≥0.70/0.75/0.80", "CWAS-3", "R6"]
             + [f"{d}" for d in D.DIMENSIONS] + ["Pass@3", "tokens in/out", "cost $", "wall s"])  # fmt: skip
     body = []
     for model, m in data["models"].items():
@@ -174,7 +177,8 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
         '<p class="caption">F1 objective drift, F2 pseudo-quantification, F3 state misbinding, F4 discarded '
         "correct candidate, F5 unobserved evidence (episodes labelled). S: checkpoint completion (ACP-Bench); "
         "CWAS-3 and R6 as ACP-Bench defines them; F R E W A V B: MedHarnessBench's seven dimensions, mean over "
-        "the episodes where each is defined (support in brackets). Definitions: docs/metrics.md.</p>",
+        "the episodes where each is defined (support in brackets). Definitions: docs/metrics.md. "
+        + html.escape(data["pooling"]) + "</p>",
         '<table class="measures"><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(body) + "</table>",
     ]
     per_module = [
@@ -185,8 +189,8 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
     ]
     if per_module:
         parts.append(
-            '<h3>Failure labels per model and module</h3><table class="failures-by-module"><tr><th>Model</th>'
-            "<th>Module</th>" + "".join(f"<th>{c}</th>" for c in FAILURE_CODES) + "</tr>"
+            '<h3>Failure labels per configuration and module</h3><table class="failures-by-module"><tr>'
+            "<th>Configuration</th><th>Module</th>" + "".join(f"<th>{c}</th>" for c in FAILURE_CODES) + "</tr>"
             + "".join(
                 f'<tr><td class="l">{html.escape(model)}</td><td class="l">{html.escape(module)}</td>'
                 + "".join(f"<td>{counts[c]}</td>" for c in FAILURE_CODES) + "</tr>"
@@ -207,7 +211,7 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
         levels = "".join(f'<th colspan="3">{lv} (K={k})</th>' for lv, k in (("2.5×", 6), ("10×", 3), ("40×", 2)))
         parts.append(
             '<h3>Exploration hits under hierarchical top-K retention (PathAgentBench)</h3><table class="hits">'
-            f'<tr><th rowspan="2">Model</th>{levels}<th rowspan="2">slides</th></tr><tr>'
+            f'<tr><th rowspan="2">Configuration</th>{levels}<th rowspan="2">slides</th></tr><tr>'
             + "<th>hit</th><th>cond.</th><th>random</th>" * 3
             + f"</tr>{rows_html}</table>"
         )
@@ -219,7 +223,7 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
             for model, f in data["native_vs_harness"].items()
         )  # fmt: skip
         parts.append(
-            '<h3>Native (paper) vs harness: intervention funnel</h3><table class="funnel"><tr><th>Model</th>'
+            '<h3>Native (paper) vs harness: intervention funnel</h3><table class="funnel"><tr><th>Configuration</th>'
             f"{head_f}<th>pairs</th><th>Pr[reached z5]</th><th>Δ Strict</th></tr>{frows}</table>"
         )
     return "".join(parts)

@@ -12,6 +12,15 @@ default). Each rule is named, documented and recorded with the scores it produce
 - `untraced_source_series`: the NSCLC source-series provenance check on an answer without a trace
   (Track C). `pass` (default: the paper scores runtime-agnostic answers by the same parsers; the tables mark
   such cells) or `fail`.
+- `lung_task_denominator`: NSCLC Task. Table 4: "#correct/5". `five` (default: a question whose truth was not
+  collected counts as not correct) or `scorable` (#correct / #questions with a collected truth).
+- `budget_unit`: what the budget counts. Appendix H: "at most 20 tool-calling rounds"; Table 7 varies "the
+  maximum number of explicit operation calls". `auto` (default: `rounds` at the paper's budget of 20, `calls`
+  at any other budget, as the paper words each), `rounds` (a model turn with all its tool calls is one; a
+  policy without model turns spends one round per call) or `calls` (every agent handler call is one).
+
+The rules that depart from the paper's reading are part of a run's result key (`rules_key`), so a run with
+other rules never reuses, or is pooled with, the episodes of another.
 """
 
 from __future__ import annotations
@@ -25,7 +34,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "brain_no_tumour_loc": ("excluded", "zero"),
     "key_slice_range": ("voxel_centres", "voxel_extent"),
     "untraced_source_series": ("pass", "fail"),
+    "lung_task_denominator": ("five", "scorable"),
+    "budget_unit": ("auto", "rounds", "calls"),
 }
+PAPER_BUDGET = 20  # Appendix H: 20 tool-calling rounds
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,8 @@ class ScoringRules:
     brain_no_tumour_loc: str = "excluded"
     key_slice_range: str = "voxel_centres"
     untraced_source_series: str = "pass"
+    lung_task_denominator: str = "five"
+    budget_unit: str = "auto"
 
     def __post_init__(self) -> None:
         for name, allowed in CHOICES.items():
@@ -45,6 +59,22 @@ class ScoringRules:
     def changed(self) -> dict[str, Any]:
         """The rules that differ from the paper's reading."""
         return {k: v for k, v in dataclasses.asdict(self).items() if v != CHOICES[k][0]}
+
+    def unit_for(self, budget: int) -> str:
+        """The budget unit of a run at `budget`: the rule's choice, or under `auto` rounds at the paper's budget
+        and calls at any other (the Table 7 study)."""
+        if self.budget_unit != "auto":
+            return self.budget_unit
+        return "rounds" if budget == PAPER_BUDGET else "calls"
+
+
+def rules_key(rules: ScoringRules | None, budget: int = PAPER_BUDGET) -> str:
+    """The rules of a run as part of its result key: `name=value` of each departure from the paper's reading,
+    sorted, comma-separated ("" for the paper's reading); a budget unit equal to its `auto` choice is none."""
+    changed = dict((rules or DEFAULT_RULES).changed())
+    if "budget_unit" in changed and changed["budget_unit"] == ScoringRules().unit_for(budget):
+        del changed["budget_unit"]
+    return ",".join(f"{k}={v}" for k, v in sorted(changed.items()))
 
 
 DEFAULT_RULES = ScoringRules()

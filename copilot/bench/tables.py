@@ -51,7 +51,7 @@ __all__ = [
     "bootstrap_means", "delta_ci", "glossary_html", "glossary_markdown", "to_csv", "to_html", "to_markdown",
 ]  # fmt: skip
 
-CONFIG = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed")
+CONFIG = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed", "rules")
 OFFLINE = ("prior", "baseline", "scripted:", "answers")
 FLOORS = ("prior", "baseline", "scripted:")  # reference policies: shown, never in a mean
 PAPER_BUDGET = 20  # the paper's operation budget (Table 8: 20 rounds for every module)
@@ -69,6 +69,7 @@ class Cfg(NamedTuple):
     budget: int
     backend: str
     seed: int
+    rules: str = ""  # the run's rules that depart from the paper's reading (`copilot.bench.rules.rules_key`)
 
 
 @dataclass
@@ -107,7 +108,7 @@ def _stat(rows: list[dict[str, Any]], value: Any) -> Stat:
 
 def _cfg(r: dict[str, Any]) -> Cfg:
     return Cfg(r["model"], r["policy"], r["track"], r.get("ops", ""), r.get("protocol", "harness"), r["budget"],
-               r.get("backend", "embedded"), r.get("seed", 0))  # fmt: skip
+               r.get("backend", "embedded"), r.get("seed", 0), r.get("rules") or "")  # fmt: skip
 
 
 def configurations(rows: list[dict[str, Any]]) -> dict[Cfg, list[dict[str, Any]]]:
@@ -176,6 +177,8 @@ def _label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
         parts.append(cfg.backend)
     if len({c.seed for c in same}) > 1:
         parts.append(f"seed {cfg.seed}")
+    if len({c.rules for c in same}) > 1:
+        parts.append(f"rules {cfg.rules or 'paper'}")
     return parts[0] + (f" ({', '.join(parts[1:])})" if parts[1:] else "")
 
 

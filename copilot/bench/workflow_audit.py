@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copilot import kind_names
+from copilot.bench.configs import config_of, label
 from copilot.bench.module_facts import facts_of
 
 STAGES = ("plan", "act", "diagnose", "reflect")
@@ -351,12 +352,12 @@ def _diagnosis(module: str) -> tuple[str, str]:
 
 
 def diagnostic_results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per (model, module) of the pathology modules: accuracy, balanced accuracy, macro-F1, AUROC (positive
+    """Per (run configuration, module) of the pathology modules: accuracy, balanced accuracy, macro-F1, AUROC (positive
     vs negative slide, the positive-class probability from the confidence) and calibration of the confidence."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         if (f := facts_of(r["module"])) is not None and f.diagnosis is not None:
-            groups[(r.get("model") or r["policy"], r["module"])].append(r)
+            groups[(label(config_of(r)), r["module"])].append(r)
     out: dict[str, dict[str, Any]] = {}
     for (model, module), group in sorted(groups.items()):
         key, negative = _diagnosis(module)

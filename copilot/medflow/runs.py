@@ -16,18 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     case_id TEXT NOT NULL, module TEXT NOT NULL, model TEXT NOT NULL, policy TEXT NOT NULL,
     track TEXT NOT NULL, ops TEXT NOT NULL, protocol TEXT NOT NULL, budget INTEGER NOT NULL,
-    backend TEXT NOT NULL, seed INTEGER NOT NULL, repeat INTEGER NOT NULL,
+    backend TEXT NOT NULL, seed INTEGER NOT NULL, repeat INTEGER NOT NULL, rules TEXT NOT NULL,
     status TEXT NOT NULL, task REAL NOT NULL, strict REAL NOT NULL, loc REAL, parse_error TEXT,
     rounds INTEGER NOT NULL, response TEXT NOT NULL, error TEXT, trace_dir TEXT NOT NULL,
     duration_s REAL NOT NULL, finished_at REAL NOT NULL, details TEXT NOT NULL, process TEXT NOT NULL,
-    PRIMARY KEY (case_id, model, policy, track, ops, protocol, budget, backend, seed, repeat)
+    PRIMARY KEY (case_id, model, policy, track, ops, protocol, budget, backend, seed, repeat, rules)
 )"""
-KEY = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed", "repeat")
+KEY = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed", "repeat", "rules")
 PROTOCOLS = ("harness", "paper")
 MARKER = ".medcopilot-episode"  # written first into every episode folder: the folder is the project's own
 LOCK = ".lock"
@@ -51,7 +51,7 @@ COLUMNS = (
 )
 JSON_COLUMNS = ("details", "process")
 DEFAULTS: dict[str, Any] = {
-    "ops": "", "protocol": "harness", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0,
+    "ops": "", "protocol": "harness", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "rules": "",
 }  # fmt: skip
 
 
@@ -65,11 +65,14 @@ class SchemaError(RuntimeError):
 
 def model_name(policy: str) -> str:
     """The model a policy runs (`openai:gpt-x` → `gpt-x`); offline policies are their own model."""
-    return policy.split(":", 1)[1] if policy.startswith("openai:") else policy
+    from copilot.llm.spec import model_of
+
+    return model_of(policy)
 
 
 class ResultsDB:
-    """One row per (case, model, policy, track, ops, budget, backend, seed, repeat); written by the coordinator."""
+    """One row per (case, model, policy, track, ops, protocol, budget, backend, seed, repeat, rules); written by
+    the coordinator."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -90,32 +93,35 @@ class ResultsDB:
         if "meta" in tables:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else 1
-        if version == 2:  # rows from before the protocol column: all were run on the product surface
-            self._migrate_v2()
+        if version in (2, 3):  # older rows: the product surface (2) and the paper's reading of every rule (2, 3)
+            self._migrate(version)
             return
         if version != SCHEMA_VERSION:
             self.conn.close()
             raise SchemaError(
                 f"{self.path} holds results schema {version}; this version writes schema {SCHEMA_VERSION} "
-                "(per-case details; budget, seed, repeat and protocol in the key). Its rows cannot be extended or "
-                "rescored in place: write into a new run folder (or move the old results.sqlite aside)."
+                "(per-case details; budget, seed, repeat, protocol and rules in the key). Its rows cannot be extended "
+                "or rescored in place: write into a new run folder (or move the old results.sqlite aside)."
             )
 
-    def _migrate_v2(self) -> None:
-        """Schema 2 → 3: the protocol joins the key; earlier rows are `harness` runs."""
+    def _migrate(self, version: int) -> None:
+        """Schema 2 or 3 → 4: the protocol (2) and the rules join the key; earlier rows are `harness` runs (2)
+        under the paper's reading of every rule (rules "")."""
+        fill = {"rules": "''"} if version == 3 else {"protocol": "'harness'", "rules": "''"}
         with self.conn:
-            self.conn.execute("ALTER TABLE results RENAME TO results_v2")
+            self.conn.execute("ALTER TABLE results RENAME TO results_old")
             self.conn.execute(SCHEMA)
-            old = [c for c in COLUMNS if c != "protocol"]
+            old = [c for c in COLUMNS if c not in fill]
             self.conn.execute(
-                f"INSERT INTO results ({', '.join(old)}, protocol) SELECT {', '.join(old)}, 'harness' FROM results_v2"
+                f"INSERT INTO results ({', '.join([*old, *fill])}) "
+                f"SELECT {', '.join([*old, *fill.values()])} FROM results_old"
             )
-            self.conn.execute("DROP TABLE results_v2")
+            self.conn.execute("DROP TABLE results_old")
             self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def done(self, key: dict[str, Any]) -> set[str]:
         """Case ids finished (not errored) under one full key (model, policy, track, ops, protocol, budget,
-        backend, seed, repeat); an errored episode is run again."""
+        backend, seed, repeat, rules); an errored episode is run again."""
         where = " AND ".join(f"{k} = ?" for k in KEY)
         key = {**DEFAULTS, **key}
         rows = self.conn.execute(
@@ -166,12 +172,14 @@ def episode_dir(
     key: dict[str, Any] | None = None,
 ) -> Path:  # fmt: skip
     """The episode's trace folder, confined to the run folder (a case id is never a path); model, protocol,
-    seed and backend name a level only when they differ from the defaults, so every key has its own folder."""
+    seed, backend and rules name a level only when they differ from the defaults, so every key has its own
+    folder."""
     key = {**DEFAULTS, "model": model_name(policy), **(key or {})}
     policy_part = policy_slug(policy) + (f"~{policy_slug(key['model'])}" if key["model"] != model_name(policy) else "")
     track_part = (f"{track}-{ops}" if ops else track) + ("-paper" if key["protocol"] == "paper" else "")
     budget_part = f"b{budget}" + (f"-s{key['seed']}" if key["seed"] else "")
     budget_part += f"-{policy_slug(key['backend'])}" if key["backend"] != "embedded" else ""
+    budget_part += f"-{policy_slug(key['rules'])}" if key["rules"] else ""
     return confined(Path(run_dir), "episodes", policy_part, track_part, budget_part, f"r{repeat}", case_id)
 
 
@@ -233,18 +241,20 @@ def policy_slug(spec: str) -> str:
 
 
 def check_policy(policy: str, base_url: str | None = None, timeout_s: float = 5.0) -> None:
-    """Refuse (RunRefused, one line) a policy that cannot run: an unknown spec, an unreadable script, or an
-    `openai` policy without a configured, reachable model service. Nothing is sent to the service."""
+    """Refuse (RunRefused, one line) a policy that cannot run: an unknown spec, an unreadable script, or a model
+    policy without a configured, reachable service or with a key the service rejects. No prompt is sent."""
+    from copilot.llm.spec import SpecError, is_model_policy, parse_policy, service_problem
     from copilot.medflow.policies import make_policy
 
-    if policy == "openai" or policy.startswith("openai:"):
-        url = base_url or os.environ.get("OPENAI_BASE_URL")
-        if not url:
-            raise RunRefused(
-                f"policy {policy}: no model service configured; set OPENAI_BASE_URL (an OpenAI-compatible "
-                "endpoint; OPENAI_API_KEY for its key) or pass --base-url"
-            )
-        _reachable(url, timeout_s)
+    if is_model_policy(policy):
+        try:
+            spec = parse_policy(policy, base_url=base_url)
+        except SpecError as exc:
+            raise RunRefused(f"policy {policy}: {exc}") from None
+        problem = service_problem(spec)
+        if problem:
+            raise RunRefused(f"policy {policy}: {problem}")
+        _reachable(spec, timeout_s)
         return
     try:
         make_policy(policy)
@@ -252,38 +262,31 @@ def check_policy(policy: str, base_url: str | None = None, timeout_s: float = 5.
         raise RunRefused(f"policy {policy}: {' '.join(str(exc).split())}") from None
 
 
-def _reachable(url: str, timeout_s: float) -> None:
+def _reachable(spec: Any, timeout_s: float) -> None:
+    """The service answers a TCP connection, and its model listing does not reject the key."""
     import socket
     from urllib.parse import urlsplit
 
+    from copilot.llm.connect import connect
+    from copilot.llm.providers import PROVIDERS
+    from copilot.llm.spec import redact_url
+    from copilot.llm.types import ModelError
+
+    url = spec.base_url or PROVIDERS[spec.provider].default_base_url or ""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise RunRefused(f"model service {url!r} is not an http(s) URL")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as exc:
-        raise RunRefused(f"model service {url} is not reachable ({exc.strerror or exc})") from None
-    _credentials(url, timeout_s)
-
-
-def _credentials(url: str, timeout_s: float) -> None:
-    """`GET {url}/models` with the key: a service that rejects the key (401, 403) is refused; any other answer
-    (a service without that listing included) lets the run start, its first request being the real test."""
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        url.rstrip("/") + "/models",
-        headers={"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'not-needed')}"},
-    )
+        raise RunRefused(f"model service {redact_url(url)} is not reachable ({exc.strerror or exc})") from None
     try:
-        urllib.request.urlopen(request, timeout=timeout_s).close()
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            message = f"model service {url} refused the credentials (HTTP {exc.code}); check OPENAI_API_KEY"
-            raise RunRefused(message) from None
-    except (OSError, ValueError):
+        connect(spec, timeout_s)[1].list_models()
+    except ModelError as exc:
+        if exc.kind == "auth":
+            keys = " or ".join(PROVIDERS[spec.provider].key_env)
+            raise RunRefused(f"model service {redact_url(url)} refused the credentials (HTTP {exc.status}); "
+                             f"check {keys}") from None  # fmt: skip
+    except Exception:  # a service without a model listing: its first request is the real test
         return
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.rules import ScoringRules
+from copilot.bench.rules import ScoringRules, rules_key
 from copilot.bench.scoring import CaseScore, summarise
 from copilot.cases.pack import CasePack
 from copilot.medflow.registry import score_case
@@ -92,7 +92,8 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
 
 
 def result_rows(scores: list[CaseScore], answers: AnswerFile, model: str, track: str = "C") -> list[dict[str, Any]]:
-    """Result rows for scored answers (Track C by default), ready for `ResultsDB.insert`."""
+    """Result rows for scored answers (Track C by default), keyed by the rules they were scored under (the
+    departures each score recorded), ready for `ResultsDB.insert`."""
     now = time.time()
     return [
         {
@@ -106,6 +107,7 @@ def result_rows(scores: list[CaseScore], answers: AnswerFile, model: str, track:
             "backend": "none",
             "seed": 0,
             "repeat": 0,
+            "rules": rules_key(ScoringRules(**s.details.get("rules", {}))),
             "status": "done" if s.case_id in answers.answers else "missing",
             "task": s.task,
             "strict": s.strict,
