@@ -6,6 +6,8 @@ Every handler speaks RAS millimetres, so a file without those tags is refused (`
 unless the caller explicitly accepts an assumed geometry (then `metadata["geometry"] == "assumed"`);
 a folder holding several series (`mixed_series`), slices of different sizes or orientations
 (`inconsistent_series`) and pixel data that cannot be decoded (`undecodable_pixels`) are refused too.
+A folder of multi-frame instances (enhanced CT/MR/PET, RT Dose) opens as its file does, or its instances are
+put together (`copilot.engine.volume.dicom_multiframe`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pydicom.misc
 import SimpleITK as sitk
 
 from copilot.engine.volume import dicom_geometry as geo
+from copilot.engine.volume import dicom_multiframe as mf
 from copilot.engine.volume.dicom_values import (
     check_not_mosaic,
     dose_scaling,
@@ -181,11 +184,15 @@ def load_dicom_file(path: Path, name: str | None = None, accept_missing_geometry
     check_not_mosaic(ds, vname)
     assumed = _check_geometry(ds, vname, accept_missing_geometry)
     frames = None if assumed else geo.header_frames(ds, vname)
+    stored_in_order = True
     if frames is not None:
-        geo.check_frames(frames[0], frames[1], vname)
+        order = geo.check_frames(frames[0], frames[1], vname)[0]
+        stored_in_order = bool((np.diff(order) == 1).all() or (np.diff(order) == -1).all())
     elif not assumed and ds.get("ImageOrientationPatient"):
         geo.series_frames([ds], vname)
     try:
+        if not stored_in_order:  # GDCM stacks frames as stored; pydicom places each at its position
+            raise RuntimeError("frames stored out of position order")
         image = sitk.ReadImage(str(path), sitk.sitkFloat32)
         vol = volume_from_sitk(image, vname, modality=_modality(ds), source=str(path))
         if frames is not None:
@@ -250,6 +257,13 @@ def load_dicom_series(
         raise VolumeLoadError(
             f"{folder.name} holds {len(series)} DICOM series: put each in its own folder", "mixed_series"
         )
+    if mf.check_mixture(headers, vname):  # enhanced multi-frame or RT Dose: each file as it opens on its own
+        parts = [load_dicom_file(Path(f), vname, accept_missing_geometry) for f in files]
+        vol = mf.assemble(parts, headers, vname, str(folder))
+        vol.metadata.update(parts[0].metadata)
+        if vol.metadata.get("Modality") == "PT":
+            vol.metadata.update(pet_series_metadata(headers))
+        return vol
     assumed = any(_check_geometry(h, vname, accept_missing_geometry) for h in headers)
     _check_consistent(headers, vname)
     for h in headers:

@@ -28,7 +28,7 @@ class VolumeLoadError(ValueError):
 
     Codes: `load_failed` (unreadable), `truncated_image`, `missing_geometry`, `invalid_geometry`, `mixed_series`,
     `inconsistent_series`, `irregular_slice_spacing`, `gantry_tilt`, `mosaic_image`, `invalid_values`,
-    `undecodable_pixels`, `not_found`.
+    `undecodable_pixels`, `not_found`, `multiframe_series`.
     """
 
     def __init__(self, message: str, code: str = "load_failed") -> None:
