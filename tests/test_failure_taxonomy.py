@@ -126,15 +126,10 @@ def test_quantities_and_tolerance() -> None:
     assert rationale(answer) == '{"wsi_label": "IC", , "brief_rationale": "a 2 mm focus"}'
 
 
-def test_state_guard_is_misbinding() -> None:
-    """A stale_view warning on an agent call is F3 with that call's seq; unobserved_evidence is not F3."""
-    events = [
-        {"type": "handler_call", "actor": "agent", "seq": 4, "ok": True,
-         "result": {"warnings": [{"code": "stale_view", "message": "m"}]}},
-        {"type": "handler_call", "actor": "agent", "seq": 5, "ok": True,
-         "result": {"warnings": [{"code": "unobserved_evidence", "message": "m"}]}},
-    ]  # fmt: skip
-    f3 = detect_misbinding(events)
+def test_state_fault_is_misbinding() -> None:
+    """A stale_view fault on an agent call is F3 with that call's seq; unobserved_evidence is not F3."""
+    faults = [{"seq": 4, "code": "stale_view", "detail": ""}, {"seq": 5, "code": "unobserved_evidence", "detail": ""}]
+    f3 = detect_misbinding(faults)
     assert f3 is not None and f3.events == [4] and "stale_view" in f3.detail
 
 

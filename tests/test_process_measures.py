@@ -45,8 +45,8 @@ def test_alignment_scores_from_labels() -> None:
     D = 0 (F1), O = 0.5 (one), C = 1, T = 0.5 (stale view), R = 1 → R6 = 0 + 0.15 + 0.20 + 0.075 + 0.10 = 0.525."""
     out = W.alignment_scores({
         "failures": [{"code": "F1"}], "claims": [{"boundary": "certainty_beyond_evidence", "claim": "definitive"}],
-        "parse_error": None, "evidence_calls": [{}], "evidence_recall": 1.0, "guard_codes": ["stale_view"],
-        "interventions": [{"depth": 2}], "conflicts": 0,
+        "parse_error": None, "evidence_calls": [{}], "evidence_recall": 1.0, "fault_codes": ["stale_view"],
+        "reactions": [{"depth": 2}], "conflicts": 0,
     })  # fmt: skip
     assert (out["cwas3"]["U"], out["cwas3"]["N"], out["cwas3"]["E"]) == (0.5, 0.0, 1.0)
     assert out["cwas3"]["score"] == pytest.approx(0.475)
@@ -55,19 +55,19 @@ def test_alignment_scores_from_labels() -> None:
 
 
 def test_checkpoint_score_and_sweep() -> None:
-    """S = Σ w·v / Σ w over non-SKIP items, w = 2 critical, NA = 0 in the denominator:
-    critical PASS 2·1 + critical PARTIAL 2·0.5 + FAIL 1·0 + NA 1·0 + PASS 1·1 (SKIP left out)
-    = (2 + 1 + 0 + 0 + 1) / (2 + 2 + 1 + 1 + 1) = 4 / 7 = 0.5714 → no formal pass (< 0.75).
-    Sweep over S = 0.70, 0.75, 0.79, 0.80, 4/7: ≥ 0.70 → 4, ≥ 0.75 → 3, ≥ 0.80 → 1."""
+    """S = Σ w·v / Σ w over the applicable items, w = 2 critical; NA (not applicable) leaves the denominator:
+    critical PASS 2·1 + critical PARTIAL 2·0.5 + FAIL 1·0 + PASS 1·1 (NA left out)
+    = (2 + 1 + 0 + 1) / (2 + 2 + 1 + 1) = 4 / 6 = 0.6667 → no formal pass (< 0.75).
+    Sweep over S = 0.70, 0.75, 0.79, 0.80, 2/3: ≥ 0.70 → 4, ≥ 0.75 → 3, ≥ 0.80 → 1."""
     items = [
         {"critical": True, "status": "PASS"}, {"critical": True, "status": "PARTIAL"},
-        {"critical": False, "status": "FAIL"}, {"critical": False, "status": "NA"},
-        {"critical": False, "status": "SKIP"}, {"critical": False, "status": "PASS"},
+        {"critical": False, "status": "FAIL"}, {"critical": True, "status": "NA"},
+        {"critical": False, "status": "PASS"},
     ]  # fmt: skip
     s = W.completion_score(items)
-    assert s == pytest.approx(4 / 7)
+    assert s == pytest.approx(4 / 6)
     assert W.pass_sweep([0.70, 0.75, 0.79, 0.80, s]) == {"0.70": 4, "0.75": 3, "0.80": 1}
-    assert W.completion_score([{"critical": True, "status": "SKIP"}]) is None
+    assert W.completion_score([{"critical": True, "status": "NA"}]) is None
 
 
 def test_stage_rule() -> None:
@@ -289,19 +289,19 @@ def test_registration_milestones() -> None:
 
 
 def test_checkpoint_lists_per_module() -> None:
-    """Lung adds D4 (critical): an off_source_series warning fails it. Longitudinal adds A6 (critical): only the
-    CURRENT frame of {OLD, CURRENT} shown → 1/2 → PARTIAL. With no call at all: P1, A1, A4, R1, R2 SKIP; A3 FAIL;
-    D1 PASS; D2 NA; D3 SKIP; A2 SKIP (no coverage); A6 PARTIAL (2·0.5). S = (1·0 + 2·1 + 2·0 + 2·0.5) / (1 + 2 +
-    2 + 2) = 3/7."""
-    ctx = {"calls": [], "interventions": [], "coverage": None, "parse_error": None, "cited_items": 0,
-           "unobserved": 0, "quantities": 0, "f2": False, "verification": None, "guard_codes": ["off_source_series"],
+    """Lung adds D4 (critical): an off_source_series fault fails it. Longitudinal adds A6 (critical): only the
+    CURRENT frame of {OLD, CURRENT} shown → 1/2 → PARTIAL. With no call at all: P1, A1, A4, R1, R2 NA; A3 FAIL;
+    D1 PASS; D2 NA (nothing cited); D3 NA; A2 NA (no coverage); A6 PARTIAL (2·0.5). NA items leave S:
+    S = (1·0 + 2·1 + 2·0.5) / (1 + 2 + 2) = 3/5 (counting D2's NA as a critical 0 it was 3/7)."""
+    ctx = {"calls": [], "reactions": [], "coverage": None, "parse_error": None, "cited_items": 0,
+           "unobserved": 0, "quantities": 0, "f2": False, "verification": None, "fault_codes": ["off_source_series"],
            "frames_all": {"OLD", "CURRENT"}, "frames_shown": {"CURRENT"}}  # fmt: skip
     lung = {r["id"]: r["status"] for r in W.checkpoint_results("lung_petct", ctx)}
     assert lung["D4"] == "FAIL" and "A6" not in lung
     longitudinal = W.checkpoint_results("longitudinal_mri", ctx)
     status = {r["id"]: r["status"] for r in longitudinal}
-    assert status["A6"] == "PARTIAL" and status["A3"] == "FAIL" and status["D2"] == "NA" and status["A2"] == "SKIP"
-    assert W.completion_score(longitudinal) == pytest.approx(3 / 7)
+    assert status["A6"] == "PARTIAL" and status["A3"] == "FAIL" and status["D2"] == "NA" and status["A2"] == "NA"
+    assert W.completion_score(longitudinal) == pytest.approx(3 / 5)
     assert [r["id"] for r in W.checkpoint_results("unknown_module", ctx, "pathology")][-1] == "R2"
 
 

@@ -20,6 +20,7 @@ from copilot.bench.failures import (
     unobserved_items,
 )
 from copilot.bench.scoring import Truth
+from copilot.bench.trace_facts import fault_reactions, workflow_faults
 from copilot.cases.pack import CasePack
 from copilot.kind_names import RADIOLOGY
 
@@ -68,7 +69,8 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     parse_error = getattr(score, "parse_error", None)
     text = rationale(response)
     truth = Truth(case)  # read once: the failure detectors and the exploration hits share it
-    failures = [f.to_json() for f in detect_failures(events, case, response, truth)]
+    faults = workflow_faults(events, case)  # from the trace facts: the same with or without the run-time guards
+    failures = [f.to_json() for f in detect_failures(events, case, response, truth, faults)]
     codes = {f["code"] for f in failures}
     calls = D.agent_calls(events)
 
@@ -77,7 +79,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     # conflicting evidence: a stated size a measurement contradicts; an answer away from the agent's own recording
     conflicts = sum(1 for q in unsupported if any(kind == q.kind for kind, _, _ in measured)) + ("F4" in codes)
     series = [PurePosixPath(str(p)).name.split(".")[0] for p in (case.inputs.get("volumes") or [])]
-    claims = W.claim_violations(case.kind, text, events, sorted({q.text for q in unsupported}), series)
+    claims = W.claim_violations(case.kind, text, events, sorted({q.text for q in unsupported}), series, faults)
 
     cited = P.cited_evidence(response, case.module)
     cited_items = (len(cited.get("key_slices", {})) + 1) if cited.get("ras") else len(cited.get("points", []))
@@ -89,8 +91,9 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     else:
         required = cited_items
     retrieved = cited_items - missing
-    interventions = D.interventions(events)
-    guard_codes = sorted(base.get("workflow_guards", {}))
+    interventions = D.interventions(events)  # the guard warnings the model was shown (the funnel's)
+    reactions = fault_reactions(events, faults)  # what the agent did after each fault, warned or not
+    fault_codes = sorted({f["code"] for f in faults})
 
     verification = D.verification(events)
     dims = {
@@ -122,20 +125,20 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         if e.get("type") == "handler_call" and e.get("ok") and e.get("images")
     }
     checkpoints = W.checkpoint_results(case.module, {
-        "guard_codes": guard_codes, "frames_all": set(frames.values()),
+        "fault_codes": fault_codes, "frames_all": set(frames.values()),
         "frames_shown": {frames[s] for s in shown_series if s in frames},
-        "calls": calls, "interventions": interventions, "coverage": base.get("coverage"),
+        "calls": calls, "reactions": reactions, "coverage": base.get("coverage"),
         "parse_error": parse_error, "cited_items": cited_items, "unobserved": missing,
         "quantities": len(stated_quantities(text)), "f2": "F2" in codes, "verification": verification["score"],
     }, case.kind)  # fmt: skip
     s = W.completion_score(checkpoints)
-    stages = W.stage_sequence(events)
+    stages = W.stage_sequence(events, {f["seq"] for f in faults})
     alignment = W.alignment_scores({
         "failures": failures, "claims": claims, "parse_error": parse_error,
         "evidence_calls": [e for e in calls if e.get("ok") and e["handler"] in CAPTURES] or
                           [e for e in calls if e.get("ok") and e.get("images")],
-        "evidence_recall": retrieved / required if required else None, "guard_codes": guard_codes,
-        "interventions": interventions, "conflicts": conflicts,
+        "evidence_recall": retrieved / required if required else None, "fault_codes": fault_codes,
+        "reactions": reactions, "conflicts": conflicts,
     })  # fmt: skip
     out: dict[str, Any] = {
         "failures": failures,
@@ -146,6 +149,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         **alignment,
         "dimensions": dims,
         "interventions": interventions,
+        "faults": faults,
         "milestones": D.milestones(events),
         "usage": usage(events),
         "confidence": W.answer_confidence(response),

@@ -6,11 +6,12 @@ Each label carries the trace events (`seq`) that support it, so a reader can ope
   off-target structures named, none of its target structures);
 - F2 pseudo-quantification: a size, distance or volume stated in the rationale with no measurement call
   whose result supports it within `REL_TOL` (or `ABS_TOL_MM` for lengths);
-- F3 state misbinding: the run-time guards' state warnings (stale view, off-source series, superseded node,
-  unregistered fusion) on the agent's calls;
+- F3 state misbinding: the state faults of the trace facts (stale view, off-source series, superseded node,
+  unregistered fusion) on the agent's calls, the same whether or not a run-time guard warned;
 - F4 discarding a correct candidate: the agent recorded a point inside the hidden lesion / target ROI and
   then answered with points none of which lie in it;
-- F5 unobserved evidence: cited evidence on no view the agent was shown, or an `unobserved_evidence` guard.
+- F5 unobserved evidence: cited evidence on no view the agent was shown, or a recording of evidence no
+  earlier image showed.
 
 The definitions, tolerances and departures from the paper are in docs/metrics.md.
 """
@@ -24,6 +25,7 @@ from typing import Any
 from copilot.bench import parsers as P
 from copilot.bench.module_facts import facts_of
 from copilot.bench.scoring import Truth, _norm_class
+from copilot.bench.trace_facts import STATE_FAULTS, workflow_faults
 from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.cases.pack import CasePack
 
@@ -34,8 +36,7 @@ NAMES = {
     "F4": "discarded correct candidate",
     "F5": "unobserved evidence",
 }
-STATE_GUARDS = frozenset({"stale_view", "off_source_series", "superseded_node", "unregistered_fusion"})
-OBSERVATION_GUARDS = frozenset({"unobserved_evidence"})
+OBSERVATION_FAULTS = frozenset({"unobserved_evidence"})
 REL_TOL = 0.10  # a stated quantity is supported by a measurement within 10 % of it ...
 ABS_TOL_MM = 1.0  # ... or, for a length, within 1 mm (one voxel at the benchmark's coarsest spacing is 2 mm)
 
@@ -217,23 +218,14 @@ def detect_pseudo_quantification(events: list[dict[str, Any]], text: str) -> Fai
     return Failure("F2", NAMES["F2"], [*near, _end_seq(events)], f"stated {stated}: {where}")
 
 
-def _guard_events(events: list[dict[str, Any]], codes: frozenset[str]) -> list[tuple[int, str]]:
-    out = []
-    for e in _calls(events):
-        result = e.get("result") if isinstance(e.get("result"), dict) else {}
-        for w in (result or {}).get("warnings", []):
-            if w.get("code") in codes:
-                out.append((int(e["seq"]), str(w["code"])))
-    return out
-
-
-def detect_misbinding(events: list[dict[str, Any]]) -> Failure | None:
-    """F3: the state guards that fired on the agent's calls."""
-    hits = _guard_events(events, STATE_GUARDS)
+def detect_misbinding(faults: list[dict[str, Any]]) -> Failure | None:
+    """F3: the state faults of the trace facts (`trace_facts.workflow_faults`): stale view, evidence off the
+    source series, a superseded node, an unregistered fusion — whether or not a guard warned."""
+    hits = [(int(f["seq"]), str(f["code"])) for f in faults if f["code"] in STATE_FAULTS]
     if not hits:
         return None
     codes = sorted({c for _, c in hits})
-    return Failure("F3", NAMES["F3"], sorted({s for s, _ in hits}), f"guards: {', '.join(codes)}")
+    return Failure("F3", NAMES["F3"], sorted({s for s, _ in hits}), f"faults: {', '.join(codes)}")
 
 
 def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any]) -> list[str]:
@@ -257,16 +249,18 @@ def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any]) -> lis
     return missing
 
 
-def detect_unobserved(events: list[dict[str, Any]], cited: dict[str, Any]) -> Failure | None:
-    """F5: cited evidence on no view shown, or an unobserved-evidence guard on a recording."""
+def detect_unobserved(
+    events: list[dict[str, Any]], cited: dict[str, Any], faults: list[dict[str, Any]]
+) -> Failure | None:
+    """F5: cited evidence on no view shown, or a recording of a slice or point no earlier image showed."""
     missing = unobserved_items(events, cited)
-    guarded = _guard_events(events, OBSERVATION_GUARDS)
-    if not missing and not guarded:
+    recorded = sorted({int(f["seq"]) for f in faults if f["code"] in OBSERVATION_FAULTS})
+    if not missing and not recorded:
         return None
     parts = [f"cited {', '.join(missing)} on no view shown"] if missing else []
-    if guarded:
-        parts.append(f"unobserved_evidence guard on {len(guarded)} call(s)")
-    seqs = sorted({s for s, _ in guarded} | ({_end_seq(events)} if missing else set()))
+    if recorded:
+        parts.append(f"{len(recorded)} recording(s) of evidence never shown")
+    seqs = sorted(set(recorded) | ({_end_seq(events)} if missing else set()))
     return Failure("F5", NAMES["F5"], seqs, "; ".join(parts))
 
 
@@ -322,17 +316,19 @@ def detect_discarded_candidate(
 
 
 def detect_failures(
-    events: list[dict[str, Any]], case: CasePack, response: str, truth: Truth | None = None
-) -> list[Failure]:
-    """Every failure label of one episode, in code order."""
+    events: list[dict[str, Any]], case: CasePack, response: str, truth: Truth | None = None,
+    faults: list[dict[str, Any]] | None = None,
+) -> list[Failure]:  # fmt: skip
+    """Every failure label of one episode, in code order, from its trace facts (`faults`: computed when None)."""
     truth = truth if truth is not None else Truth(case)
+    faults = faults if faults is not None else workflow_faults(events, case)
     text = rationale(response)
     cited = P.cited_evidence(response, case.module)
     found = [
         detect_drift(events, case.module, text, case.inputs.get("frames_of_reference") or {}),
         detect_pseudo_quantification(events, text),
-        detect_misbinding(events),
+        detect_misbinding(faults),
         detect_discarded_candidate(events, case, truth, cited),
-        detect_unobserved(events, cited),
+        detect_unobserved(events, cited, faults),
     ]
     return [f for f in found if f is not None]

@@ -248,7 +248,7 @@ def failures_html(process: dict[str, Any]) -> str:
     else:
         table = '<p class="ok">No failure label.</p>'
     cp = process.get("checkpoints") or {}
-    statuses = " ".join(f"{c['id']} {c['status']}" for c in cp.get("items", []))
+    statuses = " ".join(f"{c['id']} {'N/A' if c['status'] == 'NA' else c['status']}" for c in cp.get("items", []))
     claims = "; ".join(f"{c['boundary']}: {c['claim']}" for c in process.get("claims", [])) or "none"
     summary = (
         f"<p>Stages: {html.escape(' → '.join(process.get('stage_path', [])))}. Checkpoints: {html.escape(statuses)}; "

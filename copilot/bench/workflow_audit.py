@@ -24,7 +24,7 @@ STAGES = ("plan", "act", "diagnose", "reflect")
 PLAN_CALLS = frozenset({"get_viewer_state", "get_qupath_state", "get_slice_offset_range", "ping", "open_case",
                         "load_case"})  # fmt: skip
 DIAGNOSE_CALLS = frozenset({"measure_distance", "segment_statistics"})
-VALUES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0, "NA": 0.0}  # SKIP leaves the denominator
+VALUES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}  # NA (not applicable) leaves the denominator
 CRITICAL_WEIGHT, REGULAR_WEIGHT = 2.0, 1.0
 PASS_THRESHOLD = 0.75
 SWEEP = (0.70, 0.75, 0.80)
@@ -51,15 +51,18 @@ def stage_of(event: dict[str, Any], after_feedback: bool, measured_or_answer: bo
     return "act"
 
 
-def stage_sequence(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each agent turn's stage in order: tool calls, model turns that made no call, and the final answer."""
+def stage_sequence(events: list[dict[str, Any]], faulty: set[int] | None = None) -> list[dict[str, Any]]:
+    """Each agent turn's stage in order: tool calls, model turns that made no call, and the final answer. A turn
+    reflects after a refused call or a call with a workflow fault (`faulty`: their seqs, from the trace facts;
+    when None, the calls that carried a guard warning)."""
     out: list[dict[str, Any]] = []
     feedback = False
     for e in events:
         if e.get("type") == "handler_call" and e.get("actor") == "agent":
             out.append({"seq": e["seq"], "turn": e["handler"], "stage": stage_of(e, feedback)})
             result = e.get("result") if isinstance(e.get("result"), dict) else {}
-            feedback = not e.get("ok") or bool((result or {}).get("warnings"))
+            warned = e["seq"] in faulty if faulty is not None else bool((result or {}).get("warnings"))
+            feedback = not e.get("ok") or warned
         elif e.get("type") == "model_turn" and not e.get("tool_calls"):
             out.append({"seq": e["seq"], "turn": "model", "stage": stage_of(e, feedback)})
         elif e.get("type") == "episode_end":
@@ -88,13 +91,13 @@ class Checkpoint:
 COMMON = [
     Checkpoint("P1", "oriented before acting (state query or a look first)", False, "oriented"),
     Checkpoint("A1", "tool invocation fidelity (valid calls)", True, "valid_calls"),
-    Checkpoint("A3", "evidence recorded through a capture call", False, "captured"),
+    Checkpoint("A3", "evidence recorded (a capture call, or cited evidence all on views shown)", False, "captured"),
     Checkpoint("A4", "error handling or recovery after a refused call", False, "recovered"),
     Checkpoint("D1", "answer in the required structure", True, "parsed"),
     Checkpoint("D2", "cited evidence lies on views that were shown", True, "observed"),
     Checkpoint("D3", "stated sizes backed by a measurement", False, "measured"),
     Checkpoint("R1", "state changes verified by a new view or a measurement", False, "verified"),
-    Checkpoint("R2", "guard warnings acted on", False, "warnings_acted"),
+    Checkpoint("R2", "workflow faults acted on (the next call changed)", False, "warnings_acted"),
 ]
 RADIOLOGY = [*COMMON, Checkpoint("A2", "a plane through the lesion was shown", True, "target_seen")]
 PATHOLOGY = [
@@ -110,7 +113,7 @@ CHECKPOINTS: dict[str, list[Checkpoint]] = {  # per viewer kind; a module adds i
 
 def _grade(fraction: float | None) -> str:
     if fraction is None:
-        return "SKIP"
+        return "NA"
     return "PASS" if fraction >= 1.0 else "PARTIAL" if fraction >= 0.5 else "FAIL"
 
 
@@ -119,7 +122,7 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
     ok = [e for e in calls if e.get("ok")]
     failed = [n for n, e in enumerate(calls) if not e.get("ok")]
     recovered = [any(c.get("ok") and c["handler"] == calls[n]["handler"] for c in calls[n + 1 :]) for n in failed]
-    interventions = ctx["interventions"]
+    reactions = ctx["reactions"]
     coverage = ctx["coverage"] or {}
     target_seen = coverage.get("lesion_seen")
     if "bins" in coverage:  # a slide's coverage, by magnification
@@ -129,27 +132,31 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
     captures = {"record_point", "record_key_slice", "record_view_evidence", "bookmark_view", "measure_distance"}
     return {
         "oriented": lambda: (
-            "SKIP"
+            "NA"
             if not calls
             else "PASS"
             if calls[0]["handler"] in PLAN_CALLS | {"observe", "capture_viewer"}
             else "PARTIAL"
         ),
         "valid_calls": lambda: _grade(len(ok) / len(calls) if calls else None),
-        "captured": lambda: "PASS" if any(e["handler"] in captures for e in ok) else "FAIL",
+        "captured": lambda: (
+            "PASS"
+            if any(e["handler"] in captures for e in ok) or (ctx["cited_items"] and not ctx["unobserved"])
+            else "FAIL"
+        ),
         "recovered": lambda: _grade(sum(recovered) / len(recovered) if recovered else None),
         "parsed": lambda: "PASS" if ctx["parse_error"] is None else "FAIL",
         "observed": lambda: "NA" if ctx["cited_items"] == 0 else _grade(1.0 - ctx["unobserved"] / ctx["cited_items"]),
-        "measured": lambda: "SKIP" if ctx["quantities"] == 0 else "FAIL" if ctx["f2"] else "PASS",
+        "measured": lambda: "NA" if ctx["quantities"] == 0 else "FAIL" if ctx["f2"] else "PASS",
         "verified": lambda: _grade(ctx["verification"]),
         "warnings_acted": lambda: _grade(
-            sum(m["depth"] >= 2 for m in interventions) / len(interventions) if interventions else None
+            sum(m["depth"] >= 2 for m in reactions) / len(reactions) if reactions else None
         ),
-        "target_seen": lambda: "SKIP" if target_seen is None else "PASS" if target_seen else "FAIL",
+        "target_seen": lambda: "NA" if target_seen is None else "PASS" if target_seen else "FAIL",
         "magnified": lambda: "PASS" if any((f[1] or 0) >= 10 for f in coverage.get("fields", [])) else "FAIL",
-        "source_series": lambda: "FAIL" if "off_source_series" in ctx.get("guard_codes", ()) else "PASS",
+        "source_series": lambda: "FAIL" if "off_source_series" in ctx.get("fault_codes", ()) else "PASS",
         "both_timepoints": lambda: (
-            "SKIP" if len(frames) < 2 else _grade(len(ctx.get("frames_shown", set()) & frames) / len(frames))
+            "NA" if len(frames) < 2 else _grade(len(ctx.get("frames_shown", set()) & frames) / len(frames))
         ),
     }
 
@@ -167,8 +174,9 @@ def checkpoint_results(module: str, ctx: dict[str, Any], kind: str = "") -> list
 
 
 def completion_score(results: list[dict[str, Any]]) -> float | None:
-    """S(s) = Σ w_i v_i / Σ w_i over the non-SKIP items; w = 2 critical, 1 regular; NA counts 0."""
-    items = [r for r in results if r["status"] != "SKIP"]
+    """S(s) = Σ w_i v_i / Σ w_i over the applicable items (seed 000 skips the inapplicable: NA, shown as N/A,
+    leaves the denominator); w = 2 critical, 1 regular."""
+    items = [r for r in results if r["status"] in VALUES]
     if not items:
         return None
     weights = [CRITICAL_WEIGHT if r["critical"] else REGULAR_WEIGHT for r in items]
@@ -193,9 +201,11 @@ MAGNIFICATION = re.compile(r"(\d+(?:\.\d+)?)\s*(?:x|×)\b(?!\s*\d)", re.I)
 
 
 def claim_violations(
-    kind: str, text: str, events: list[dict[str, Any]], unsupported_sizes: list[str], series: list[str]
-) -> list[dict[str, Any]]:
-    """Overclaims in the rationale against what the trace supports, per the module's claim boundaries."""
+    kind: str, text: str, events: list[dict[str, Any]], unsupported_sizes: list[str], series: list[str],
+    faults: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Overclaims in the rationale against what the trace supports, per the module's claim boundaries (`faults`:
+    the trace facts' workflow faults, for evidence below the minimum magnification)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok") and e.get("images")]
     out: list[dict[str, Any]] = []
     for boundary in CLAIM_BOUNDARIES[kind]:
@@ -216,11 +226,9 @@ def claim_violations(
                 if float(m.group(1)) > reached * 1.05:
                     out.append({"boundary": boundary, "claim": m.group(0), "reached": reached})
         elif boundary == "below_minimum_magnification":
-            for e in events:
-                result = e.get("result") if isinstance(e.get("result"), dict) else {}
-                for w in (result or {}).get("warnings", []):
-                    if w.get("code") == "low_magnification_evidence":
-                        out.append({"boundary": boundary, "claim": f"evidence recorded at call {e['seq']}"})
+            for f in faults or []:
+                if f["code"] == "low_magnification_evidence":
+                    out.append({"boundary": boundary, "claim": f"evidence recorded at call {f['seq']}"})
         elif boundary == "certainty_beyond_evidence":
             out += [{"boundary": boundary, "claim": m.group(0)} for m in CERTAINTY.finditer(text)]
     return out
@@ -259,10 +267,10 @@ def alignment_scores(m: dict[str, Any]) -> dict[str, Any]:
     n = 0.0 if ("F1" in codes or m["parse_error"] is not None) else 0.5 if non_size else 1.0
     recall = m["evidence_recall"]
     e = 1.0 if recall is None else 0.0 if not recall else 1.0 if recall >= 1.0 else 0.5  # None: none required
-    guards = set(m["guard_codes"])
-    t = 0.0 if guards & {"off_source_series", "superseded_node", "unregistered_fusion"} else (
-        0.5 if "stale_view" in guards else 1.0)  # fmt: skip
-    depths = [i["depth"] for i in m["interventions"]]
+    faults = set(m["fault_codes"])
+    t = 0.0 if faults & {"off_source_series", "superseded_node", "unregistered_fusion"} else (
+        0.5 if "stale_view" in faults else 1.0)  # fmt: skip
+    depths = [i["depth"] for i in m["reactions"]]
     r = 1.0 if not depths else sum(d >= 2 for d in depths) / len(depths)
     comps = {
         "D": 0.0 if "F1" in codes else 1.0,
