@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QCursor, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -45,6 +45,7 @@ from copilot.pacs.fetch import local_study
 from copilot.panel.banner import place_label, study_banner
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
+from copilot.panel.pointer import PointerReadout
 from copilot.panel.screen import Busy, Frame, Screen
 from copilot.panel.studies import (
     RecentStudies,
@@ -94,6 +95,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.model: PanelModel | None = None
         self.screen_path: Screen | None = None
+        self.pointer: PointerReadout | None = None  # the value under a resting pointer follows each new frame
         self.timeline: Any = None  # a TraceTimeline in replay mode
         self.cases: list[Path] = []
         self.recent = recent or RecentStudies()
@@ -442,6 +444,7 @@ class MainWindow(QMainWindow):
             self.replay_dock.deleteLater()
             self.replay_dock, self.timeline = None, None
         self.screen_path = Screen(session)  # first: it follows the scene before the panel's listeners run
+        self.pointer = PointerReadout(self.screen_path)
         self.model = PanelModel(session, case)
         policies = dict(self.policies) if self.policies is not None else default_policies(self)
         self.panel = PanelWidget(self.model, policies)
@@ -491,6 +494,8 @@ class MainWindow(QMainWindow):
             else:
                 self.pair = (vols[0], vols[1])
         self.layout_name = name
+        if self.pointer is not None:
+            self.pointer.left()  # the panes are rebuilt: the pane under a resting pointer is found again below
         for widget in self.panes.values():
             widget.setParent(None)
             widget.deleteLater()
@@ -506,6 +511,17 @@ class MainWindow(QMainWindow):
             self.layout_box.setCurrentIndex(i)
         self.focus_action.setVisible(name in ("one_up", "side_by_side"))
         self.place_panes()
+        self._rest_pointer()
+
+    def _rest_pointer(self) -> None:
+        """The pane now under a pointer that has not moved (after a layout change): its next frame reads there."""
+        if self.pointer is None:
+            return
+        for widget in self.panes.values():
+            local = widget.mapFromGlobal(QCursor.pos())
+            if widget.rect().contains(local):
+                r = widget.devicePixelRatioF()
+                self.pointer.moved(widget.pane, local.x() * r, local.y() * r, None)
 
     def set_fusion(self, foreground: str | None) -> None:
         """Show a volume over the active one at the opacity chosen (an audited clinician call)."""

@@ -68,6 +68,23 @@ class PaneWidget(QWidget):
         self.frame = frame
         self._image = None if frame is None else to_qimage(frame.pixels, self.devicePixelRatioF())
         self.update()
+        pointer = getattr(self.win, "pointer", None)
+        line = pointer.shown(self.pane, frame) if pointer is not None else None
+        if line is not None:  # the pointer rests here: its value follows the new picture
+            self.win.readout.setText(line)
+
+    def follow_pointer(self, event: Any) -> None:
+        """The pointer moved over this pane: its value (or slide point) in the status bar."""
+        pointer = getattr(self.win, "pointer", None)
+        if self.frame is not None and pointer is not None:
+            line = pointer.moved(self.pane, *self.device_pos(event), self.frame)
+            if line:
+                self.win.readout.setText(line)
+
+    def leaveEvent(self, event: Any) -> None:
+        pointer = getattr(self.win, "pointer", None)
+        if pointer is not None:
+            pointer.left(self.pane)
 
     def paintEvent(self, event: Any) -> None:
         p = QPainter(self)
@@ -158,10 +175,7 @@ class SlicePane(PaneWidget):
                 self.win.model.jump(ras)
 
     def mouseMoveEvent(self, event: Any) -> None:
-        if self.frame is not None and self.win.screen_path is not None:
-            ras = self.frame.to_ras(*self.device_pos(event))
-            if ras is not None:
-                self.win.readout.setText(self.win.screen_path.readout(ras, split_pane(self.pane)[1]))
+        self.follow_pointer(event)
 
     def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
         super().paint_markers(p, frame, s)
@@ -212,10 +226,7 @@ class SlidePane(PaneWidget):
             self.win.model.act("center_on_wsi_coordinate", {"x": x, "y": y})
 
     def mouseMoveEvent(self, event: Any) -> None:
-        if self.frame is not None:
-            point = self.frame.to_level0(*self.device_pos(event))
-            if point is not None and self.win.screen_path is not None:
-                self.win.readout.setText(self.win.screen_path.slide_readout(*point))
+        self.follow_pointer(event)
 
 
 class View3DPane(PaneWidget):
