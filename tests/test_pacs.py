@@ -522,3 +522,44 @@ def test_chat_on_a_pacs_study_url(
     for body in fake.bodies:
         text = body.decode("utf-8")
         assert not [s for s in secrets if s and str(s) in text]
+
+
+@needs_orthanc
+def test_a_search_says_what_it_hides_and_pages_through_it(pacs: LocalOrthanc, capsys: pytest.CaptureFixture) -> None:
+    """52 matching studies: the first page of 50 says so, the next page holds the other 2, all 52 are found;
+    and a search by name (QIDO wildcards), accession number, description and date (either format) finds one."""
+    from pydicom.data import get_testdata_file
+
+    from copilot.cli import main
+
+    base = pydicom.dcmread(str(get_testdata_file("CT_small.dcm")))
+    client = PacsClient(pacs.dicomweb)
+    uids = []
+    for n in range(52):
+        ds = copy.deepcopy(base)
+        ds.StudyInstanceUID, ds.SeriesInstanceUID = pydicom.uid.generate_uid(), pydicom.uid.generate_uid()
+        ds.SOPInstanceUID = ds.file_meta.MediaStorageSOPInstanceUID = pydicom.uid.generate_uid()
+        ds.PatientID, ds.PatientName, ds.StudyDate = f"MC-PG-{n:02d}", f"Paging^Case{n:02d}", "20230315"
+        ds.AccessionNumber, ds.StudyDescription = f"PG-{n:02d}", f"abdomen followup {n:02d}"
+        client.store([ds], ds.StudyInstanceUID)
+        uids.append(ds.StudyInstanceUID)
+    assert main(["pacs", "search", pacs.dicomweb, "--patient-id", "MC-PG-*"]) == 0
+    first = capsys.readouterr().out
+    assert first.rstrip().endswith("50 of more than 50 studies (use --limit or --offset; next page: --offset 50)")
+    assert main(["pacs", "search", pacs.dicomweb, "--patient-id", "MC-PG-*", "--offset", "50"]) == 0
+    second = capsys.readouterr().out
+    assert second.rstrip().endswith("2 studies, from number 51")
+    found = {u for u in uids if f"/studies/{u}\n" in first + second}
+    assert found == set(uids)
+    for query in (["--patient-name", "Paging^Case0?"], ["--accession", "PG-07"], ["--description", "followup 07"],
+                  ["--date", "2023-03-15", "--patient-name", "Paging^Case07"],
+                  ["--date", "2023-03-01-20230331", "--accession", "PG-07"]):  # fmt: skip
+        page = client.search_page(
+            date=query[query.index("--date") + 1] if "--date" in query else None,
+            patient_name=query[query.index("--patient-name") + 1] if "--patient-name" in query else None,
+            accession=query[query.index("--accession") + 1] if "--accession" in query else None,
+            description=query[query.index("--description") + 1] if "--description" in query else None,
+        )  # fmt: skip
+        expected = 10 if query == ["--patient-name", "Paging^Case0?"] else 1
+        assert len(page.studies) == expected and not page.more, query
+        assert uids[7] in {s["uid"] for s in page.studies}

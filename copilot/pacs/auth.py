@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from copilot.errors import HandlerError
+from copilot.pacs.errors import PacsError
+from copilot.pacs.printable import printable
 from copilot.privatefs import ExposedSecretsError, check_secret_file
 
 
@@ -89,8 +93,40 @@ def credentials_for(root: str) -> Credentials:
     )  # fmt: skip
 
 
-def http_session(root: str) -> Any:
-    """A `requests` session for a service root: its credentials attached, TLS verified (a CA bundle if set)."""
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def redirect_guard(policy: str = "same-origin") -> Callable[..., Any]:
+    """A response hook refusing (`pacs_redirect`) a redirect to another origin (scheme, host, port), or any
+    redirect with the policy `none`; same-origin redirects are left to the caller to follow."""
+
+    def hook(response: Any, *args: Any, **kwargs: Any) -> Any:
+        if not response.is_redirect:
+            return response
+        target = urljoin(response.url, response.headers.get("Location", ""))
+        if policy == "none" or _origin(target) != _origin(response.url):
+            response.close()
+            where = printable(_origin(target)[1], 80) or "?"
+            raise PacsError(
+                "pacs_redirect", f"the PACS redirected to {where}, another origin; not followed "
+                f"(MEDCOPILOT_PACS_REDIRECTS={policy})" if policy != "none" else
+                "the PACS answered with a redirect; not followed (MEDCOPILOT_PACS_REDIRECTS=none)",
+            )  # fmt: skip
+        return response
+
+    return hook
+
+
+def http_session(root: str, redirects: str = "same-origin") -> Any:
+    """A `requests` session for a service root: its credentials attached, TLS verified (a CA bundle if set),
+    redirects to another origin refused."""
     import requests
 
     class PacsSession(requests.Session):
@@ -105,6 +141,7 @@ def http_session(root: str) -> Any:
 
     creds = credentials_for(root)
     session = PacsSession()
+    session.hooks["response"].append(redirect_guard(redirects))
     session.verify = creds.ca_bundle or True
     if creds.token:
         session.headers["Authorization"] = f"Bearer {creds.token}"

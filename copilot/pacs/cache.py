@@ -3,7 +3,9 @@
 Location: `MEDCOPILOT_PACS_CACHE`, else `$XDG_CACHE_HOME/medcopilot/pacs` (default `~/.cache/medcopilot/pacs`).
 Bound: `MEDCOPILOT_PACS_CACHE_MB` MiB (default 4096). Layout: `SERVER/STUDY/SERIES/00001.dcm…`, where
 each folder name is a short hash (no UID or host appears in a path a viewer or a model might show), and each
-study and series folder holds `origin.json` (service root and UIDs; never credentials).
+study and series folder holds `origin.json` (service root and UIDs, instance counts, whether the series is
+complete; never credentials). The bound holds while a retrieval writes (`CacheBudget`); what an interrupted
+retrieval left (`.*.part-PID` files, old `.*.partial-PID` folders) is swept when the next one starts.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from copilot.pacs.errors import PacsError
 from copilot.privatefs import write_private
 
 ORIGIN_FILE = "origin.json"
@@ -57,6 +60,33 @@ def write_origin(folder: Path, origin: dict[str, Any]) -> None:
     write_private(folder / ORIGIN_FILE, json.dumps(origin, indent=1, sort_keys=True) + "\n")
 
 
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _leftover_pid(name: str) -> int | None:
+    """The process id in the name of a retrieval's temporary file or folder, or None for any other name."""
+    for marker in (".part-", ".partial-"):
+        head, sep, pid = name.rpartition(marker)
+        if sep and head.startswith(".") and pid.isdigit():
+            return int(pid)
+    return None
+
+
+def _tree_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
 class PacsCache:
     """Series folders under a root, kept under a size bound."""
 
@@ -71,8 +101,33 @@ class PacsCache:
         return self.study_dir(base, study) / key(series)
 
     def series_dirs(self) -> list[Path]:
-        """Every complete cached series folder."""
+        """Every cached series folder (complete or not)."""
         return [p.parent for p in self.root.glob(f"*/*/*/{ORIGIN_FILE}")]
+
+    def incomplete(self) -> list[Path]:
+        """Series folders holding fewer instances than the PACS listed (`pacs get` resumes them)."""
+        return [d for d in self.series_dirs() if not (read_origin(d) or {}).get("complete")]
+
+    def leftovers(self) -> list[Path]:
+        """What retrievals of processes no longer running left behind."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for pattern in ("*/*/.*", "*/*/*/.*"):
+            for path in self.root.glob(pattern):
+                pid = _leftover_pid(path.name)
+                if pid is not None and not _pid_alive(pid):
+                    found.append(path)
+        return found
+
+    def sweep(self) -> tuple[int, int]:
+        """Remove the leftovers of interrupted retrievals; how many and their bytes."""
+        found = self.leftovers()
+        freed = 0
+        for path in found:
+            freed += _tree_size(path)
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        return len(found), freed
 
     def size(self) -> int:
         """Bytes the cache holds."""
@@ -101,6 +156,19 @@ class PacsCache:
                 shutil.rmtree(d.parent, ignore_errors=True)
         return removed
 
+    def evict_one(self, keep: Iterable[Path]) -> int | None:
+        """Remove the least recently used series not in `keep`; its bytes (None: nothing may go)."""
+        kept = {Path(p).resolve() for p in keep}
+        candidates = [d for d in self.series_dirs() if d.resolve() not in kept]
+        if not candidates:
+            return None
+        oldest = min(candidates, key=lambda d: (d / ORIGIN_FILE).stat().st_mtime)
+        size = _tree_size(oldest)
+        shutil.rmtree(oldest, ignore_errors=True)
+        if not any(c.is_dir() for c in oldest.parent.iterdir()):
+            shutil.rmtree(oldest.parent, ignore_errors=True)
+        return size
+
     def clear(self) -> int:
         """Remove everything the cache holds; the bytes freed."""
         freed = self.size()
@@ -108,3 +176,26 @@ class PacsCache:
             for child in self.root.iterdir():
                 shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
         return freed
+
+
+class CacheBudget:
+    """The cache bound held while bytes arrive: `take(n)` before writing n bytes makes room by evicting least
+    recently used series (never `keep`) and refuses (`pacs_cache_full`) when none is left to evict."""
+
+    def __init__(self, cache: PacsCache, keep: Iterable[Path] = ()) -> None:
+        self.cache, self.keep = cache, list(keep)
+        self.used = cache.size()
+
+    def take(self, n: int) -> None:
+        while self.used + n > self.cache.max_bytes:
+            freed = self.cache.evict_one(self.keep)
+            if freed is None:
+                raise PacsError(
+                    "pacs_cache_full", f"the retrieval would exceed the cache bound of "
+                    f"{self.cache.max_bytes / (1024 * 1024):.0f} MiB (MEDCOPILOT_PACS_CACHE_MB)",
+                )  # fmt: skip
+            self.used -= freed
+        self.used += n
+
+    def give(self, n: int) -> None:
+        self.used -= n

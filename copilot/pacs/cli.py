@@ -10,25 +10,48 @@ from typing import Any
 MIB = 1024 * 1024
 
 
+def _study_count(n: int) -> str:
+    return f"{n} stud{'y' if n == 1 else 'ies'}"
+
+
+def summary_line(shown: int, offset: int, more: bool, total: int | None) -> str:
+    """What a search page says about the studies it does not show."""
+    start = f", from number {offset + 1}" if offset else ""
+    if not more and (total is None or total <= offset + shown):
+        return f"{_study_count(shown)}{start}"
+    of = str(total) if total is not None else f"more than {offset + shown}"
+    return f"{shown} of {of} studies{start} (use --limit or --offset; next page: --offset {offset + shown})"
+
+
 def _search(ns: argparse.Namespace) -> int:
+    import sys
+
     from copilot.pacs.auth import default_server
     from copilot.pacs.client import PacsClient
 
     url = ns.url or default_server()
     if not url:
         raise ValueError("no PACS given: pass its DICOMweb URL, or set MEDCOPILOT_PACS_URL or the PACS config file")
-    studies = PacsClient(url).search(ns.patient_id, ns.modality, ns.date, ns.limit)
+    page = PacsClient(url).search_page(
+        ns.patient_id, ns.modality, ns.date, ns.limit, ns.offset, patient_name=ns.patient_name,
+        accession=ns.accession, description=ns.description,
+    )  # fmt: skip
+    line = summary_line(len(page.studies), page.offset, page.more, page.total)
     if ns.json:
-        print(json.dumps(studies, indent=2))
+        print(json.dumps(page.studies, indent=2))
+        print(line, file=sys.stderr)
         return 0
-    for s in studies:
+    for s in page.studies:
         print(f"study {s['url']}")
-        print(f"  date {s['date'] or '—'}  patient {s['patient_id'] or '—'}  {s['description'] or ''}")
+        print(f"  date {s['date'] or '—'}  patient {s['patient_id'] or '—'} {s['patient_name'] or ''}  "
+              f"accession {s['accession'] or '—'}  {s['description'] or ''}")  # fmt: skip
         for se in s["series"]:
             number = f"#{se['number']} " if se["number"] is not None else ""
             print(f"  series {number}{se['modality'] or '?'} {se['description'] or '(no description)'} — "
                   f"{se['instances'] if se['instances'] is not None else '?'} images\n    {se['url']}")  # fmt: skip
-    print(f"{len(studies)} stud{'y' if len(studies) == 1 else 'ies'}")
+    if page.left_out:
+        print(f"{page.left_out} entries of the answer without a valid study UID left out")
+    print(line)
     return 0
 
 
@@ -43,12 +66,17 @@ def _cache(ns: argparse.Namespace) -> int:
     from copilot.pacs.cache import PacsCache
 
     cache = PacsCache()
+    swept, swept_bytes = cache.sweep()
     if ns.clear:
         freed = cache.clear()
         print(f"cleared {cache.root} ({freed / MIB:.1f} MiB)")
         return 0
+    incomplete = len(cache.incomplete())
     print(f"{cache.root}: {cache.size() / MIB:.1f} MiB of {cache.max_bytes / MIB:.0f} MiB, "
-          f"{len(cache.series_dirs())} series")  # fmt: skip
+          f"{len(cache.series_dirs())} series" + (f", {incomplete} incomplete (`pacs get URL` resumes)"
+                                                  if incomplete else ""))  # fmt: skip
+    if swept:
+        print(f"swept {swept} leftover(s) of interrupted retrievals ({swept_bytes / MIB:.1f} MiB)")
     return 0
 
 
@@ -63,9 +91,15 @@ def add_pacs_parser(sub: Any) -> None:
         "else the first server of the PACS config file)",
     )  # fmt: skip
     search.add_argument("--patient-id", default=None)
+    search.add_argument("--patient-name", default=None, help="e.g. 'Doe^J*' (QIDO wildcards * and ?)")
+    search.add_argument("--accession", default=None, help="accession number")
+    search.add_argument("--description", default=None, help="words of the study description (or a * pattern)")
     search.add_argument("--modality", default=None, help="e.g. CT, MR, SM")
-    search.add_argument("--date", default=None, help="study date or range, YYYYMMDD or YYYYMMDD-YYYYMMDD")
-    search.add_argument("--limit", type=int, default=50)
+    search.add_argument(
+        "--date", default=None, help="study date or range: YYYYMMDD or YYYY-MM-DD, A-B (either end open)"
+    )
+    search.add_argument("--limit", type=int, default=50, help="studies per page (default 50, at most 1000)")
+    search.add_argument("--offset", type=int, default=0, help="studies to skip (the next page)")
     search.add_argument("--json", action="store_true")
     search.set_defaults(func=_search)
     get = psub.add_parser("get", help="retrieve a study or series URL into the local cache; prints its folder")

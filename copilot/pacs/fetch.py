@@ -7,7 +7,6 @@ segmentations, presentation states and other non-image objects stay on the PACS)
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,11 +14,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from copilot.errors import HandlerError
-from copilot.pacs.cache import PacsCache, read_origin, write_origin
+from copilot.pacs.cache import ORIGIN_FILE, CacheBudget, PacsCache, read_origin, write_origin
 from copilot.pacs.client import PacsClient
+from copilot.pacs.errors import PacsError
+from copilot.pacs.limits import Deadline
 from copilot.pacs.patient import study_identity
 from copilot.pacs.urls import DicomwebRef, is_dicomweb_url, parse_dicomweb_url
-from copilot.privatefs import make_private, private_dir
+from copilot.pacs.writer import SeriesWriter
+from copilot.privatefs import private_dir
 
 NOT_IMAGES = frozenset({"SR", "KO", "PR", "SEG", "RTSTRUCT", "RTPLAN", "RTDOSE", "REG", "DOC", "OT_PDF", "AU"})
 S = TypeVar("S")
@@ -41,11 +43,28 @@ def origin_of(ref: DicomwebRef) -> dict[str, Any]:
     return out
 
 
+def _resume_hint(ref: DicomwebRef) -> str:
+    return f"`medcopilot pacs get {ref.url}` resumes it"
+
+
+def incomplete_error(origin: dict[str, Any], ref: DicomwebRef | None = None) -> PacsError:
+    """The refusal to open a series the cache holds only in part, with the missing count."""
+    held, expected = int(origin.get("instances") or 0), origin.get("expected")
+    missing = f"{expected - held} of {expected} instances missing" if isinstance(expected, int) else (
+        "the retrieval did not finish")  # fmt: skip
+    hint = _resume_hint(ref) if ref is not None else "`medcopilot pacs get URL` resumes it"
+    return PacsError("pacs_incomplete", f"the series is incomplete ({held} held, {missing}); {hint}")
+
+
 def retrieve_series(
-    client: PacsClient, ref: DicomwebRef, cache: PacsCache, expected: int | None = None, keep: Sequence[Path] = ()
-) -> Path:
-    """One series in the cache (retrieved unless a complete copy of the same size is there); its folder. Making
-    room never removes `keep` (the other series of a study being opened)."""
+    client: PacsClient, ref: DicomwebRef, cache: PacsCache, expected: int | None = None, keep: Sequence[Path] = (),
+    deadline: Deadline | None = None,
+) -> Path:  # fmt: skip
+    """One series in the cache; its folder. A complete copy holding `expected` instances is reused; anything
+    less is retrieved again, keeping the instances already held (a resume). Instances are written as they
+    arrive within the cache bound; the series is marked complete only when the answer ended properly and holds
+    at least `expected` instances, else it stays marked incomplete and `pacs_incomplete` (or the refusal that
+    stopped it) is raised. Making room never removes `keep` (the other series of a study being opened)."""
     assert ref.series is not None
     folder = cache.series_dir(ref.base, ref.study, ref.series)
     origin = read_origin(folder)
@@ -53,23 +72,33 @@ def retrieve_series(
         cache.touch(folder)
         return folder
     private_dir(cache.root)  # the cache holds patient data: owner-only whatever the umask (an older root narrowed)
-    private_dir(folder.parent)
-    partial = folder.parent / f".{folder.name}.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    private_dir(partial)
+    private_dir(folder)
+    budget = CacheBudget(cache, [*keep, folder])
+    writer = SeriesWriter(folder, ref.series, budget.take, budget.give)
+
+    def record(complete: bool) -> dict[str, Any]:
+        state = {**origin_of(ref), "instances": writer.count, "expected": expected, "complete": complete}
+        write_origin(folder, state)
+        return state
+
+    record(False)
     try:
-        n = 0
-        for ds in client.iter_series(ref.study, ref.series):
-            n += 1
-            ds.save_as(partial / f"{n:05d}.dcm", enforce_file_format=True)
-        if n == 0:
-            raise HandlerError("not_found", "the PACS holds no instances of that series")
-        write_origin(partial, {**origin_of(ref), "instances": n, "complete": True})
-        make_private(partial)  # the files pydicom wrote, 0600
+        client.retrieve_series(ref.study, ref.series, writer, deadline)
+    except PacsError as exc:
+        writer.discard()
+        record(False)
+        kept = f"{writer.count} instance(s) kept" + (f" of {expected}" if expected is not None else "")
+        raise PacsError(exc.code, f"{exc.message} — {kept}; {_resume_hint(ref)}", exc.http_status) from None
+    except BaseException:
+        writer.discard()
+        record(False)
+        raise
+    if writer.count == 0:
         shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        raise HandlerError("not_found", "the PACS holds no instances of that series")
+    state = record(expected is None or writer.count >= expected)
+    if not state["complete"]:
+        raise incomplete_error(state, ref)
     cache.evict(keep=[*keep, folder])
     return folder
 
@@ -78,13 +107,15 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
     """Retrieve the study or series a DICOMweb URL names into the cache."""
     ref = parse_dicomweb_url(url)
     cache = cache or PacsCache()
+    cache.sweep()
     client = PacsClient(ref.base)
-    listed = client.series(ref.study)
+    deadline = client.deadline(retrieval=True)
+    listed = client.series(ref.study, deadline=client.deadline().sooner(deadline))
     if ref.series is not None:
         match = [s for s in listed if s["uid"] == ref.series]
         if not match:
             raise HandlerError("not_found", "the PACS holds no such series in that study")
-        folder = retrieve_series(client, ref, cache, match[0]["instances"])
+        folder = retrieve_series(client, ref, cache, match[0]["instances"], deadline=deadline)
         return LocalStudy(folder, origin_of(ref))
     images = [s for s in listed if str(s["modality"] or "").upper() not in NOT_IMAGES]
     if not images:
@@ -93,7 +124,7 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
     folders: list[Path] = []
     for s in images:
         folders.append(
-            retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders)
+            retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders, deadline)
         )
     cache.evict(keep=folders)
     write_origin(study_dir, origin_of(ref))
@@ -108,6 +139,11 @@ def local_study(location: str | Path, cache: PacsCache | None = None) -> LocalSt
     origin = read_origin(path) if path.is_dir() else None
     if origin is None:
         return LocalStudy(path)
+    for part in [path, *(p.parent for p in path.glob(f"*/{ORIGIN_FILE}"))]:
+        recorded = read_origin(part) or {}
+        if "series" in recorded and not recorded.get("complete", True):
+            raise incomplete_error(recorded, parse_dicomweb_url(str(recorded.get("url", ""))) if recorded.get("url")
+                                   else None)  # fmt: skip
     return LocalStudy(path, {k: v for k, v in origin.items() if k in ("dicomweb", "study", "series", "url")})
 
 

@@ -1,0 +1,111 @@
+"""Retrieved instances written straight to a series folder as they arrive: each part to a hidden
+`.NNNNN.dcm.part-PID` file counted against the cache budget byte by byte, renamed to `NNNNN.dcm` only once its
+part is complete and reads as a DICOM file of the series; an instance already held is not stored twice."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+import pydicom
+
+from copilot.pacs.errors import PacsError
+from copilot.pacs.printable import printable
+
+PART_SUFFIX = ".part-"
+_INDEX = re.compile(r"^(\d{5,})\.dcm$")
+
+
+def held_instances(folder: Path) -> dict[str, Path]:
+    """The SOP Instance UIDs of the instances a series folder already holds."""
+    held: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.dcm")) if folder.is_dir() else []:
+        try:
+            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["SOPInstanceUID"])
+            held[str(ds.SOPInstanceUID)] = path
+        except Exception:  # a damaged file: removed, so that it is retrieved again
+            path.unlink(missing_ok=True)
+    return held
+
+
+class SeriesWriter:
+    """A `PartSink` writing one series' instances into `folder`; `take(n)` (the cache budget) is asked before
+    each byte is written and may refuse (`pacs_cache_full`)."""
+
+    def __init__(self, folder: Path, series_uid: str, take: Callable[[int], None] | None = None,
+                 give: Callable[[int], None] | None = None) -> None:  # fmt: skip
+        self.folder, self.series_uid = folder, series_uid
+        self.take, self.give = take or (lambda n: None), give or (lambda n: None)
+        self.held = held_instances(folder)
+        indices = [int(m.group(1)) for p in folder.glob("*.dcm") if (m := _INDEX.match(p.name))]
+        self.next = max(indices, default=0) + 1
+        self.new = 0
+        self._fh: IO[bytes] | None = None
+        self._tmp: Path | None = None
+        self._bytes = 0
+
+    @property
+    def count(self) -> int:
+        """Instances the folder holds now."""
+        return len(self.held)
+
+    def begin(self, headers: dict[str, str]) -> None:
+        kind = headers.get("content-type", "application/dicom").split(";")[0].strip().lower()
+        if kind != "application/dicom":
+            raise PacsError("pacs_bad_answer", f"the PACS sent a part of type {printable(kind, 60)!r}, not DICOM")
+        self._tmp = self.folder / f".{self.next:05d}.dcm{PART_SUFFIX}{os.getpid()}"
+        fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._fh = os.fdopen(fd, "wb")
+        self._bytes = 0
+
+    def data(self, chunk: bytes) -> None:
+        assert self._fh is not None
+        self.take(len(chunk))  # before the write: nothing lands past the bound
+        self._bytes += len(chunk)
+        self._fh.write(chunk)
+
+    def end(self) -> None:
+        assert self._fh is not None and self._tmp is not None
+        self._fh.close()
+        tmp, self._fh = self._tmp, None
+        uid = self._check(tmp)
+        if uid in self.held:  # sent again (a retried or repeating retrieval): kept once
+            self.discard()
+            return
+        final = self.folder / f"{self.next:05d}.dcm"
+        tmp.rename(final)
+        self._tmp = None
+        self.held[uid] = final
+        self.next += 1
+        self.new += 1
+
+    def _check(self, path: Path) -> str:
+        """The SOP Instance UID of a complete part; `pacs_bad_answer` unless it is a DICOM file of the series."""
+        try:
+            with path.open("rb") as fh:
+                fh.seek(128)
+                magic = fh.read(4)
+            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["SOPInstanceUID", "SeriesInstanceUID"])
+            uid, series = str(ds.SOPInstanceUID), str(ds.SeriesInstanceUID)
+        except Exception:
+            magic, uid, series = b"", "", ""
+        if magic != b"DICM" or not uid:
+            self.discard()
+            raise PacsError("pacs_bad_answer", "the PACS sent a part that is not a DICOM file")
+        if series != self.series_uid:
+            self.discard()
+            raise PacsError("pacs_bad_answer", "the PACS sent an instance of another series")
+        return uid
+
+    def discard(self) -> None:
+        """Remove the part being written (a failed or repeated one); its bytes given back to the budget."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+            self.give(self._bytes)
+            self._tmp, self._bytes = None, 0
