@@ -157,3 +157,17 @@ def test_budget_in_rounds_and_in_calls() -> None:
     assert play("calls", turns) == ["a", "b"]
     offline = CallBudget(_Session(), 2, unit="rounds")
     assert [getattr(offline.call(n, {}), "ok", True) for n in "xyz"] == [True, True, False]
+
+
+def test_one_seven_dimension_table() -> None:
+    """The report carries the seven dimensions once, by their equations (the process-measures section); the
+    older per-configuration table of trace metrics under the same names is gone."""
+    from copilot.bench.report import render_report
+
+    rows = [{**row("c1", 1.0), "status": "done", "parse_error": None, "trace_dir": "t", "rounds": 1,
+             "details": {}, "process": {"dimensions": {"F": {"score": 0.5, "support": 1}}}}]  # fmt: skip
+    page = render_report(rows, {})
+    section = page.index('id="process-measures"')
+    assert page.count("Care Action Fulfillment") == 2 and page.index("Care Action Fulfillment") > section
+    assert 'id="process"' not in page and "Process metrics (from traces)" not in page
+    assert '<span title="Care Action Fulfillment">F</span>' in page

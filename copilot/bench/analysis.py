@@ -1,6 +1,6 @@
-"""Process tables beyond the paper's score tables: process metrics, workflow-guard firings, exploration
-coverage (pathology hit rates per magnification as PathAgentBench reports them) and the stability of
-repeated runs (answer and Strict agreement, first differing call), all from result rows alone."""
+"""Process tables beyond the paper's score tables: workflow-guard firings, exploration coverage (pathology hit
+rates per magnification as PathAgentBench reports them) and the stability of repeated runs (answer and Strict
+agreement, first differing call), all from result rows alone."""
 
 from __future__ import annotations
 
@@ -12,54 +12,7 @@ from copilot.bench.configs import config_of, label
 from copilot.bench.coverage import MAG_BINS
 from copilot.bench.tables import Cell, Table, _cfg, _label, _mean, configurations
 
-DIMENSIONS = (  # (metric key, column title, MedHarnessBench dimension)
-    ("care_action_fulfillment", "Answered", "Care Action Fulfillment"),
-    ("resource_competence", "Resource", "Clinical Resource Competence"),
-    ("evidence_alignment", "Evidence aligned", "Patient–Evidence Alignment"),
-    ("auditability", "Auditable", "Clinical Auditability"),
-    ("closed_loop_verification", "Verified", "Closed-Loop Verification"),
-    ("conduct", "Conduct", "Clinical Conduct Boundaries"),
-)
 GUARD_CODES = ("unregistered_fusion", "off_source_series", "superseded_node", "unobserved_evidence")
-
-
-def _scores(rows: list[dict[str, Any]], key: str) -> float | None:
-    return _mean(
-        [r["process"][key]["score"] for r in rows if r.get("process", {}).get(key, {}).get("score") is not None]
-    )
-
-
-def process_table(rows: list[dict[str, Any]]) -> Table:
-    groups = configurations(rows)
-    configs = sorted(groups)
-    header = [
-        [("Configuration", 1), ("Track", 1)]
-        + [(title, 1) for _, title, _ in DIMENSIONS]
-        + [("Invalid calls", 1), ("Redundant calls", 1), ("Budget used", 1), ("Out of track", 1)],
-        [("", 1), ("", 1)] + [(dim, 1) for _, _, dim in DIMENSIONS] + [("Resource", 1)] * 3 + [("Conduct", 1)],
-    ]
-    t = Table(
-        "process",
-        "Process metrics (from traces)",
-        "Means over episodes (empty where no episode had the item: e.g. no state-changing call to verify). "
-        "Definitions in docs/ARCHITECTURE.md.",
-        header,
-    )
-    for cfg in configs:
-        g = [r for r in groups[cfg] if r.get("process")]
-        if not g:
-            continue
-        res = [r["process"]["resource_competence"] for r in g]
-        cells = [Cell(cfg[2] + (f"/{cfg[3]}" if cfg[3] else ""), "label")]
-        cells += [Cell(_scores(g, key)) for key, _, _ in DIMENSIONS]
-        cells += [
-            Cell(_mean([x["invalid"] for x in res])),
-            Cell(_mean([x["redundant"] for x in res])),
-            Cell(_mean([x["budget_used"] for x in res if x["budget_used"] is not None])),
-            Cell(_mean([r["process"]["conduct"]["out_of_track"] for r in g])),
-        ]
-        t.rows.append([Cell(_label(cfg, configs), "label"), *cells])
-    return t
 
 
 def guard_table(rows: list[dict[str, Any]]) -> Table:
@@ -223,4 +176,6 @@ def stability_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def process_tables(rows: list[dict[str, Any]]) -> list[Table]:
-    return [process_table(rows), guard_table(rows), coverage_table(rows), stability_table(rows)]
+    """The process tables besides the paper's; the seven dimensions are in the process-measures section
+    (`measures_report`), by their equations, and nowhere else."""
+    return [guard_table(rows), coverage_table(rows), stability_table(rows)]

@@ -154,7 +154,8 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
     Pass@3 and usage; exploration hits against the random baseline; the native-vs-harness funnel."""
     data = measures_json(rows)
     head = (["Configuration", "n"] + list(FAILURE_CODES) + ["S", "pass ≥0.70/0.75/0.80", "CWAS-3", "R6"]
-            + [f"{d}" for d in D.DIMENSIONS] + ["Pass@3", "tokens in/out", "cost $", "wall s"])  # fmt: skip
+            + [f'<span title="{D.TITLES[d]}">{d}</span>' for d in D.DIMENSIONS]
+            + ["Pass@3", "tokens in/out", "cost $", "wall s"])  # fmt: skip
     body = []
     for model, m in data["models"].items():
         sweep = "/".join(str(v) for v in m["formal_passes"].values())
@@ -176,8 +177,11 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
         '<h2 id="process-measures">Process measures: failures, checkpoints, alignment, dimensions</h2>',
         '<p class="caption">F1 objective drift, F2 pseudo-quantification, F3 state misbinding, F4 discarded '
         "correct candidate, F5 unobserved evidence (episodes labelled). S: checkpoint completion (ACP-Bench); "
-        "CWAS-3 and R6 as ACP-Bench defines them; F R E W A V B: MedHarnessBench's seven dimensions, mean over "
-        "the episodes where each is defined (support in brackets). Definitions: docs/metrics.md. "
+        "CWAS-3 and R6 as ACP-Bench defines them; MedHarnessBench's seven dimensions by their equations (the "
+        "report's one seven-dimension table): "
+        + "; ".join(f"{d} {t}" for d, t in D.TITLES.items())
+        + ", each the mean over the episodes where it is defined (support in brackets). Definitions: "
+        "docs/metrics.md. "
         + html.escape(data["pooling"]) + "</p>",
         '<table class="measures"><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(body) + "</table>",
     ]
