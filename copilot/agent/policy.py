@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from copilot.cases.pack import CasePack
 from copilot.kinds import viewer_kind
@@ -24,6 +24,7 @@ class EpisodeResult:
     status: str = "done"  # done | budget_exhausted | error
     rounds: int = 0
     error: str | None = None
+    usage: dict[str, Any] | None = None  # a model's tokens and cost (None for offline policies)
 
 
 class Policy(Protocol):

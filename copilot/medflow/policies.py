@@ -1,4 +1,5 @@
-"""Policies by name: `prior`, `scripted:FILE`, `baseline` and `openai[:MODEL]` (the one parser of policy specs)."""
+"""Policies by name: `prior`, `scripted:FILE`, `baseline`, and a model (`openai[:MODEL]`, `anthropic:MODEL`,
+`gemini:MODEL`, `azure:DEPLOYMENT`, `local:URL`: parsed by `copilot.llm.spec`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from typing import Any
 
 from copilot.agent.baselines import BaselinePolicy
 from copilot.agent.policy import Policy, PriorPolicy, ScriptedPolicy
+from copilot.llm.spec import is_model_policy, model_policy_help
 from copilot.medflow.registry import modules
 
-POLICY_HELP = "prior | scripted:FILE | baseline | openai[:MODEL]"
+POLICY_HELP = f"prior | scripted:FILE | baseline | {model_policy_help()}"
 
 
 def prior_policy() -> PriorPolicy:
@@ -22,18 +24,16 @@ def baseline_policy() -> BaselinePolicy:
 
 
 def make_policy(spec: str, **settings: Any) -> Policy:
-    """The policy a spec names; `settings` (model, base_url, budget…) override the environment for `openai`."""
+    """The policy a spec names; `settings` (model, base_url, budget…) override the environment for a model."""
     if spec == "prior":
         return prior_policy()
     if spec.startswith("scripted:"):
         return ScriptedPolicy(spec.split(":", 1)[1])
     if spec == "baseline":
         return baseline_policy()
-    if spec == "openai" or spec.startswith("openai:"):
+    if is_model_policy(spec):
         from copilot.agent.loop import ChatAgent
         from copilot.agent.settings import AgentSettings
 
-        given = {k: v for k, v in settings.items() if v is not None}
-        given.setdefault("model", spec.split(":", 1)[1] if ":" in spec else None)
-        return ChatAgent(AgentSettings.from_env(**given))
+        return ChatAgent(AgentSettings.for_policy(spec, **settings))
     raise ValueError(f"unknown policy {spec!r}; use {POLICY_HELP}")

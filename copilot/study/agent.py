@@ -1,4 +1,4 @@
-"""A conversation with an OpenAI-compatible model about one study: a question, tool-calling rounds on the
+"""A conversation with a model (any provider of `copilot.llm`) about one study: a question, tool-calling rounds on the
 audited handlers, an answer; then follow-ups in the same conversation.
 
 The first question goes with the study-agnostic system prompt (`resources/prompts/study_<kind>_system.txt`),
@@ -15,21 +15,21 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-import openai
-
-from copilot.agent.loop import ChatAgent, TransportFailure, _image_parts
+from copilot.agent.loop import ChatAgent, TransportFailure, _image_parts, tool_decls
 from copilot.agent.policy import EpisodeResult
 from copilot.agent.prompts import pathology_round, template
 from copilot.agent.settings import AgentSettings
 from copilot.kinds import viewer_kind
+from copilot.llm.types import Reply, ToolDecl
 from copilot.study.observation import radiology_lines, slide_lines
 from copilot.study.privacy import Redactor, check_images, disclosure, is_local
 
-KEEP_IMAGE_MESSAGES = 3
+KEEP_IMAGE_MESSAGES = int(os.environ.get("MEDCOPILOT_KEEP_IMAGES", "3"))  # the image budget of a conversation
 OLD_RESULT_CHARS = 1500
 DEFAULT_QUESTION = "Describe this study: what does it show, and is anything abnormal?"
 
@@ -53,16 +53,12 @@ def bound_context(
     return out
 
 
-def short_reason(exc: BaseException, base_url: str | None) -> str:
+def short_reason(exc: TransportFailure, setting: str = "OPENAI_BASE_URL") -> str:
     """One line for a failed model service: the HTTP status, or the setting to check."""
-    cause = exc.__cause__
-    where = base_url or "https://api.openai.com/v1"
-    if isinstance(cause, openai.APIStatusError):
-        return f"model service at {where} answered HTTP {cause.status_code}"
-    if isinstance(cause, openai.APITimeoutError):
-        return f"model service at {where} did not answer in time (MEDCOPILOT_TIMEOUT_S)"
-    if isinstance(cause, openai.APIConnectionError):
-        return f"model service at {where} is not reachable (check OPENAI_BASE_URL or --base-url)"
+    if exc.kind == "retryable" and exc.status is not None:
+        return f"model service at {exc.where} answered HTTP {exc.status}"
+    if exc.kind == "retryable":
+        return f"model service at {exc.where} is not reachable (check {setting} or --base-url)"
     return " ".join(str(exc).split())[:300]
 
 
@@ -95,23 +91,24 @@ class StudyConversation(ChatAgent):
         return self.redactor.scrub(bound_context(self.messages, self._turn_start))  # type: ignore[no-any-return]
 
     def _request(
-        self, session: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, round_no: int,
+        self, session: Any, messages: list[dict[str, Any]], tools: list[ToolDecl] | None, round_no: int,
         deadline: float,
-    ) -> Any:  # fmt: skip
+    ) -> Reply:  # fmt: skip
         """The conversation, bounded and scrubbed, after the one-line disclosure for a remote service."""
         if not self._announced:
             self._announced = True
-            base = self.settings.base_url or str(getattr(self.client, "base_url", "") or "") or None
+            base = self.spec.base_url or str(getattr(self.wire, "base_url", "") or "") or None
             if not is_local(base):
-                line = disclosure(base, session.kind)
+                from copilot.llm.providers import PROVIDERS
+
+                line = disclosure(base or PROVIDERS[self.spec.provider].default_base_url, session.kind)
                 session.note("model_disclosure", {"text": line})
                 if self.announce is not None:
                     self.announce(line)
-        response = self._complete(session, self.outgoing(), tools, round_no, deadline)
-        message = response.choices[0].message
-        if message.content and message.tool_calls and self.on_text is not None:  # what it says while it works
-            self.on_text(message.content)
-        return response
+        reply = self._complete(session, self.outgoing(), tools, round_no, deadline)
+        if reply.text and reply.tool_calls and self.on_text is not None:  # what it says while it works
+            self.on_text(reply.text)
+        return reply
 
     # ----- one question -----
     def run(self, session: Any, case: Any, budget: int) -> EpisodeResult:
@@ -119,20 +116,14 @@ class StudyConversation(ChatAgent):
         self.instructions = ""
         deadline = time.monotonic() + self.settings.wall_clock_s
         pathology = viewer_kind(session.kind).stepwise
-        tools = [
-            {"type": "function",
-             "function": {"name": s.name, "description": s.description, "parameters": s.parameters_schema()}}
-            for s in session.registry.specs(session.track)
-        ]  # fmt: skip
+        tools = tool_decls(session)
+        self._start_usage()  # tokens and cost per question; `session_usage` keeps the whole conversation's
         self._turn_start = len(self.messages)
         if not self.messages:
             check_images(session, self.redactor)
             system = template(f"study_{session.kind}_system").replace("{budget}", str(budget))
-            session.note(
-                "agent_start",
-                {"model": self.settings.model, "base_url": self.settings.base_url, "budget": budget,
-                 "mode": "study", "prompt_sha256": hashlib.sha256(system.encode()).hexdigest()},
-            )  # fmt: skip
+            digest = hashlib.sha256(system.encode()).hexdigest()
+            session.note("agent_start", self.start_record(budget, digest, mode="study"))
             self.messages.append({"role": "system", "content": system})
             self.messages.append({"role": "user", "content": self._first(session, question, pathology)})
         else:
@@ -153,7 +144,9 @@ class StudyConversation(ChatAgent):
             raise
 
     def _failed(self, session: Any, exc: TransportFailure, content: str, rounds: int) -> EpisodeResult:
-        reason = short_reason(exc, self.settings.base_url)
+        from copilot.llm.providers import PROVIDERS
+
+        reason = short_reason(exc, PROVIDERS[self.spec.provider].base_url_env or "the server URL")
         self._trace(session, "agent_error", {"error": str(exc), "reason": reason, "rounds": rounds})
         if self.messages and self.messages[-1].get("role") == "user":
             self.messages.pop()  # the unanswered question leaves the conversation (the clinician asks again)

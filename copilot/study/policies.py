@@ -8,10 +8,11 @@ benchmark episode.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from copilot.agent.settings import AgentSettings
+from copilot.llm.spec import is_model_policy
+from copilot.llm.spec import service_problem as spec_problem
 from copilot.medflow.policies import make_policy
 from copilot.medflow.registry import modules
 from copilot.study.agent import StudyConversation
@@ -23,7 +24,7 @@ class PolicyUnavailable(ValueError):
 
 
 def is_model(spec: str) -> bool:
-    return spec == "openai" or spec.startswith("openai:")
+    return is_model_policy(spec)
 
 
 def policy_problem(spec: str, case: Any) -> str | None:
@@ -38,18 +39,12 @@ def policy_problem(spec: str, case: Any) -> str | None:
 
 def service_problem(settings: AgentSettings) -> str | None:
     """Why no request can be made (one line naming the setting), or None."""
-    if not settings.base_url and not os.environ.get("OPENAI_API_KEY"):
-        return (
-            "no model service configured: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible server, or "
-            "OPENAI_API_KEY for https://api.openai.com/v1"
-        )
-    return None
+    return spec_problem(settings.spec())
 
 
 def model_settings(spec: str, model: str | None = None, base_url: str | None = None, **more: Any) -> AgentSettings:
-    """Settings of `openai[:MODEL]` from the environment and the given overrides."""
-    chosen = model or (spec.split(":", 1)[1] if ":" in spec else None)
-    return AgentSettings.from_env(model=chosen, base_url=base_url, **more)
+    """Settings of a model policy spec from the environment and the given overrides."""
+    return AgentSettings.for_policy(spec, model=model, base_url=base_url, **more)
 
 
 def redactor_for(case: Any, kind: str) -> Redactor:

@@ -1,0 +1,61 @@
+"""A model policy made ready to send: the provider's wire for a resolved spec, and errors that say what to do."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from copilot.llm.calls import ChatModel
+from copilot.llm.providers import PROVIDERS
+from copilot.llm.spec import ModelSpec, SpecError, redact_url
+from copilot.llm.types import ModelError
+
+IMAGE_BUDGET_SETTING = "MEDCOPILOT_KEEP_IMAGES"
+
+
+def connect(spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any = None) -> tuple[ModelSpec, ChatModel]:
+    """The wire for `spec`; a `local:` spec without a model takes the one its server lists first."""
+    wire: ChatModel = PROVIDERS[spec.provider].wire_class()(spec, timeout_s, stream, client)
+    if not spec.model:
+        try:
+            listed = wire.list_models()
+        except ModelError as exc:
+            where = redact_url(spec.base_url or "")
+            raise SpecError(f"{where} lists no models ({exc}); name one with --model") from exc
+        if not listed:
+            raise SpecError(f"{redact_url(spec.base_url or '')} serves no model; name one with --model")
+        spec = replace(spec, model=listed[0])
+        wire = PROVIDERS[spec.provider].wire_class()(spec, timeout_s, stream, client)
+    return spec, wire
+
+
+def explain(error: ModelError, spec: ModelSpec, wire: ChatModel | None = None) -> str:
+    """One line for the user: what failed and the setting that fixes it."""
+    where = f"{spec.provider} model service at {redact_url(spec.base_url or 'its default address')}"
+    provider = PROVIDERS[spec.provider]
+    if error.kind == "not_found":
+        names = ""
+        if wire is not None:
+            try:
+                names = ", ".join(wire.list_models()[:12])
+            except ModelError:
+                names = ""
+        listed = f"; it lists: {names}" if names else ""
+        return f"{where} does not know the model {spec.model!r} (HTTP 404){listed} — choose one with --model"
+    if error.kind == "auth":
+        keys = " or ".join(provider.key_env) or "the key setting"
+        return f"{where} refused the key (HTTP {error.status}): check {keys} (or {provider.key_env[0]}_FILE)"
+    if error.kind == "context":
+        return (
+            f"{where}: the conversation is longer than the model's context (HTTP {error.status}); send fewer "
+            f"images with {IMAGE_BUDGET_SETTING} (images kept per conversation, default 3) or ask a new question"
+        )
+    if error.kind == "cancelled":
+        return "stopped by the clinician"
+    if error.kind == "deadline":
+        return f"{where} did not answer within the round's deadline (MEDCOPILOT_ROUND_DEADLINE_S)"
+    if error.kind == "retryable" and error.status is None:
+        return f"{where} is not reachable or timed out ({error}); check --base-url / {provider.base_url_env or 'URL'}"
+    status = f"HTTP {error.status}" if error.status else "an error"
+    detail = " ".join(str(error).split())[:200]
+    return f"{where} answered {status}: {detail}"

@@ -1,0 +1,117 @@
+"""The chat-completions wire (the `openai` SDK): OpenAI, Azure OpenAI deployments and local OpenAI-compatible
+servers (vLLM, Ollama, llama.cpp's server, LM Studio). The conversation is already in this shape; requests stream
+(`stream_options.include_usage` for the token counts) unless MEDCOPILOT_STREAM=0."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import openai
+
+from copilot.llm.convert import new_call_id
+from copilot.llm.spec import ModelSpec
+from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, Usage, classify_status
+
+
+def _error(exc: Exception) -> ModelError:
+    if isinstance(exc, openai.APIStatusError):
+        return classify_status(exc.status_code, str(exc), exc.response.headers)
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelError("retryable", f"timed out: {exc}")
+    return ModelError("retryable", f"{type(exc).__name__}: {exc}")
+
+
+class OpenAIChat:
+    """One OpenAI-compatible service; `client` may be a ready SDK client (tests, a host's own)."""
+
+    wire = "openai-chat"
+
+    def __init__(self, spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any = None) -> None:
+        self.spec, self.stream = spec, stream
+        if client is None and spec.provider == "azure":
+            client = openai.AzureOpenAI(azure_endpoint=spec.base_url or "", api_key=spec.api_key,
+                                        api_version=spec.api_version, timeout=timeout_s, max_retries=0)  # fmt: skip
+        elif client is None:
+            client = openai.OpenAI(base_url=spec.base_url, api_key=spec.api_key or "not-needed", timeout=timeout_s,
+                                   max_retries=0)  # fmt: skip
+        self.client = client
+        self._open: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return str(getattr(self.client, "base_url", "") or self.spec.base_url or "")
+
+    def list_models(self) -> list[str]:
+        try:
+            return sorted(m.id for m in self.client.models.list())
+        except (openai.APIError, openai.OpenAIError) as exc:
+            raise _error(exc) from exc
+
+    def abort(self) -> None:
+        with self._lock:
+            stream, self._open = self._open, None
+        if stream is not None:
+            stream.close()
+
+    def complete(self, request: ChatRequest, on_text: Callable[[str], None] | None = None) -> Reply:
+        kwargs: dict[str, Any] = {"model": self.spec.model, "messages": request.messages,
+                                  "temperature": request.temperature}  # fmt: skip
+        if request.tools:
+            kwargs["tools"] = [t.openai() for t in request.tools]
+        try:
+            if not self.stream:
+                return self._whole(self.client.chat.completions.create(**kwargs))
+            stream = self.client.chat.completions.create(**kwargs, stream=True,
+                                                         stream_options={"include_usage": True})  # fmt: skip
+            with self._lock:
+                self._open = stream
+            try:
+                return self._streamed(stream, on_text)
+            finally:
+                with self._lock:
+                    self._open = None
+        except openai.OpenAIError as exc:
+            raise _error(exc) from exc
+
+    @staticmethod
+    def _usage(usage: Any) -> Usage:
+        if usage is None:
+            return Usage()
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+        return Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), cached)
+
+    def _whole(self, response: Any) -> Reply:
+        choice = response.choices[0]
+        msg = choice.message
+        calls = [ToolCall(c.id or new_call_id(), c.function.name, c.function.arguments or "")
+                 for c in msg.tool_calls or []]  # fmt: skip
+        return Reply(msg.content or "", calls, choice.finish_reason or "stop", self._usage(response.usage),
+                     1 if msg.content else 0)  # fmt: skip
+
+    def _streamed(self, stream: Any, on_text: Callable[[str], None] | None) -> Reply:
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish, usage = "stop", Usage()
+        for chunk in stream:
+            if getattr(chunk, "usage", None) is not None:
+                usage = self._usage(chunk.usage)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    text.append(delta.content)
+                    if on_text is not None:
+                        on_text(delta.content)
+                for tc in (delta.tool_calls if delta is not None else None) or []:
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = tc.id or slot["id"]
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        tool_calls = [ToolCall(c["id"] or new_call_id(), c["name"], c["arguments"]) for _, c in sorted(calls.items())]
+        return Reply("".join(text), tool_calls, finish, usage, len(text))

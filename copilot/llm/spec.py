@@ -1,0 +1,157 @@
+"""The one parser of model policy specs: `PROVIDER[:MODEL]` (or `local:URL`) into what a request needs.
+
+The key comes from the provider's environment variable or from a key file named by `VAR_FILE` (owner-only, else
+refused) — never from the command line. A base URL carrying a secret (user:password@, `key=`/`token=` query
+parameters) is refused: it would be written into traces, reports and error lines.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+from copilot.llm.providers import PROVIDERS, Provider
+
+SECRET_QUERY_NAMES = ("key", "api_key", "apikey", "api-key", "token", "access_token", "password", "secret", "sig")
+AZURE_API_VERSION = "2024-10-21"
+
+
+class SpecError(ValueError):
+    """A policy spec or model setting that cannot be used (the message names the fix)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model policy: provider, model id, wire format, where to send, and the key (never printed)."""
+
+    provider: str
+    model: str
+    wire: str
+    base_url: str | None
+    api_key: str = field(default="", repr=False)
+    api_version: str | None = None
+
+    @property
+    def policy(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    def describe(self) -> dict[str, str | None]:
+        """What a trace header and a result row record of the model (no key)."""
+        return {"provider": self.provider, "model": self.model, "wire": self.wire, "base_url": self.base_url}
+
+
+def provider_of(policy: str) -> Provider | None:
+    """The provider a policy spec names, or None for an offline policy (`baseline`, `prior`, `scripted:FILE`)."""
+    return PROVIDERS.get(policy.split(":", 1)[0])
+
+
+def is_model_policy(policy: str) -> bool:
+    return provider_of(policy) is not None
+
+
+def model_policy_help() -> str:
+    return " | ".join(f"{name}[:MODEL]" if name != "local" else "local:URL" for name in PROVIDERS)
+
+
+def model_of(policy: str, model: str | None = None) -> str:
+    """The model a policy runs, as result rows key it (`openai:gpt-x` → `gpt-x`; an offline policy is its own)."""
+    if model:
+        return model
+    provider = provider_of(policy)
+    if provider is None or ":" not in policy or provider.name == "local":
+        return policy
+    return policy.split(":", 1)[1]
+
+
+def check_url(url: str, what: str = "--base-url") -> str:
+    """The URL unchanged, or SpecError when it is not http(s) or carries a secret."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SpecError(f"{what} must be an http(s) URL with a host, not {redact_url(url)!r}")
+    if parts.username or parts.password:
+        raise SpecError(f"{what} carries a user name or password: give the key in the environment instead "
+                        f"({redact_url(url)})")  # fmt: skip
+    if any(k.lower() in SECRET_QUERY_NAMES for k, _ in parse_qsl(parts.query, keep_blank_values=True)):
+        raise SpecError(f"{what} carries a key in its query: give it in the environment instead ({redact_url(url)})")
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL with any user-info and secret-named query values replaced by ***, safe to print."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = "&".join(
+        f"{k}=***" if k.lower() in SECRET_QUERY_NAMES else (f"{k}={v}" if v else k)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def read_key_file(path: str | Path) -> str:
+    """A key file's first line; refused when others may read it (the chmod to run is named)."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"key file {p}: {exc.strerror or exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SpecError(f"key file {p} is readable by other users: run `chmod 600 {p}`")
+    return text.splitlines()[0].strip() if text.strip() else ""
+
+
+def resolve_key(provider: Provider, env: Mapping[str, str]) -> str:
+    """The provider's key from its environment variable, or from the file its `VAR_FILE` names; "" if none."""
+    for var in provider.key_env:
+        if env.get(var):
+            return env[var]
+        if env.get(f"{var}_FILE"):
+            return read_key_file(env[f"{var}_FILE"])
+    return ""
+
+
+def parse_policy(
+    policy: str, model: str | None = None, base_url: str | None = None, env: Mapping[str, str] | None = None
+) -> ModelSpec:
+    """Resolve a model policy spec with the command line's `--model` / `--base-url` over the environment."""
+    env = os.environ if env is None else env
+    provider = provider_of(policy)
+    if provider is None:
+        raise SpecError(f"{policy!r} is not a model policy; use {model_policy_help()}")
+    rest = policy.split(":", 1)[1] if ":" in policy else ""
+    if provider.name == "local":
+        base_url = base_url or rest or None
+        if not base_url:
+            raise SpecError("local: name the server, e.g. local:http://127.0.0.1:11434/v1 (Ollama)")
+        chosen = model or env.get("MEDCOPILOT_MODEL") or ""
+    else:
+        chosen = model or rest or env.get("MEDCOPILOT_MODEL") or provider.default_model or ""
+        base_url = base_url or (env.get(provider.base_url_env) if provider.base_url_env else None) or None
+    if provider.name == "azure":
+        if not base_url:
+            raise SpecError("azure: set AZURE_OPENAI_ENDPOINT (https://RESOURCE.openai.azure.com) or --base-url")
+        if not chosen:
+            raise SpecError("azure: name the deployment, e.g. azure:gpt-4o-prod")
+    if base_url:
+        check_url(base_url)
+    key = resolve_key(provider, env)
+    version = env.get("OPENAI_API_VERSION", AZURE_API_VERSION) if provider.name == "azure" else None
+    return ModelSpec(provider.name, chosen, provider.wire, base_url, key, version)
+
+
+def service_problem(spec: ModelSpec, env: Mapping[str, str] | None = None) -> str | None:
+    """Why no request can be made with this spec (one line naming the setting), or None."""
+    provider = PROVIDERS[spec.provider]
+    if spec.provider == "openai" and not spec.base_url and not spec.api_key:
+        return ("no model service configured: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible server, "
+                "or OPENAI_API_KEY for https://api.openai.com/v1 (docs/models.md)")  # fmt: skip
+    if provider.needs_key and not spec.api_key:
+        names = " or ".join(provider.key_env)
+        return f"no key for {spec.provider}: set {names} (or {provider.key_env[0]}_FILE, a chmod 600 file)"
+    return None
