@@ -534,8 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     from copilot.pacs.cli import add_pacs_parser
+    from copilot.study.sessions_cli import add_sessions_parser
 
     add_pacs_parser(sub)
+    add_sessions_parser(sub)
     return p
 
 

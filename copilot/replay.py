@@ -22,6 +22,7 @@ from copilot.session import Session
 from copilot.tools.withheld import WITHHELD_EVENT, WithheldRegistry
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 from copilot.trace.redact import redact
+from copilot.trace.study_ref import with_study
 
 
 @dataclass
@@ -78,7 +79,10 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     events, failure = read_events(tdir)
     if failure is not None:
         return failure
-    head = events[0]
+    head = with_study(tdir, events[0])  # a clinician's study: its path and inputs from the owner-only sidecar
+    if case_dir is None and not head.get("case_root"):
+        return ReplayReport(False, len(events), 0, "the trace names its study by reference only and its folder "
+                            "holds no study.json: give the study folder (--case)", 0)  # fmt: skip
     root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
     try:
         adopted = next((e for e in events if e["type"] == "scene_adopted"), None)  # a clinician's own Slicer scene

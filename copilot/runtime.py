@@ -15,6 +15,7 @@ from copilot.kinds import viewer_kind
 from copilot.session import Session
 from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
+from copilot.trace.study_ref import pseudonymous_header
 from copilot.viewer.protocol import Viewer
 
 
@@ -78,9 +79,11 @@ def open_session(
     ops: str | None = None,
     backend: str = "embedded",
     protocol: str | None = None,
+    pseudonymous: bool = False,
 ) -> Session:
     """A session on a case pack (a folder or already read) or any study; with `preload`, the system opens its
-    inputs (recorded in the trace).
+    inputs (recorded in the trace). `pseudonymous`: the trace names the study by its reference, its path and
+    inputs kept in the trace folder's owner-only sidecar (`copilot.trace.study_ref`).
 
     `viewer` replaces the embedded engine (e.g. a live QuPath through `qupath_ext`); otherwise `backend` picks
     the kind's viewer ("embedded", or "slicer" for radiology: Slicer's MRML libraries). `ops` limits Track B
@@ -95,6 +98,8 @@ def open_session(
     header = session_header(case, track, ops, backend, protocol)
     if protocol:
         header["tools"] = [s.name for s in registry_view(kind.registry, ops, protocol).specs(track)]
+    if pseudonymous and trace_dir is not None:
+        header = pseudonymous_header(header, trace_dir)
     trace = TraceRecorder(trace_dir, header) if trace_dir is not None else None
     session = new_session(case.kind, backend=backend, viewer=viewer, ops=ops, track=track, trace=trace, case=case,
                           protocol=protocol)  # fmt: skip

@@ -29,6 +29,7 @@ from copilot.panel.studies import open_study, study_at, study_for
 from copilot.replay import replay
 from copilot.session import Session
 from copilot.tools.evidence_sr import ras_to_lps
+from copilot.trace.study_ref import study_record
 
 PATIENT_ID, PATIENT_NAME, ACCESSION = (SAMPLE_PATIENT[k] for k in ("PatientID", "PatientName", "AccessionNumber"))
 needs_orthanc = pytest.mark.skipif(missing() is not None, reason=str(missing()))
@@ -110,6 +111,10 @@ def test_credentials_from_environment_or_config_file(monkeypatch: pytest.MonkeyP
         {"url": "https://pacs.example.org", "username": "ward", "password": "p1"},
         {"url": "https://pacs.example.org/dicom-web", "token": "tok-123", "ca_bundle": "/etc/ssl/h.pem"},
     ]}))  # fmt: skip
+    config.chmod(0o644)  # others may read the passwords: refused with the fix named
+    with pytest.raises(HandlerError, match=f"run `chmod 600 {config}`"):
+        credentials_for(root)
+    config.chmod(0o600)
     creds = credentials_for(root)
     assert (creds.token, creds.ca_bundle) == ("tok-123", "/etc/ssl/h.pem") and "tok-123" not in repr(creds)
     assert credentials_for("https://pacs.example.org/other").username == "ward"  # the longest matching prefix
@@ -194,7 +199,8 @@ def test_url_opens_the_same_volume_as_the_folder(pacs: LocalOrthanc, uploaded: A
         assert np.allclose(a["volume"].ijk_to_ras, b["volume"].ijk_to_ras, atol=1e-9)
         session.close()
         header = json.loads((tmp_path / f"trace{series}" / "trace.jsonl").read_text().splitlines()[0])
-        origin = header["case_inputs"]["origin"]
+        assert "case_inputs" not in header and "case_root" not in header and header["study_ref"].startswith("study-")
+        origin = study_record(tmp_path / f"trace{series}")["case_inputs"]["origin"]  # the owner-only sidecar
         assert origin["url"] == url and origin["dicomweb"] == pacs.dicomweb
         text = (tmp_path / f"trace{series}" / "trace.jsonl").read_text()
         assert pacs.password not in text and pacs.user not in text  # credentials never traced
@@ -515,7 +521,8 @@ def test_chat_on_a_pacs_study_url(
     out = capsys.readouterr().out
     assert rc == 0 and "answer: A bright block" in out and "key_slice" in out
     events, failure = read_events(tmp_path / "t")
-    assert failure is None and events[0]["case_inputs"]["origin"]["study"] == ds.StudyInstanceUID
+    assert failure is None and "case_inputs" not in events[0]  # the trace names the study by reference only
+    assert study_record(tmp_path / "t")["case_inputs"]["origin"]["study"] == ds.StudyInstanceUID
     secrets = [*SAMPLE_PATIENT.values(), ds.StudyInstanceUID, ds.SeriesInstanceUID, pacs.password,
                pacs.dicomweb.split("//")[1].split("/")[0]]  # fmt: skip
     assert len(fake.bodies) == 2

@@ -3,7 +3,6 @@ study and its series; a double-click opens the series in the window with its ori
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from copilot.pacs.client import PacsClient
 from copilot.pacs.orthanc import LocalOrthanc, missing
 from copilot.pacs.sample import SAMPLE_PATIENT, write_ct_series
 from copilot.panel.studies import RecentStudies
+from copilot.trace.study_ref import study_record
 
 pytestmark = [pytest.mark.gui, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -46,8 +46,7 @@ def test_pacs_browser_searches_and_opens(qtbot, tmp_path: Path, monkeypatch: pyt
         ds = datasets[0]
         assert opened == [f"{pacs.dicomweb}/studies/{ds.StudyInstanceUID}/series/{ds.SeriesInstanceUID}"]
         assert win.model is not None and win.model.session.kind == "radiology"
-        header = json.loads((tmp_path / "t" / "trace.jsonl").read_text().splitlines()[0])
-        assert header["case_inputs"]["origin"]["url"] == opened[0]
+        assert study_record(tmp_path / "t")["case_inputs"]["origin"]["url"] == opened[0]  # the owner-only sidecar
         monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", "wrong")
         assert dock.search() == -1 and "HTTP 401" in dock.status.text()
         win.close()

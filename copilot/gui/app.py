@@ -57,6 +57,7 @@ from copilot.panel.studies import (
     select_series_list,
     study_at,
 )
+from copilot.privatefs import make_private
 
 SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
 Picked = Series | list[Series]  # what the series picker or --series chose
@@ -274,6 +275,7 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Screenshot", "medcopilot.png", "PNG (*.png)")
         if path:
             self.grab().save(path)
+            make_private(path)  # the patient banner is in the picture
 
     def _export_report(self) -> None:
         """The session's audit page (the copilot panel's export)."""
@@ -899,6 +901,7 @@ def main(
         app.processEvents()
     jpeg = screenshot.lower().endswith((".jpg", ".jpeg"))
     window.grab().save(screenshot, None, 90 if jpeg else 0)  # PNG at the strongest compression
+    make_private(screenshot)  # the patient banner is in the picture
     print(screenshot)
     window.close()  # the session's trace gets its end
     return 1 if failed else 0

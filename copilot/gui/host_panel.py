@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from copilot.gui.patient_bar import STYLE
 from copilot.host.panel import PanelState, panel_state
 
 
@@ -51,6 +52,8 @@ class HostPanel(QWidget):
         super().__init__()
         self.host = host
         self.setWindowTitle(title)
+        self.patient = QLabel(wordWrap=True)  # whose image it is: never sent to the model
+        self.patient.setStyleSheet(STYLE)
         self.inventory = QLabel(wordWrap=True)
         self.chat = QPlainTextEdit(readOnly=True)
         self.question = QLineEdit(placeholderText="Ask about this image…")
@@ -69,7 +72,7 @@ class HostPanel(QWidget):
         self.action_list.setMaximumHeight(130)
         self.evidence_list.setMaximumHeight(110)
         lay = QVBoxLayout(self)
-        lay.addWidget(_group("Image open in QuPath", self.inventory))
+        lay.addWidget(_group("Image open in QuPath", self.patient, self.inventory))
         lay.addWidget(_group("Conversation", self.chat, _row(self.question, self.ask_button)))
         lay.addWidget(_group("Approve each action", self.approve_each, self.pending, self.reason,
                              _row(self.approve_button, self.reject_button, self.stop_button)))  # fmt: skip
@@ -111,12 +114,14 @@ class HostPanel(QWidget):
         mpp = f"{f['mpp'][0]:.3f} µm/px" if f.get("mpp") else "no pixel size"
         dims = "×".join(str(d) for d in f.get("dimensions", []))
         facts = f"{f.get('name', '')} — {dims} px, {mpp}, {f.get('levels')} levels"
-        return panel_state(self.host.conversation, [facts], str(self.host.trace_path or ""), self.host.errors)
+        return panel_state(self.host.conversation, [facts], str(self.host.trace_path or ""), self.host.errors,
+                           self.host.banner.line)  # fmt: skip
 
     def refresh(self) -> None:
         s = self.state()
         if self.last is None or s != self.last:
             self.inventory.setText(s.inventory)
+            self.patient.setText(s.banner)
             if self.last is None or s.history != self.last.history:
                 self.chat.setPlainText(s.history)
             if self.last is None or s.actions != self.last.actions:
@@ -160,7 +165,7 @@ def qupath_main(port: int, trace_dir: str | None = None, screenshot: str | None 
         viewer.disconnect()
         return 2
     app = QApplication.instance() or QApplication(sys.argv)
-    panel = HostPanel(host, "MedCopilot — QuPath")
+    panel = HostPanel(host, f"{host.banner.title} — QuPath")
     panel.resize(440, 900)
     panel.show()
     try:

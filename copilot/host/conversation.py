@@ -26,6 +26,7 @@ from copilot.engine.volume.render import encode_png
 from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, evidence_label
 from copilot.panel.model import cited_views
+from copilot.privatefs import write_private
 from copilot.session import Session
 from copilot.trace.outcome import CallOutcome
 
@@ -279,5 +280,5 @@ class HostConversation:
             parts.append(f"<p>Trace: {html.escape(str(self.session.trace_dir))}</p>")
         parts.append("</body></html>")
         out = Path(path)
-        out.write_text("".join(parts), encoding="utf-8")
+        write_private(out, "".join(parts))  # owner-only, whatever the umask
         return out

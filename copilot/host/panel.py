@@ -27,6 +27,7 @@ class PanelState:
     can_stop: bool = False
     trace: str = ""
     errors: list[str] = field(default_factory=list)
+    banner: str = ""  # whose study it is: for the clinician, never sent to the model
 
 
 def action_line(n: int, a: Action) -> str:
@@ -37,8 +38,8 @@ def action_line(n: int, a: Action) -> str:
 
 
 def panel_state(conversation: HostConversation | None, inventory: list[str] | None = None,
-                trace: str = "", errors: list[str] | None = None) -> PanelState:  # fmt: skip
-    """The panel for a conversation (None: no session yet)."""
+                trace: str = "", errors: list[str] | None = None, banner: str = "") -> PanelState:  # fmt: skip
+    """The panel for a conversation (None: no session yet); `banner`: the patient banner's line."""
     if conversation is None:
         return PanelState("No copilot session: load a study in the viewer, then start the copilot.", "", "",
                           can_ask=False)  # fmt: skip
@@ -60,6 +61,7 @@ def panel_state(conversation: HostConversation | None, inventory: list[str] | No
         can_stop=busy,
         trace=trace,
         errors=list(errors or []),
+        banner=banner,
     )
 
 

@@ -5,6 +5,7 @@ image's object hierarchy as locked "MedCopilot evidence" annotations, and the wr
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,8 @@ from copilot.host.conversation import HostConversation, direct
 from copilot.host.handlers import QUPATH_HOST
 from copilot.host.registry import HIDDEN, withhold
 from copilot.host.slicer import model_settings
+from copilot.pacs.patient import study_facts
+from copilot.panel.banner import Banner, banner_from_facts
 from copilot.runtime import new_session, session_header
 from copilot.session import Session
 from copilot.trace.recorder import TraceRecorder
@@ -76,6 +79,14 @@ class PathologyHost:
         self.written: list[dict[str, Any]] = []  # evidence items now in QuPath, with QuPath's object ids
         self.errors: list[str] = []
         conversation.listeners.append(self._on_event)
+
+    @functools.cached_property
+    def banner(self) -> Banner:
+        """The patient banner of the open image (a DICOM whole-slide file's headers; other slide files name no
+        patient): for the pathologist's eyes only, never sent to the model."""
+        path = Path(str(self.image_facts.get("path") or "").removeprefix("file:"))
+        facts = study_facts(path.parent, {"slide": path.name}) if path.is_file() else None
+        return banner_from_facts(facts, str(self.image_facts.get("name") or path.name or "the image open in QuPath"))
 
     @classmethod
     def adopt(

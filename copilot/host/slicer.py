@@ -10,9 +10,11 @@ after the clinician agrees. The same code runs on slicer-core's standalone scene
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from copilot.agent.loop import ChatAgent
@@ -21,12 +23,15 @@ from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
 from copilot.host.conversation import HostConversation, direct
 from copilot.host.registry import HIDDEN, withhold
+from copilot.pacs.patient import facts_from_headers
+from copilot.panel.banner import Banner, banner_from_facts
 from copilot.runtime import new_session, open_session, session_header
 from copilot.session import Session
 from copilot.slicer_backend.adopt import (
     ADOPTED_EVENT,
     SceneVolume,
     adoption_record,
+    dicom_attributes,
     scene_volumes,
     skipped_volumes,
 )
@@ -93,6 +98,14 @@ class SlicerHost:
     @property
     def trace_path(self) -> Path | None:
         return self.session.trace_dir
+
+    @functools.cached_property
+    def banner(self) -> Banner:
+        """The patient banner of the adopted volumes, from what Slicer's DICOM import filed for their series, study
+        and patient; for the clinician's eyes only (the model knows the volumes by modality and series)."""
+        attrs = [dicom_attributes(self.viewer.scene, v.node_id) for v in self.volumes]
+        facts = facts_from_headers([SimpleNamespace(**a) for a in attrs if a])
+        return banner_from_facts(facts, "volumes in this Slicer scene")
 
     def inventory_text(self) -> list[str]:
         """The adopted volumes as the model knows them, then the volume nodes left out and why."""

@@ -18,8 +18,10 @@ from typing import Any
 from copilot.cases.pack import CasePack, load_case
 from copilot.engine.volume.headers import is_dicom
 from copilot.engine.volume.image import VOLUME_SUFFIXES
+from copilot.pacs.cache import read_origin
 from copilot.pacs.fetch import local_study, with_origin
 from copilot.pacs.wsi import dicom_wsi_file
+from copilot.privatefs import private_dir, write_private
 from copilot.runtime import open_session
 from copilot.session import Session
 from copilot.trace.recorder import TRACE_FILE
@@ -243,7 +245,8 @@ def study_for(
         inputs["series_uid"] = chosen[0].uid  # open_case opens this series of the folder
     elif len(chosen) > 1:
         inputs["series_uids"] = [s.uid for s in chosen]  # each folder's series, in order
-    return Study(p, f"{p.name} — {' + '.join(s.label for s in chosen)}", "", "radiology", inputs)
+    name = "PACS study" if read_origin(p) is not None else p.name  # a cache folder's name is a hash
+    return Study(p, f"{name} — {' + '.join(s.label for s in chosen)}", "", "radiology", inputs)
 
 
 def study_at(
@@ -258,8 +261,9 @@ def study_at(
 def open_study(
     study: Study | CasePack, trace_dir: str | Path | None = None, backend: str = "embedded", track: str = "A"
 ) -> Session:
-    """A session with the study loaded by the system's audited open call (Track B: with the operators)."""
-    return open_session(study, track=track, trace_dir=trace_dir, backend=backend)
+    """A session with the study loaded by the system's audited open call (Track B: with the operators); its trace
+    names the study by a pseudonymous reference (the path and UIDs in the trace folder's owner-only sidecar)."""
+    return open_session(study, track=track, trace_dir=trace_dir, backend=backend, pseudonymous=True)
 
 
 def case_packs(folder: str | Path) -> list[Path]:
@@ -286,8 +290,8 @@ class RecentStudies:
         items = [p] + [q for q in self.items() if q != p]
         items = items[:RECENT_MAX]
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps([str(q) for q in items], indent=1), encoding="utf-8")
+            private_dir(self.path.parent)  # the paths may name patients: owner-only
+            write_private(self.path, json.dumps([str(q) for q in items], indent=1))
         except OSError:  # a read-only home: the list just is not kept
             pass
         return items

@@ -19,6 +19,7 @@ from copilot.replay import apply_note, is_export, read_events, session_for
 from copilot.session import Peek, SessionState
 from copilot.tools.args import DEFAULT_SIZE
 from copilot.trace.recorder import canonical_json
+from copilot.trace.study_ref import with_study
 
 
 @dataclass
@@ -58,7 +59,9 @@ class TraceTimeline:
         events, failure = read_events(self.dir)
         if failure is not None:
             raise ValueError(failure.summary())
-        head = events[0]
+        head = with_study(self.dir, events[0])  # the study's path and inputs from the owner-only sidecar
+        if case_dir is None and not head.get("case_root"):
+            raise ValueError(f"{self.dir} names its study by reference only (no study.json beside the trace)")
         root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
         self.header = head
         self.study = Study(root, str(head.get("case_id", root.name)), str(head.get("module", "")), head["kind"],

@@ -23,6 +23,7 @@ from vtkmodules.util import numpy_support
 from vtkmodules.vtkCommonMath import vtkMatrix4x4
 
 from copilot.engine.geometry import VIEW_NAMES
+from copilot.privatefs import make_private, private_dir
 from copilot.slicer_backend.scene import standalone_scene
 from copilot.slicer_backend.viewer import OWNER_ATTR, SlicerSceneViewer, image_data, np_matrix, vtk_matrix
 
@@ -67,6 +68,22 @@ def _item_facts(sh: Any, item: int) -> tuple[dict[str, str], set[str]]:
             identifiers.add(sh.GetItemName(item))
         item, level = sh.GetItemParent(item), level + 1
     return facts, identifiers
+
+
+def dicom_attributes(scene: Any, node_id: str) -> dict[str, str]:
+    """The DICOM attributes Slicer's DICOM import filed for a volume node's series, study and patient (subject
+    hierarchy items, the nearest level first), by keyword: for the clinician's patient banner only."""
+    sh = _sh(scene)
+    node = scene.GetNodeByID(node_id)
+    item = sh.GetItemByDataNode(node) if sh is not None and node is not None else 0
+    found: dict[str, str] = {}
+    while item and item != sh.GetSceneItemID():
+        for name in sh.GetItemAttributeNames(item):
+            value = sh.GetItemAttribute(item, name) or ""
+            if name.startswith("DICOM.") and value:
+                found.setdefault(name.removeprefix("DICOM."), value)
+        item = sh.GetItemParent(item)
+    return found
 
 
 def _tokens(identifiers: set[str]) -> set[str]:
@@ -180,8 +197,9 @@ def _write_nrrd(array: np.ndarray, path: Path) -> str:
     """Voxels only (geometry is in the record): a raw NRRD written by SimpleITK; its sha256."""
     import SimpleITK as sitk
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)  # the clinician's voxels: owner-only, whatever the umask
     sitk.WriteImage(sitk.GetImageFromArray(np.ascontiguousarray(array)), str(path), True)
+    make_private(path)
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

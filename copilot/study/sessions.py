@@ -1,27 +1,258 @@
-"""Where study sessions are kept: one trace folder per desktop or `chat` session, in a per-user folder.
+"""Where study sessions are kept, and for how long: one trace folder per desktop or `chat` session, in a per-user,
+owner-only folder, listed, shown, exported (de-identified on request) and purged by `medcopilot sessions`.
 
 `$MEDCOPILOT_SESSIONS` if set, else `$XDG_DATA_HOME/medcopilot/sessions` (by default
 `~/.local/share/medcopilot/sessions`). A session folder is named by its start time, the kind of study and a
-random suffix, never by the study's own folder or file names (they may name the patient).
+random suffix, never by the study's own folder or file names (they may name the patient). Sessions are kept
+`retention_days()` days (30 unless `$MEDCOPILOT_RETENTION_DAYS` or `medcopilot sessions retention DAYS` says
+otherwise); `medcopilot sessions purge` removes older ones when asked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import secrets
+import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from copilot.privatefs import make_private, private_dir, write_private
+from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
+from copilot.trace.study_ref import SIDECAR, sessions_root, study_record
 
-def sessions_root() -> Path:
-    """The per-user folder that holds the session traces."""
-    if os.environ.get("MEDCOPILOT_SESSIONS"):
-        return Path(os.environ["MEDCOPILOT_SESSIONS"]).expanduser()
-    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return data / "medcopilot" / "sessions"
+__all__ = ["new_session_dir", "sessions_root"]
+
+DEFAULT_RETENTION_DAYS = 30
+RETENTION_ENV = "MEDCOPILOT_RETENTION_DAYS"
+DAY = 86400.0
+LEFT_OUT = (SIDECAR, "report.html", "derived")  # what a de-identified export never carries
 
 
 def new_session_dir(kind: str, root: str | Path | None = None) -> Path:
-    """A fresh, not yet created folder for one session's trace."""
-    base = Path(root) if root is not None else sessions_root()
+    """A fresh, not yet created folder for one session's trace (the sessions folder made or narrowed to 0700)."""
+    base = private_dir(Path(root) if root is not None else sessions_root())
     return base / f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(3)}"
+
+
+# ----- retention -----
+
+
+def retention_file() -> Path:
+    """Where `medcopilot sessions retention DAYS` keeps the user's choice."""
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "medcopilot" / "sessions.json"
+
+
+def retention_days() -> float:
+    """How many days sessions are kept: `$MEDCOPILOT_RETENTION_DAYS`, else the user's setting, else 30."""
+    for raw in (os.environ.get(RETENTION_ENV), _setting()):
+        if raw is not None:
+            try:
+                return check_days(float(raw))
+            except ValueError:
+                continue
+    return float(DEFAULT_RETENTION_DAYS)
+
+
+def _setting() -> Any:
+    try:
+        return json.loads(retention_file().read_text(encoding="utf-8")).get("retention_days")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_days(days: float) -> float:
+    """A number of days a retention or a purge may use (ValueError otherwise)."""
+    if not days >= 0 or days == float("inf"):
+        raise ValueError(f"days must be a number ≥ 0, not {days}")
+    return days
+
+
+def set_retention(days: float) -> Path:
+    """Keep sessions `days` days from now on (written owner-only in the user's config folder)."""
+    path = retention_file()
+    private_dir(path.parent)
+    write_private(path, json.dumps({"retention_days": check_days(days)}) + "\n")
+    return path
+
+
+# ----- listing -----
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session folder as the list shows it."""
+
+    folder: Path
+    started: float
+    last: float
+    kind: str
+    study_ref: str
+    status: str
+    events: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    def age_days(self, now: float | None = None) -> float:
+        """Days since the session last wrote its trace."""
+        return ((now if now is not None else time.time()) - self.last) / DAY
+
+
+def _lines(path: Path) -> list[str]:
+    return [line for line in path.read_text(encoding="utf-8").split("\n") if line]
+
+
+def session_info(folder: Path) -> SessionInfo | None:
+    """What a session folder holds (None: not a session folder)."""
+    trace = folder / TRACE_FILE
+    if not trace.is_file():
+        return None
+    lines = _lines(trace)
+    try:
+        head = json.loads(lines[0]) if lines else {}
+        end = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        head, end = {}, {}
+    status = str(end.get("status") or "ended") if end.get("type") == "episode_end" else "unfinished"
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return SessionInfo(folder, float(head.get("time") or trace.stat().st_mtime), trace.stat().st_mtime,
+                       str(head.get("kind", "?")), str(head.get("study_ref") or head.get("case_id") or "?"),
+                       status, len(lines), size)  # fmt: skip
+
+
+def list_sessions(root: Path | None = None) -> list[SessionInfo]:
+    """Every session under the sessions folder, oldest first."""
+    base = root if root is not None else sessions_root()
+    if not base.is_dir():
+        return []
+    found = [i for c in base.iterdir() if c.is_dir() and (i := session_info(c)) is not None]
+    return sorted(found, key=lambda i: (i.started, i.name))
+
+
+def find_session(name: str, root: Path | None = None) -> Path:
+    """A session folder by its name, a unique start of its name, or its path (ValueError otherwise)."""
+    p = Path(name)
+    if (p / TRACE_FILE).is_file():
+        return p
+    hits = [i.folder for i in list_sessions(root) if i.name == name] or [
+        i.folder for i in list_sessions(root) if i.name.startswith(name)
+    ]
+    if len(hits) != 1:
+        what = "no session" if not hits else f"{len(hits)} sessions"
+        raise ValueError(f"{what} named {name!r} in {root or sessions_root()} (see `medcopilot sessions list`)")
+    return hits[0]
+
+
+# ----- showing -----
+
+
+def describe(folder: Path) -> list[str]:
+    """The lines `sessions show` prints: the session, its study as the owner-only sidecar records it (with the
+    patient banner when the study's files are still there) and the files it holds."""
+    from copilot.panel.banner import study_banner
+    from copilot.panel.studies import Study
+
+    info = session_info(folder)
+    if info is None:
+        raise ValueError(f"{folder} holds no session trace")
+    head = json.loads(_lines(folder / TRACE_FILE)[0])
+    out = [
+        f"session   {info.name}",
+        f"started   {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.started))}; last written "
+        f"{info.age_days():.1f} days ago; {info.status}; {info.events} trace events; {info.size / 1024:.0f} KiB",
+        f"study     {info.study_ref} ({info.kind}, track {head.get('track', '?')})",
+    ]
+    record = study_record(folder)
+    if record is not None:
+        out.append(f"  folder  {record.get('case_root')}   (owner-only {SIDECAR}; never in the trace)")
+        out.append(f"  opened  {json.dumps(record.get('case_inputs') or {}, sort_keys=True)}")
+        root = record.get("case_root")
+        if root and Path(root).exists():
+            study = Study(Path(root), str(record.get("case_id") or ""), "", info.kind, dict(record.get("case_inputs")
+                                                                                           or {}))  # fmt: skip
+            out.append(f"  patient {study_banner(study).line}")
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.parent == folder)
+    derived = sorted(p.name for p in (folder / "derived").glob("*")) if (folder / "derived").is_dir() else []
+    out.append(f"files     {', '.join(files)}" + (f"; derived: {', '.join(derived)}" if derived else ""))
+    return out
+
+
+# ----- purging -----
+
+
+def purge(days: float, root: Path | None = None, dry_run: bool = False, now: float | None = None) -> list[SessionInfo]:
+    """Remove the sessions last written more than `days` days ago (only folders holding a session trace)."""
+    check_days(days)
+    old = [i for i in list_sessions(root) if i.age_days(now) > days]
+    if not dry_run:
+        for info in old:
+            shutil.rmtree(info.folder)
+    return old
+
+
+# ----- exporting -----
+
+
+def study_redactor(folder: Path, kind: str) -> Any:
+    """What a de-identified export removes: the study's identifiers (from its files when they are still there) and
+    every path, name and UID its sidecar records."""
+    from copilot.panel.identifiers import MIN_LENGTH, study_identifiers
+    from copilot.study.privacy import Redactor
+
+    record = study_record(folder) or {}
+    found: set[str] = set()
+    root, inputs = record.get("case_root"), dict(record.get("case_inputs") or {})
+    if root and Path(root).exists():
+        with contextlib.suppress(Exception):  # unreadable headers: the sidecar's own values still go
+            found |= study_identifiers(Path(root), inputs, kind)
+
+    def strings(value: Any) -> None:
+        if isinstance(value, str) and len(value) >= MIN_LENGTH:
+            found.add(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                strings(v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                strings(v)
+
+    strings([root, record.get("case_id"), inputs])
+    if root:  # the study's folder and the one above it may be named after the patient
+        found |= {p.name for p in (Path(root), Path(root).parent) if len(p.name) >= MIN_LENGTH}
+    return Redactor(found)
+
+
+def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[str]:
+    """Copy a session to `out` (owner-only); with `deidentify`, its trace with the study's identifiers removed
+    and re-chained (a new, verifiable chain), its images, and not the sidecar, the report or the DICOM exports.
+    Returns what was left out."""
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"{out} exists and is not empty")
+    private_dir(out)
+    if not deidentify:
+        shutil.copytree(folder, out, dirs_exist_ok=True)
+        make_private(out)
+        return []
+    events = [json.loads(line) for line in _lines(folder / TRACE_FILE)]
+    redactor = study_redactor(folder, str(events[0].get("kind", "")) if events else "")
+    prev, lines = GENESIS, []
+    for n, event in enumerate(events):
+        body = redactor.scrub({k: v for k, v in event.items() if k not in ("prev", "hash")})
+        body = {**body, "seq": n, "prev": prev, **({"deidentified": True} if n == 0 else {})}
+        body["hash"] = event_hash(body)
+        line = canonical_json(body)
+        lines.append(line)
+        prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
+    write_private(out / TRACE_FILE, "".join(line + "\n" for line in lines))
+    if (folder / "artifacts").is_dir():
+        shutil.copytree(folder / "artifacts", out / "artifacts")
+    make_private(out)
+    return [name for name in LEFT_OUT if (folder / name).exists()]

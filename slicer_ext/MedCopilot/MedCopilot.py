@@ -276,7 +276,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         host, m = self.logic.host, self.model
         if host is not None:
             trace = str(host.trace_path or "")
-            state = panel_state(host.conversation, host.inventory_text(), trace)
+            state = panel_state(host.conversation, host.inventory_text(), trace, banner=host.banner.line)
         elif m is not None:
             pending = f"Proposed: {m.pending.handler} {m.pending.args}" if m.pending else ""
             self.ui.budgetBar.maximum = m.budget

@@ -27,6 +27,8 @@ class PanelView:
         ui = self.ui
         if self._changed(state, "status", "errors"):
             ui.statusLabel.setText(" · ".join([state.status, *state.errors]))
+        if self._changed(state, "banner") and hasattr(ui, "patientLabel"):
+            ui.patientLabel.setText(state.banner or "No patient details in this scene's DICOM attributes")
         if self._changed(state, "inventory"):
             ui.inventoryLabel.setText(state.inventory or "No copilot session yet.")
         if self._changed(state, "history"):
