@@ -4,6 +4,7 @@ when the object refers to another study than the one the banner shows."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,8 @@ def test_chat_prints_the_banner_once_and_no_request_carries_it(
     assert leaks == []
     report = (tmp_path / "t" / "report.html").read_text(encoding="utf-8")
     assert 'class="patient-banner"' in report and "HX-558201" in report
+    ref = json.loads((tmp_path / "t" / "trace.jsonl").read_text().split("\n", 1)[0])["study_ref"]
+    assert f"The trace names this study <code>{ref}</code>" in report  # the sidecar, shown to the clinician
 
 
 def _sr_like(study: str, series: str, frame: str) -> pydicom.Dataset:

@@ -24,6 +24,7 @@ from copilot.panel.banner import BANNER_CSS, study_banner
 from copilot.panel.identifiers import study_identifiers
 from copilot.panel.screen import Frame, Screen
 from copilot.privatefs import write_private
+from copilot.trace.study_ref import SIDECAR, study_record
 
 FIGURE_SIZE = (320, 320)
 MARK_CSS = (
@@ -106,6 +107,24 @@ def _inline_artifacts(page: str, trace_dir: Path) -> str:
     return re.sub(r'src="(artifacts/[^"]+)"', inline, page)
 
 
+def study_line(trace_dir: Path | None) -> str:
+    """Which study the trace's pseudonymous reference stands for, from the owner-only sidecar (for the clinician:
+    the trace itself records only the reference); '' when the session kept none."""
+    record = study_record(trace_dir) if trace_dir is not None else None
+    if not record:
+        return ""
+    inputs = dict(record.get("case_inputs") or {})
+    origin = dict(inputs.get("origin") or {})
+    uids = [f"series {u}" for u in ([inputs["series_uid"]] if inputs.get("series_uid") else [])]
+    uids += [f"PACS study {origin['study']}"] if origin.get("study") else []
+    return (
+        f"<p class='study-ref'>The trace names this study <code>{html.escape(str(record.get('study_ref')))}</code>: "
+        f"folder <code>{html.escape(str(record.get('case_root')))}</code>"
+        + "".join(f", {html.escape(u)}" for u in uids)
+        + f" (kept beside the trace in the owner-only <code>{SIDECAR}</code>).</p>"
+    )
+
+
 def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[str], inline: Path | None) -> str:
     """The page's HTML (`inline`: the trace folder whose artifacts are embedded)."""
     session, case = model.session, model.case
@@ -120,6 +139,7 @@ def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[s
         + (f"; trace <code>{html.escape(str(trace_dir))}</code> (verify with <code>medcopilot replay "
            f"{html.escape(str(trace_dir))}</code>)" if trace_dir else "; no trace was kept")
         + "</p>",
+        study_line(trace_dir),
         "@@PHI@@",
         "<h2>Conversation</h2>",
     ]  # fmt: skip
