@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from copilot.gui.patient_bar import STYLE
 from copilot.host.panel import PanelState, panel_state
+from copilot.privatefs import make_private
 
 
 def _group(title: str, *widgets: QWidget | QHBoxLayout) -> QGroupBox:
@@ -172,6 +173,7 @@ def qupath_main(port: int, trace_dir: str | None = None, screenshot: str | None 
         if screenshot:
             app.processEvents()
             panel.grab().save(screenshot)
+            make_private(screenshot)  # the patient banner is in the picture
             print(screenshot)
             return 0
         return int(app.exec())
