@@ -40,7 +40,7 @@ def provider_of(policy: str) -> str:
 def config_of(row: dict[str, Any]) -> Config:
     """A result row's configuration (defaults where an older row lacks a column)."""
     return Config(
-        str(row.get("model") or row["policy"]),
+        str(row.get("model") or row.get("policy") or ""),
         provider_of(str(row.get("policy") or "")),
         str(row.get("protocol") or "harness"),
         str(row.get("track") or ""),

@@ -16,6 +16,7 @@ from typing import Any
 
 from copilot.bench.configs import config_of, label, paired
 from copilot.bench.module_facts import facts_of
+from copilot.bench.stats import bootstrap_ci
 from copilot.bench.trace_views import shown_fields, shown_planes
 from copilot.bench.workflow_audit import balanced_accuracy, macro_f1
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
@@ -342,6 +343,7 @@ def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         "pairs": len(pairs),
         "p_behaviour": reached_z5 / len(pairs) if pairs else None,
         "delta_strict": _mean(d_y),
+        "delta_strict_ci": bootstrap_ci(d_y),  # the pairs resampled jointly
         "delta_dimensions": {d: _mean(v) for d, v in d_s.items()},
     }
 

@@ -107,12 +107,21 @@ def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "usage": {
                 "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in usage),
                 "completion_tokens": sum(int(u.get("completion_tokens", 0)) for u in usage),
-                "cost_usd": round(sum(float(u.get("cost_usd", 0.0)) for u in usage), 6),
+                "cost_usd": known_sum([u.get("cost_usd", 0.0) for u in usage]),
                 "model_latency_s": round(sum(float(u.get("model_latency_s", 0.0)) for u in usage), 3),
                 "wall_s": round(sum(float(r.get("duration_s") or 0.0) for r in group), 3),
             },
         }
     return out
+
+
+def known_sum(costs: list[Any]) -> float | None:
+    """The total of costs, or None when one is unknown (a model without a price: shown as tokens only)."""
+    return None if any(c is None for c in costs) else round(sum(float(c) for c in costs), 6)
+
+
+def _cost(value: float | None) -> str:
+    return "tokens only" if value is None else f"{value:.4f}"
 
 
 def protocol_funnels(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -149,6 +158,11 @@ def _f(v: Any) -> str:
     return '<span class="muted">—</span>' if v is None else f"{v:.2f}" if isinstance(v, float) else html.escape(str(v))
 
 
+def _ci(funnel: dict[str, Any]) -> str:
+    ci = funnel.get("delta_strict_ci")
+    return "" if ci is None else f' <span class="muted">[{ci[0]:+.2f}, {ci[1]:+.2f}]</span>'
+
+
 def measures_html(rows: list[dict[str, Any]]) -> str:
     """The compact section of report.html: per model failures, S, CWAS-3, R6, the seven dimensions (n),
     Pass@3 and usage; exploration hits against the random baseline; the native-vs-harness funnel."""
@@ -171,7 +185,7 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
             + f"<td>{_f(m['checkpoint_S'])}</td><td>{sweep}</td><td>{_f(m['cwas3'])}</td><td>{_f(m['r6'])}</td>"
             + dims
             + f"<td>{_f(m['pass@3'])}</td><td>{u['prompt_tokens']}/{u['completion_tokens']}</td>"
-            f"<td>{u['cost_usd']:.4f}</td><td>{u['wall_s']:.1f}</td></tr>"
+            f"<td>{_cost(u['cost_usd'])}</td><td>{u['wall_s']:.1f}</td></tr>"
         )
     parts = [
         '<h2 id="process-measures">Process measures: failures, checkpoints, alignment, dimensions</h2>',
@@ -223,7 +237,7 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
         head_f = "".join(f"<th>{html.escape(s)}</th>" for s in D.FUNNEL)
         frows = "".join(
             f'<tr><td class="l">{html.escape(model)}</td>' + "".join(f"<td>{c}</td>" for c in f["counts"])
-            + f"<td>{f['pairs']}</td><td>{_f(f['p_behaviour'])}</td><td>{_f(f['delta_strict'])}</td></tr>"
+            + f"<td>{f['pairs']}</td><td>{_f(f['p_behaviour'])}</td><td>{_f(f['delta_strict'])}{_ci(f)}</td></tr>"
             for model, f in data["native_vs_harness"].items()
         )  # fmt: skip
         parts.append(

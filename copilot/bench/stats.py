@@ -1,7 +1,12 @@
 """Bootstrap intervals of the report's cells: percentile bootstrap over cases, from a seeded generator, so a
-report is reproducible (`BOOTSTRAP` resamples, seed `BOOTSTRAP_SEED`)."""
+report is reproducible (`BOOTSTRAP` resamples, seed `BOOTSTRAP_SEED`). A change between two runs of the same
+cases resamples the cases jointly (the paired difference per case); a mean of cells averages their resampled
+means, each cell's stream seeded by its own cases."""
 
 from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -26,9 +31,25 @@ def bootstrap_ci(
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def delta_ci(a: list[float], b: list[float]) -> tuple[float, float] | None:
-    """95 % interval of mean(a) − mean(b), both sides resampled over their cases (independent streams)."""
-    if len(a) < 2 or len(b) < 2:
+def case_seed(case_ids: Iterable[str]) -> int:
+    """The seed of a cell's resampling stream: `BOOTSTRAP_SEED` plus a checksum of its sorted case ids, so cells
+    over other cases draw independently and a report stays reproducible."""
+    return BOOTSTRAP_SEED + zlib.crc32("\n".join(sorted(case_ids)).encode())
+
+
+def delta_ci(a: dict[str, float], b: dict[str, float]) -> tuple[float, float] | None:
+    """Paired bootstrap: 95 % interval of the mean of a − b over the cases both hold (per-case values), the
+    cases resampled jointly, so identical runs give [0, 0]; None for fewer than two common cases."""
+    common = sorted(set(a) & set(b))
+    if len(common) < 2:
         return None
-    diff = bootstrap_means(a, seed=BOOTSTRAP_SEED) - bootstrap_means(b, seed=BOOTSTRAP_SEED + 1)
+    diff = bootstrap_means([a[c] - b[c] for c in common], seed=case_seed(common))
     return float(np.percentile(diff, 2.5)), float(np.percentile(diff, 97.5))
+
+
+def mean_ci(boots: list[np.ndarray], cases: int) -> tuple[float, float] | None:
+    """95 % interval of a mean of cells from their resampled means (None for fewer than two cases in all)."""
+    if not boots or cases < 2:
+        return None
+    means = np.mean(np.stack(boots), axis=0)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))

@@ -8,6 +8,7 @@ import csv
 import html
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED
 
@@ -63,6 +64,8 @@ class Cell:
     total: int = 0
     bold: bool = False
     mark: str = ""  # "†": an evidence item passed unchecked
+    boot: Any = field(default=None, repr=False, compare=False)  # resampled means, for a mean of cells
+    cases: int = 0  # the cases behind the value, for a mean of cells
 
     def text(self) -> str:
         if isinstance(self.value, str):

@@ -8,9 +8,12 @@ mean over its scored episodes (repeats included; errored episodes are counted ap
 - n: the number of scored episodes behind a cell (cases × repeats).
 - 95 % CI: percentile bootstrap over cases (a case's repeats are averaged first, then cases are resampled
   with replacement), `BOOTSTRAP` resamples from a generator seeded with `BOOTSTRAP_SEED`, so a report is
-  reproducible; a change (Δ) gets the CI of the difference of the two resampled means.
+  reproducible; a change (Δ) gets a paired interval: the per-case differences over the cases both runs hold,
+  resampled jointly (identical runs give Δ 0.00 [0.00, 0.00]).
 - Model Avg. follows Table 1: Task and Strict average the Longitudinal, Brain and Lung columns, Loc. averages
-  Brain and Lung; it is left empty when one of those columns is missing (no CI: a mean of means).
+  Brain and Lung; it is left empty when one of those columns is missing. Its n is the episodes behind it and
+  its CI averages the columns' resampled means (each column's cases drawn on their own stream); "Mean over
+  reported" cells are made the same way.
 - Groups: General-purpose and Medical-domain models (a model's group: `medical_models()`), then reference
   policies (the offline floors `prior`, `baseline`, scripted, which are never in a mean) and budget-study
   runs (budgets other than the paper's 20 when the same configuration also ran at 20; they belong to
@@ -31,7 +34,15 @@ from typing import Any, NamedTuple
 
 from copilot.bench.module_facts import DetailColumns, all_facts, facts_of, in_table
 from copilot.bench.module_facts import title as module_title
-from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED, bootstrap_ci, bootstrap_means, delta_ci
+from copilot.bench.stats import (
+    BOOTSTRAP,
+    BOOTSTRAP_SEED,
+    bootstrap_ci,
+    bootstrap_means,
+    case_seed,
+    delta_ci,
+    mean_ci,
+)
 from copilot.bench.table_render import (
     EPS,
     FILL,
@@ -81,7 +92,7 @@ class Stat:
     ci: tuple[float, float] | None = None
     errors: int = 0
     total: int = 0
-    per_case: list[float] = field(default_factory=list)
+    per_case: dict[str, float] = field(default_factory=dict)  # case id → the mean of its repeats
     unchecked: int = 0  # episodes whose gate passed an item without checking it (marked †)
 
 
@@ -98,9 +109,9 @@ def _stat(rows: list[dict[str, Any]], value: Any) -> Stat:
         if v is not None:
             per[r["case_id"]].append(float(v))
     flat = [v for vs in per.values() for v in vs]
-    per_case = [sum(vs) / len(vs) for vs in per.values()]
+    per_case = {c: sum(vs) / len(vs) for c, vs in per.items()}
     errors = len(rows) - len(scored)
-    return Stat(_mean(flat), len(flat), bootstrap_ci(per_case), errors, len(rows), per_case)
+    return Stat(_mean(flat), len(flat), bootstrap_ci(list(per_case.values())), errors, len(rows), per_case)
 
 
 # ----- aggregation -----
@@ -221,8 +232,8 @@ def _add_group_rows(table: Table, groups: dict, configs: list, cells_for, label_
             _bold_best(block)
             means = []
             for col in range(len(block[0])):
-                vals = [b[col].value for b in block if isinstance(b[col].value, float)]
-                means.append(Cell(_mean(vals), block[0][col].kind))
+                reported = [b[col] for b in block if isinstance(b[col].value, float)]
+                means.append(mean_cell(reported, block[0][col].kind))
             table.rows.append([Cell("Mean over reported", "label"), *means])
 
 
@@ -254,14 +265,32 @@ def _cell(stats: dict[str, Any] | None, key: str, kind: str = "", ref: dict[str,
     st = None if stats is None else stats.get(key)
     if not isinstance(st, Stat):
         return Cell(None, kind)
-    c = Cell(st.value, kind, n=st.n, ci=st.ci, errors=st.errors, total=st.total)
+    c = Cell(st.value, kind, n=st.n, ci=st.ci, errors=st.errors, total=st.total, cases=len(st.per_case))
+    if st.per_case:
+        c.boot = bootstrap_means(list(st.per_case.values()), seed=case_seed(st.per_case))
     if key == "strict" and st.unchecked:
         c.mark = "†"
     r = None if ref is None else ref.get(key)
     if isinstance(r, Stat) and st.value is not None and r.value is not None:
         c.delta = st.value - r.value
-        c.delta_ci = delta_ci(st.per_case, r.per_case)
+        c.delta_ci = delta_ci(st.per_case, r.per_case)  # paired: the cases both runs hold, resampled jointly
     return c
+
+
+def mean_cell(cells: list[Cell], kind: str = "") -> Cell:
+    """The mean of cells (Model Avg., Mean over reported) with n (the episodes behind it) and a 95 % CI from
+    the cells' resampled means; empty when a cell is empty."""
+    values = [c.value for c in cells if isinstance(c.value, float)]
+    if not cells or len(values) < len(cells):
+        return Cell(None, kind)
+    value = sum(values) / len(values)
+    boots = [c.boot for c in cells if c.boot is not None]
+    whole = len(boots) == len(cells)
+    cases = sum(c.cases for c in cells)
+    out = Cell(value, kind, n=sum(c.n or 0 for c in cells) or None, ci=mean_ci(boots, cases) if whole else None)
+    if whole:  # a mean of means (the group's mean of Model Avg.) resamples the same way
+        out.boot, out.cases = sum(boots) / len(boots), cases
+    return out
 
 
 def _field_cell(stats: dict[str, Any] | None, name: str) -> Cell:
@@ -329,7 +358,12 @@ def table1(rows: list[dict[str, Any]]) -> Table:
         strict = _avg([_get(s, "strict") for s in stats.values()])
         loc = _avg([_get(s, "loc") for m, s in stats.items() if _has_loc(m)])
         out = [_cell(stats[m], k, "" if k == "task" else k) for m in radiology for k in _metrics(m)]
-        return [*out, Cell(task), Cell(strict, "strict"), Cell(loc, "loc")]
+        avg = [mean_cell([_cell(stats[m], k, kind) for m in radiology if k != "loc" or _has_loc(m)], kind)
+               for k, kind in (("task", ""), ("strict", "strict"), ("loc", "loc"))]  # fmt: skip
+        for a, v in zip(avg, (task, strict, loc), strict=True):
+            a.value = v  # the paper's Model Avg. (None when a column is missing)
+            a.ci = a.ci if v is not None else None
+        return [*out, *avg]
 
     _add_group_rows(t, groups, configs, cells)
     return t
