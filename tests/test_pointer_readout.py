@@ -99,3 +99,31 @@ def test_the_slide_readout_follows_a_zoom_with_the_pointer_still(tmp_path: Path)
     x, y = vp.screen_to_level0(300.0, 100.0)
     line = pointer.shown("viewer", new)
     assert line == screen.slide_readout(x, y) != before and f"{x * 2.0:.1f} µm" in line
+
+
+@pytest.mark.gui
+def test_window_status_bar_follows_a_wheel_scroll_with_the_pointer_still(qtbot: Any, tmp_path: Path) -> None:
+    """In the window: the pointer rests on the red pane, the wheel turns; the status bar reads the new slice."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QMouseEvent, QWheelEvent
+
+    from tests.test_clinician_basics import _window
+
+    stored = np.stack([np.full((12, 12), 1024 + 10 * k, dtype=np.uint16) for k in range(8)])
+    write_series(tmp_path / "exam", "CT", stored, intercept=-1024.0, description="Thorax", number=2)
+    window, _ = _window(qtbot, tmp_path / "exam")
+    red = window.panes["red"]
+    r = red.devicePixelRatioF()
+    at = QPointF(red.width() / 2, red.height() / 2)
+    red.mouseMoveEvent(QMouseEvent(QMouseEvent.Type.MouseMove, at, at, Qt.MouseButton.NoButton,
+                                   Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier))  # fmt: skip
+    before = window.readout.text()
+    assert "Thorax" in before and "HU" in before
+    wheel = QWheelEvent(at, at, QPoint(0, 0), QPoint(0, -120), Qt.MouseButton.NoButton,
+                        Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)  # fmt: skip
+    red.wheelEvent(wheel)
+    qtbot.waitUntil(lambda: window.readout.text() != before, timeout=5000)
+    assert red.frame is not None
+    ras = red.frame.to_ras(at.x() * r, at.y() * r)
+    assert ras is not None
+    assert window.readout.text() == window.screen_path.readout(ras)  # the voxel under the pointer, new slice
