@@ -363,3 +363,49 @@ def test_an_azure_deployment_is_addressed_as_azure_does(brain_case: Path, tmp_pa
     assert row["status"] == "done"
     assert fake.paths[0].startswith("/openai/deployments/prod-gpt4o/chat/completions?api-version=")
     assert fake.headers[0]["api-key"] == "az-key"
+
+
+def test_every_provider_is_offered_the_same_tools(episodes: dict) -> None:
+    """Tool declarations come from one registry view: the same names, descriptions and schemas on every wire."""
+    openai = {t["function"]["name"]: (t["function"]["description"], t["function"]["parameters"])
+              for t in episodes["openai"][1].requests[0]["tools"]}  # fmt: skip
+    anthropic = {t["name"]: (t["description"], t["input_schema"])
+                 for t in episodes["anthropic"][1].requests[0]["tools"]}  # fmt: skip
+    gemini = {d["name"]: (d["description"], d.get("parametersJsonSchema") or d.get("parameters_json_schema"))
+              for d in episodes["gemini"][1].requests[0]["tools"][0]["functionDeclarations"]}  # fmt: skip
+    assert openai == anthropic == gemini and len(openai) > 10
+
+
+def test_the_episode_page_names_the_model_and_its_cost(episodes: dict) -> None:
+    row = episodes["anthropic"][0]
+    page = next(Path(row["trace_path"]).parent.rglob("*.html"), None) or next(Path(row["trace_path"]).rglob("*.html"))
+    text = page.read_text()
+    assert "anthropic · scripted-model · anthropic-messages" in text and "3000 input tokens" in text
+    assert "$0.0033" in text
+
+
+def test_models_command_lists_what_the_server_serves(capsys: pytest.CaptureFixture[str]) -> None:
+    from copilot.cli import main
+
+    fake = FakeOpenAI([{"content": "x"}])
+    fake.models = ["qwen2.5vl:7b", "llava:13b"]
+    try:
+        rc = main(["models", "--policy", f"local:{fake.base_url}"])
+    finally:
+        fake.stop()
+    assert rc == 0 and capsys.readouterr().out.split() == ["llava:13b", "qwen2.5vl:7b"]
+
+
+def test_chat_prints_tokens_and_cost_per_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from copilot.cli import main
+    from tests.workstation_data import nifti_file
+
+    fake = FakeOpenAI([{"content": "No lesion is seen."}])
+    try:
+        rc = main(["chat", str(nifti_file(tmp_path)), "--ask", "Anything?", "--base-url", fake.base_url,
+                   "--model", "unpriced", "--trace-dir", str(tmp_path / "t")])  # fmt: skip
+    finally:
+        fake.stop()
+    out = capsys.readouterr().out
+    assert rc == 0 and "answer: No lesion is seen." in out
+    assert "tokens: this question 1000 in (0 cached) / 50 out, no price known; conversation 1000 in" in out

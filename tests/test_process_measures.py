@@ -344,8 +344,10 @@ def test_usage_totals() -> None:
          "cost_usd": 0.002, "latency_ms": 500.0, "tool_calls": [{"name": "observe"}]},
         {"type": "episode_end", "seq": 3, "time": 103.25},
     ]  # fmt: skip
-    assert usage(events) == {"turns": 2, "prompt_tokens": 2000, "completion_tokens": 200, "cost_usd": 0.006,
-                             "model_latency_s": 2.0, "wall_s": 3.25}  # fmt: skip
+    assert usage(events) == {"turns": 2, "prompt_tokens": 2000, "completion_tokens": 200, "cached_tokens": 0,
+                             "cost_usd": 0.006, "model_latency_s": 2.0, "wall_s": 3.25}  # fmt: skip
+    events[1]["cost_usd"] = None  # a turn without a price: the episode's cost is unknown, never 0
+    assert usage(events)["cost_usd"] is None and usage(events)["prompt_tokens"] == 2000
     assert [s["stage"] for s in W.stage_sequence(events)] == ["plan", "diagnose"]
 
 

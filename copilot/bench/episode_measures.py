@@ -38,11 +38,14 @@ def usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     turns = [e for e in events if e.get("type") == "model_turn"]
     start = next((e.get("time") for e in events if e.get("type") == "episode_start"), None)
     end = _end(events).get("time")
+    costs: list[float | None] = [t.get("cost_usd") for t in turns]
     return {
         "turns": len(turns),
         "prompt_tokens": sum(int((t.get("usage") or {}).get("prompt_tokens", 0)) for t in turns),
         "completion_tokens": sum(int((t.get("usage") or {}).get("completion_tokens", 0)) for t in turns),
-        "cost_usd": round(sum(float(t.get("cost_usd") or 0.0) for t in turns), 6),
+        "cached_tokens": sum(int((t.get("usage") or {}).get("cached_tokens", 0)) for t in turns),
+        # a turn without a price makes the episode's cost unknown (shown as tokens only), never 0
+        "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 6),
         "model_latency_s": round(sum(float(t.get("latency_ms") or 0.0) for t in turns) / 1000.0, 3),
         "wall_s": round(float(end) - float(start), 3) if start is not None and end is not None else None,
     }

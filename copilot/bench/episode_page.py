@@ -286,6 +286,7 @@ def render_episode(
         f"{'; parse error: ' + html.escape(row['parse_error']) if row.get('parse_error') else ''}. "
         f'<a href="trace.jsonl">trace.jsonl</a></p>',
     ]
+    parts.append(_model_line(events, process.get("usage") or {}))
     if prompt is None:
         task = next((e for e in events if e.get("type") == "task_prompt"), None)
         prompt = (task["system"], task["user"]) if task else None
@@ -359,6 +360,19 @@ def _coverage_html(coverage: dict[str, Any], details: dict[str, Any]) -> str:
             f"<th>first hit (event)</th><th>slide area seen</th></tr>{rows}</table>"
         )
     return "<p class=na>No coverage for this episode.</p>"
+
+
+def _model_line(events: list[dict[str, Any]], usage: dict[str, Any]) -> str:
+    """Which model answered (provider, id, wire format) and what it cost: tokens, and dollars when priced."""
+    start = next((e for e in events if e.get("type") == "agent_start"), None)
+    if start is None or not usage.get("turns"):
+        return ""
+    who = " · ".join(str(start[k]) for k in ("provider", "model", "wire") if start.get(k))
+    cost = usage.get("cost_usd")
+    money = "no price known (tokens only)" if cost is None else f"${cost:.4f}"
+    return (f"<p>Model {html.escape(who)}: {usage['turns']} requests, {usage.get('prompt_tokens', 0)} input tokens "
+            f"({usage.get('cached_tokens', 0)} cached), {usage.get('completion_tokens', 0)} output tokens; "
+            f"{money}.</p>")  # fmt: skip
 
 
 def _process_html(process: dict[str, Any]) -> str:

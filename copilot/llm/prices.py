@@ -49,3 +49,10 @@ def cost_usd(usage: Usage, price: dict[str, float] | None) -> float | None:
         + cached * cached_price
         + usage.output_tokens * price.get("output_per_mtok", 0.0)
     ) / 1e6
+
+
+def usage_words(usage: dict[str, Any]) -> str:
+    """Tokens and cost in words: `1200 in (0 cached) / 80 out, $0.0004` (no price known: tokens only)."""
+    cost = "no price known" if usage.get("cost_usd") is None else f"${usage['cost_usd']:.4f}"
+    return (f"{usage.get('input_tokens', 0)} in ({usage.get('cached_tokens', 0)} cached) / "
+            f"{usage.get('output_tokens', 0)} out, {cost}")  # fmt: skip
