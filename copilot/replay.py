@@ -152,6 +152,8 @@ def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any 
 def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:
     if not ev["ok"] and ev["error"]["code"] == "cancelled":  # stopped mid-way and rolled back: nothing to redo
         return None
+    if not ev["ok"] and ev.get("args_truncated"):  # refused and recorded only by size and hash: nothing to redo
+        return None
     out = session.call(ev["handler"], ev.get("args"), actor="replay")
     if out.ok != ev["ok"]:
         return f"recorded ok={ev['ok']} but replay gave ok={out.ok} ({out.error})"

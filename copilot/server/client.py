@@ -119,7 +119,15 @@ class RemoteViewer:
         return self.request("GET", "/medcopilot/v1/state").body["state"]
 
     def trace(self) -> list[dict[str, Any]]:
-        return self.request("GET", "/medcopilot/v1/trace").body["events"]
+        """Every event of the trace, page after page."""
+        events: list[dict[str, Any]] = []
+        after = -1
+        while True:
+            page = self.request("GET", f"/medcopilot/v1/trace?after={after}").body
+            events += page["events"]
+            if not page.get("more"):
+                return events
+            after = page["next_after"]
 
 
 class LocalClient:

@@ -9,12 +9,16 @@ uvicorn server sees headers.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from copilot.errors import HandlerError
 from copilot.server.limits import DEFAULT_LIMITS, Limits, parse_json_body
 from copilot.server.openapi import openapi_document
 from copilot.server.routes import API, Route, error, find_route
+from copilot.trace.paging import page_params, read_page
+from copilot.trace.recorder import TRACE_FILE
 
 STATE_WAIT_S = 1.0  # GET /state waits this long for a call in progress, then answers the last completed state
 
@@ -29,30 +33,34 @@ def dispatch(
     limits: Limits = DEFAULT_LIMITS,
     actor: str = "http",
     timeout: bool = True,
+    query: str = "",
 ) -> tuple[int, Any]:
-    """Answer one request on a session; `path` is below `API`. Refusals are `(status, error envelope)`.
+    """Answer one request on a session; `path` is below `API`, `query` its query string (paging `GET /trace`).
+    Refusals are `(status, error envelope)`.
 
     `jobs` (a `JobManager`) serves `/jobs/*`; without it those paths are unknown. With `timeout`, a synchronous
     call still running after `limits.call_timeout_s` is cancelled at its next step and rolled back.
     """
     try:
         route, params = find_route(method, path, jobs is not None)
-        return _answer(route, params, session, body, jobs, limits, actor, timeout)
+        return _answer(route, params, session, body, jobs, limits, actor, timeout, query)
     except HandlerError as exc:
         return exc.status, error(exc.code, exc.message)
 
 
 def _answer(
     route: Route, params: dict[str, str], session: Any, body: bytes | None, jobs: Any, limits: Limits, actor: str,
-    timeout: bool,
+    timeout: bool, query: str = "",
 ) -> tuple[int, Any]:  # fmt: skip
     op = route.operation
     if op == "list_handlers":
         return 200, {"handlers": session.handlers(), "track": session.track}
     if op == "get_state":
         return 200, {"ok": True, "state": session.snapshot(STATE_WAIT_S)}
-    if op == "get_trace":
-        return 200, {"ok": True, "events": session.trace_events()}
+    if op == "get_trace":  # a page at a time, read from the file: a long trace is never held whole
+        after, limit = page_params(parse_qs(query))
+        folder = getattr(session, "trace_dir", None)
+        return 200, {"ok": True, **read_page(Path(folder) / TRACE_FILE if folder else None, after, limit)}
     if op == "get_openapi":
         return 200, openapi_document(session.handlers(), API)
     if op == "call":

@@ -146,15 +146,16 @@ class HandlerApp:
         body = await self._read_body(receive)
         if slicer:
             return await self._slicer(method, path, scope.get("query_string", b"").decode("latin-1"))
-        return await self._route(method, path, body)
+        return await self._route(method, path, body, scope.get("query_string", b"").decode("latin-1"))
 
-    async def _route(self, method: str, path: str, body: bytes) -> Response:
+    async def _route(self, method: str, path: str, body: bytes, query: str = "") -> Response:
         if path != API and not path.startswith(f"{API}/"):
             return self._response(404, _error_body("not_found", f"no route {method} {path}"))
         server = self.server
         status, obj = await run_in_threadpool(
-            dispatch, server.session, method, path[len(API) :], body, jobs=server.jobs, limits=server.limits
-        )
+            dispatch, server.session, method, path[len(API) :], body, jobs=server.jobs, limits=server.limits,
+            query=query,
+        )  # fmt: skip
         return self._response(status, _body(obj))
 
     async def _slicer(self, method: str, path: str, query: str) -> Response:

@@ -33,7 +33,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/handlers", "list_handlers", "the handlers of this session's track with their argument schemas"),
     Route("POST", "/handlers/{name}", "call", "call a handler; a refused call changes nothing", per_handler=True),
     Route("GET", "/state", "get_state", "the viewer state and the evidence recorded so far"),
-    Route("GET", "/trace", "get_trace", "the trace events recorded so far"),
+    Route("GET", "/trace", "get_trace", "the trace events recorded so far, a page at a time (?after=SEQ&limit=N)"),
     Route("GET", "/openapi.json", "get_openapi", "this document"),
     Route("POST", "/jobs/{name}", "start_job", "a handler call as a job (poll GET /jobs/JOB_ID)", 202, True),
     Route("GET", "/jobs/{job_id}", "get_job", "a job's progress and, once done, its outcome"),

@@ -20,6 +20,9 @@ from copilot.trace.redact import redact
 
 GENESIS = "0" * 64
 TRACE_FILE = "trace.jsonl"
+ARGS_TRACE_BYTES = 4096  # a refused call's arguments beyond this: their first bytes, their size and SHA-256
+NAME_TRACE_CHARS = 128  # a refused call's handler name beyond this is cut
+MESSAGE_TRACE_CHARS = 2048  # a refused call's error message beyond this is cut
 ARTIFACTS = "artifacts"
 FORMAT_VERSION = 1
 
@@ -32,6 +35,31 @@ def canonical_json(obj: Any) -> str:
 def event_hash(event: dict[str, Any]) -> str:
     body = {k: v for k, v in event.items() if k != "hash"}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def bounded_refusal(name: str, args: Any, error: dict[str, Any] | None) -> dict[str, Any]:
+    """What a refused call leaves in the trace: arguments over `ARGS_TRACE_BYTES` as their first bytes (secrets
+    redacted first), size and SHA-256 (`args_truncated`); long names and messages cut. A caller that sends
+    megabytes of refused arguments grows the trace by a few kilobytes a call."""
+    safe = redact(args if args is not None else {})
+    try:
+        text = canonical_json(safe)
+    except ValueError:  # arguments that JSON cannot hold (NaN): recorded as text
+        text = repr(safe)
+        safe = {"unserialisable": text}
+    data = text.encode("utf-8", "replace")
+    out: dict[str, Any] = {"handler": _cut(name, NAME_TRACE_CHARS), "args": safe}
+    if len(data) > ARGS_TRACE_BYTES or len(name) > NAME_TRACE_CHARS:
+        head = data[:ARGS_TRACE_BYTES].decode("utf-8", "ignore")
+        out["args"] = {"head": head, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        out["args_truncated"] = True
+    if isinstance(error, dict):
+        out["error"] = {**error, "message": _cut(str(error.get("message", "")), MESSAGE_TRACE_CHARS)}
+    return out
 
 
 class TraceRecorder:
@@ -85,7 +113,7 @@ class TraceRecorder:
         if outcome.ok:
             payload.update(result=outcome.result, state=outcome.state, images=images)
         else:
-            payload["error"] = outcome.error
+            payload.update(bounded_refusal(name, args, outcome.error))
         try:
             return self.record("handler_call", payload)
         except ValueError:  # arguments that JSON cannot hold (NaN): record them as text
@@ -93,10 +121,10 @@ class TraceRecorder:
             return self.record("handler_call", payload)
 
     def events(self) -> list[dict[str, Any]]:
-        """The events written so far, read back (lines split at newlines only: U+2028 may occur in a line)."""
-        with self._lock:
-            text = self.path.read_text(encoding="utf-8")
-        return [json.loads(line) for line in text.split("\n") if line]
+        """The events written so far, read back line by line (split at newlines only: U+2028 may occur in a
+        line)."""
+        with self._lock, self.path.open("r", encoding="utf-8", newline="\n") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
 
     def close(self, final: dict[str, Any] | None = None) -> None:
         """Write the episode end (with an optional final answer/status) and close the file."""
