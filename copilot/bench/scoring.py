@@ -11,13 +11,16 @@ Geometry (the benchmark's correctness depends on it):
 - lung evidence must also come from the case's source series: with a trace, the series on which the
   key slices were read and the RAS point was converted (`copilot.bench.process.evidence_provenance`).
 Every case keeps its parsed answer, each field's correctness and each evidence check in `details`.
-A response that cannot be parsed scores 0 everywhere it is in a denominator, with the reason kept.
+A response that cannot be parsed scores 0 everywhere it is in a denominator, with the reason kept; Loc is
+scored apart from the answer line ("Loc. is reported separately"): an EVIDENCE block or localizations that
+parse are scored even when the answer line does not.
 
 Not applicable is not zero: a positive slide whose truth says `evidence_scorable: false` (no
 annotation of its class in the release) is scored on the answer (Strict = Task, Table 4: the gate
 applies to "evidence-scored cases" / slides "with a ground-truth evidence source") and is left out
 of Loc's denominator (Loc None); a lung question whose truth answer is None (`Not Collected` grade,
-`Unknown` location) is left out of Task's denominator (#correct / #scorable).
+`Unknown` location) cannot be answered correctly: Task is #correct / 5 (Table 4), or #correct / #scorable
+under the rule `lung_task_denominator=scorable`.
 """
 
 from __future__ import annotations
@@ -196,8 +199,9 @@ def score_brain(
     try:
         label = P.parse_answer_letter(text, BRAIN_LETTERS)
     except P.ParseError as exc:
-        return _result(cid, "brain_mri", 0.0, 0.0, 0.0 if has_mask else no_mask_loc, str(exc),
-                       fields={"label": _field(None, gt)})  # fmt: skip
+        loc, evidence = _ras_loc_apart(truth, text) if has_mask else (no_mask_loc, [])
+        return _result(cid, "brain_mri", 0.0, 0.0, loc, str(exc), fields={"label": _field(None, gt)},
+                       evidence=evidence)  # fmt: skip
     task = float(label == gt)
     fields = {"label": _field(label, gt)}
     if not has_mask:  # no tumour: no evidence to check; Loc by rule `brain_no_tumour_loc`
@@ -249,13 +253,18 @@ def score_lung(
     except P.ParseError as exc:
         fields = {q: {**_field(None, expected.get(q)), "correct": None if expected.get(q) is None else False}
                   for q in "12345"}  # fmt: skip
-        return _result(cid, "lung_petct", 0.0, 0.0, 0.0 if has_mask else None, str(exc), fields=fields, gate=False)
+        loc, evidence = _ras_loc_apart(truth, text) if has_mask else (None, [])
+        return _result(cid, "lung_petct", 0.0, 0.0, loc, str(exc), fields=fields, evidence=evidence, gate=False)
     fields = {q: _field(answers[q], expected.get(q)) for q in "12345"}
     for f in fields.values():
         if f["truth"] is None:
-            f["correct"] = None  # not collected: outside Task's denominator
+            f["correct"] = None  # not collected: never correct; outside the denominator under `scorable`
     scorable = [f for f in fields.values() if f["correct"] is not None]
-    task = sum(f["correct"] for f in scorable) / len(scorable) if scorable else 0.0
+    correct = sum(bool(f["correct"]) for f in scorable)
+    if rules.lung_task_denominator == "five":  # Table 4: "#correct/5"
+        task = correct / len(fields)
+    else:
+        task = correct / len(scorable) if scorable else 0.0
     if not has_mask:
         return _result(cid, "lung_petct", task, task, None, answer=answers, fields=fields, gate=True)
     try:
@@ -281,6 +290,30 @@ def _wsi_checks(truth: Truth, points: list[tuple[float, float]], cls: str, exclu
     return out
 
 
+def _ras_loc_apart(truth: Truth, text: str) -> tuple[float, list[dict[str, Any]]]:
+    """Loc of an answer whose answer line did not parse: the paper reports Loc separately, so the EVIDENCE
+    block's RAS point is still scored against the mask (0 when the block does not parse either)."""
+    try:
+        ev = P.parse_evidence(text)
+    except P.ParseError:
+        return 0.0, []
+    check = _ras_check(truth, ev)
+    return float(check["ok"]), [check]
+
+
+def _wsi_loc_apart(truth: Truth, text: str, cls: str, exclusion: bool) -> tuple[float | None, list[dict[str, Any]]]:
+    """Loc of a slide answer whose labels did not parse, from its localizations alone (None when the slide's
+    evidence is not scorable; 0 when the localizations do not parse either)."""
+    if not truth.data.get("evidence_scorable", True):
+        return None, [_unscorable(truth)]
+    try:
+        points = P.parse_localizations(text)
+    except P.ParseError:
+        return 0.0, []
+    checks = _wsi_checks(truth, points, cls, exclusion)
+    return float(any(c["ok"] for c in checks)), checks
+
+
 def _unscorable(truth: Truth) -> dict[str, Any]:
     """The evidence check of a case whose evidence is not applicable (no ground-truth source)."""
     return {"kind": "not_applicable", "note": truth.data.get("evidence_note"), "ok": None}
@@ -294,8 +327,9 @@ def score_breast(
     try:
         ans = P.parse_bracs(text)
     except P.ParseError as exc:
-        return _result(cid, "breast_wsi", 0.0, 0.0, 0.0 if positive else None, str(exc),
-                       fields={"label": _field(None, gt)}, gate=False)  # fmt: skip
+        loc, evidence = _wsi_loc_apart(truth, text, gt, False) if positive else (None, [])
+        return _result(cid, "breast_wsi", 0.0, 0.0, loc, str(exc), fields={"label": _field(None, gt)},
+                       evidence=evidence, gate=False)  # fmt: skip
     task = float(ans.label == gt)
     fields = {"label": _field(ans.label, gt)}
     answer = {"label": ans.label, "localizations": [list(p) for p in ans.localizations]}
@@ -322,7 +356,8 @@ def score_lymph(
         ans = P.parse_camelyon(text)
     except P.ParseError as exc:
         fields = {"tumor_presence": _field(None, gt_p), "largest_metastasis": _field(None, gt_l)}
-        return _result(cid, "lymph_node_wsi", 0.0, 0.0, 0.0 if positive else None, str(exc), fields=fields,
+        loc, evidence = _wsi_loc_apart(truth, text, "Tumor", True) if positive else (None, [])
+        return _result(cid, "lymph_node_wsi", 0.0, 0.0, loc, str(exc), fields=fields, evidence=evidence,
                        gate=False)  # fmt: skip
     fields = {"tumor_presence": _field(ans.presence, gt_p), "largest_metastasis": _field(ans.largest, gt_l)}
     task = float(all(f["correct"] for f in fields.values()))

@@ -5,7 +5,8 @@
 - `paper`: exactly the model-visible tools the paper lists, so scores are comparable with its Tables 1–3:
   radiology Track A = Table 9's 17 3D Slicer tools; pathology = Table 10's five QuPath direct tools; Track B
   adds the analysis operators of Appendix B's named bridge handlers (DICOM import, measurement,
-  registration, segmentation, DICOM SEG export), limited by the run's operation set. No guard warnings reach
+  registration, segmentation, DICOM SEG export: `PAPER_BRIDGE_HANDLERS`, nothing else), limited by the run's
+  operation set. No guard warnings reach
   the model or the trace. The system's own operations of Appendix B's QuPath registry (loading the case)
   stay callable by the runtime but are not offered to the model.
 """
@@ -26,6 +27,10 @@ PAPER_RADIOLOGY_TOOLS = (  # Table 9, in the paper's order
 )  # fmt: skip
 PAPER_PATHOLOGY_TOOLS = ("zoom", "pan", "focus_qupath", "capture_viewer", "viewer_point_to_wsi_coordinate")  # Table 10
 PAPER_SYSTEM_OPERATIONS = ("load_case",)  # run by the runtime when a slide episode starts, never offered
+PAPER_BRIDGE_HANDLERS = (  # Appendix B: DICOM import, measurement, registration, segmentation, DICOM SEG export
+    "import_dicom", "segment_statistics", "register_volumes", "apply_transform", "resample_volume",
+    "segment_threshold", "segment_grow_from_seeds", "vista3d_segment", "export_dicom_seg",
+)  # fmt: skip
 PAPER_SOURCE = "MedOpenClaw/MedFlow-Bench paper, Appendix B and Tables 9-10"
 
 
@@ -59,7 +64,7 @@ class PaperRegistry(RegistryView):
     def _view(self, spec: HandlerSpec) -> HandlerSpec:
         if spec.name in self.visible:
             return _quiet(spec)
-        if spec.role == "analysis_operator":
+        if spec.role == "analysis_operator" and spec.name in PAPER_BRIDGE_HANDLERS:
             return _quiet(dataclasses.replace(spec, tracks=tuple(t for t in spec.tracks if t == "B")))
         return dataclasses.replace(spec, tracks=())
 
