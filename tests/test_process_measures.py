@@ -373,3 +373,23 @@ def test_report_sections_for_protocols_and_exploration() -> None:
     page = measures_html(rows)
     assert "intervention funnel" in page and "hierarchical top-K" in page
     assert measures_json([{**r, "protocol": None} for r in rows])["native_vs_harness"] is None
+
+
+def test_a_skipped_magnification_retains_nothing_below() -> None:
+    """Slide 1 skips 2.5×: its 10× field (centre (325, 325)) and 40× field over the ROI have no retained parent,
+    so 10× and 40× retain nothing and miss (before, they were kept and hit: 0 / 1 / 1). Slide 2 hits at every
+    level; slide 3 hits at 2.5× only. Unconditional rates over the three slides: 2.5× 2/3, 10× 1/3, 40× 1/3 —
+    non-increasing (the skipping slide alone used to give 0.00 / 1.00 / 1.00)."""
+    skipped = retain([("10×", (300, 300, 350, 350)), ("40×", (320, 320, 335, 335))])
+    assert [len(skipped[lv]) for lv in ("2.5×", "10×", "40×")] == [0, 0, 0]
+    slide1 = {lv: h["hit"] for lv, h in level_hits(skipped, overlaps_roi).items()}
+    assert list(slide1.values()) == [False, False, False]
+
+    def episode(hits: list[bool]) -> dict[str, Any]:
+        levels = {lv: {"hit": h} for lv, h in zip(("2.5×", "10×", "40×"), hits, strict=True)}
+        return {"model": "m", "process": {"hierarchical_hits": {"levels": levels, "random": None}}}
+
+    rows = [episode(list(slide1.values())), episode([True, True, True]), episode([True, False, False])]
+    (rates,) = hit_rates(rows).values()
+    got = [rates[lv]["unconditional"] for lv in ("2.5×", "10×", "40×")]
+    assert got == pytest.approx([2 / 3, 1 / 3, 1 / 3]) and got == sorted(got, reverse=True)

@@ -3,7 +3,8 @@ top-K retention, K = 6, 3, 2 at 2.5×, 10× and 40×, with a random-sampling bas
 
 A tile is a field the agent was shown at a magnification level (the system's opening views excluded). The
 agent's own visiting order stands in for its tile scores: at each level the first K distinct fields that lie
-inside a retained field of the level above (when that level retained any) are retained. A level hits when a
+inside a retained field of the level above are retained; a level the agent skipped retains nothing, and so
+neither do the levels below it, so the hit rates cannot rise with magnification. A level hits when a
 retained tile overlaps a target region. The random baseline samples K tiles per level uniformly from a
 grid of the slide (tiles the size of a field at that magnification), children inside the retained parents,
 and reports the probability of a hit at each level (Monte Carlo, fixed seed).
@@ -35,20 +36,22 @@ def _centre_in(child: Region, parent: Region) -> bool:
 
 
 def retain(fields: list[tuple[str, Region]]) -> dict[str, list[Region]]:
-    """Top-K retention per level in visiting order, nested in the retained tiles of the level above."""
+    """Top-K retention per level in visiting order, nested in the retained tiles of the level above; a level the
+    agent skipped retains nothing, so nothing is retained below it (seed 003's hierarchy: a tile is scored only
+    inside a retained parent)."""
     kept: dict[str, list[Region]] = {}
-    parents: list[Region] = []
+    parents: list[Region] | None = None  # None: the top level, which has no parent
     for level in MAG_BINS:
         mine: list[Region] = []
         for lv, region in fields:
             if lv != level or region in mine:
                 continue
-            if parents and not any(_centre_in(region, p) for p in parents):
+            if parents is not None and not any(_centre_in(region, p) for p in parents):
                 continue
             if len(mine) < K[level]:
                 mine.append(region)
         kept[level] = mine
-        parents = mine or parents
+        parents = mine
     return kept
 
 
@@ -101,7 +104,7 @@ def random_baseline(
                 pool += children[(level, p)]
             chosen = rng.sample(pool, min(K[level], len(pool)))
             counts[level] += any(is_hit(r) for r in chosen)
-            parents = list(chosen) or parents
+            parents = list(chosen)  # nothing drawn: nothing below
     return {level: counts[level] / draws for level in MAG_BINS}
 
 
