@@ -15,6 +15,7 @@ from typing import Any
 
 from copilot import oneline
 from copilot.pacs import is_dicomweb_url
+from copilot.runtime import ALLOW_STORE_ENV, allow_store_option
 
 
 class InputError(ValueError):
@@ -429,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", type=int, default=20)
     run.add_argument("--out", required=True, help="trace directory")
     _backend_option(run)
+    allow_store_option(run)
     run.set_defaults(func=_run)
 
     bench = sub.add_parser("bench", help="the MedFlow benchmark")
@@ -462,6 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     brun.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
                       help="a scoring option where the paper is ambiguous (recorded; use its own --out)")  # fmt: skip
     _backend_option(brun)
+    allow_store_option(brun)
     brun.set_defaults(func=_bench_run)
     from copilot.medflow.trackc import add_trackc_parser
 
@@ -508,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PORT",
         help="drive a running QuPath through its Py4J gateway (token: $MEDCOPILOT_QUPATH_TOKEN)",
     )
+    allow_store_option(serve)
     serve.set_defaults(func=_serve)
 
     mcp = sub.add_parser("mcp", help="the handler registry as an MCP server over stdio")
@@ -515,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--track", choices=["A", "B"], default="A")
     mcp.add_argument("--trace-dir", default=None)
     _backend_option(mcp)
+    allow_store_option(mcp)
     mcp.set_defaults(func=_mcp)
 
     _add_gui(sub)
@@ -549,6 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         show_splash()  # within a few hundred ms of the command: the rest loads behind it
     ns = (_gui_parser() if args[:1] == ["gui"] else build_parser()).parse_args(args)
+    if getattr(ns, "allow_store", None):  # the destinations headless writes may go to (read by every session)
+        os.environ[ALLOW_STORE_ENV] = "\n".join(ns.allow_store)
     oneline.install()  # background failures and log records: one line each on stderr
     try:
         return int(ns.func(ns))

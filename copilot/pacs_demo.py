@@ -51,7 +51,8 @@ def _step(pacs: LocalOrthanc, tmp: Path, out: Path) -> bool:
     print(f"  search found {study['url']}\n  opening {url}")
     local = local_study(url)
     case = with_origin(CasePack(local.path, "pacs-demo", "", {"volumes": ["."]}), local.origin)
-    session = open_session(case, track="B", trace_dir=out / "pacs-trace")
+    # the demo's own private Orthanc is named as the one destination its scripted exports may write to
+    session = open_session(case, track="B", trace_dir=out / "pacs-trace", allow_store=(pacs.dicomweb,))
     vol = session.scene_data()["volume"]  # type: ignore[index]
     a, b = ((vol.ijk_to_ras @ np.array([i, j, 4.0, 1.0]))[:3].tolist() for i, j in ((55.0, 45.0), (90.0, 70.0)))
     calls = [

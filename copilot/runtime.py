@@ -3,6 +3,8 @@ limited to an operation set, optional trace), for batch episodes, the server, re
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,36 @@ from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
 from copilot.trace.study_ref import pseudonymous_header
 from copilot.viewer.protocol import Viewer
+
+ALLOW_STORE_ENV = "MEDCOPILOT_ALLOW_STORE"  # destinations named with --allow-store, one a line (read by workers too)
+
+
+def allow_store_option(parser: Any) -> None:
+    """`--allow-store DESTINATION` on a headless command: the one way it may write outside the session."""
+    parser.add_argument(
+        "--allow-store", action="append", default=[], metavar="URL", type=_destination,
+        help="let the agent's exports write to this destination without a clinician (a DICOMweb URL, or a folder "
+        "for exported files; repeatable); without it every export is refused and nothing is written",
+    )  # fmt: skip
+
+
+def _destination(text: str) -> str:
+    """An `--allow-store` value: an http(s) URL without credentials, a `file:` URI or a folder."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https"):
+        if parts.username or parts.password or not parts.hostname:
+            raise ValueError("a URL with a host and without user:password@")
+        return text
+    if parts.scheme == "file" or not parts.scheme:
+        return text
+    raise ValueError(f"not an http(s) URL, a file: URI or a folder: {text!r}")
+
+
+def allow_store_default() -> tuple[str, ...]:
+    """The destinations `--allow-store` named for this run (none unless given): writes there need no clinician."""
+    return tuple(line.strip() for line in os.environ.get(ALLOW_STORE_ENV, "").splitlines() if line.strip())
 
 
 def session_header(
@@ -53,13 +85,15 @@ def new_session(
     png_encoder: str = PNG_ENCODER,
     protocol: str | None = None,
     renderer: str | None = None,
+    allow_store: Sequence[str] | None = None,
 ) -> Session:
     """A session of a viewer kind on a backend (or on `viewer`, e.g. a live QuPath), nothing opened yet.
 
     A backend the kind does not have falls back to the embedded viewer (slides stay on it); `case_root` and
     `case_inputs` replace the case's own (a replay against a moved case folder); `protocol` picks the tools a
     model sees (`copilot.tools.protocols`); `renderer` names the slice renderer of a viewer that has one (a replay
-    draws with the one its trace recorded).
+    draws with the one its trace recorded); `allow_store` the destinations writes may go to without the
+    clinician's consent (default: those `--allow-store` named, none otherwise).
     """
     kind = viewer_kind(kind_name)
     if viewer is None:
@@ -67,7 +101,8 @@ def new_session(
     if renderer is not None and hasattr(viewer, "renderer"):
         viewer.renderer = check_renderer(renderer)
     registry = registry_view(kind.registry, ops, protocol)
-    return Session(viewer, registry, case_root, case_inputs, track, trace, case, png_encoder)
+    allow = allow_store_default() if allow_store is None else tuple(allow_store)
+    return Session(viewer, registry, case_root, case_inputs, track, trace, case, png_encoder, allow_store=allow)
 
 
 def open_session(
@@ -79,6 +114,7 @@ def open_session(
     ops: str | None = None,
     backend: str = "embedded",
     protocol: str | None = None,
+    allow_store: Sequence[str] | None = None,
     pseudonymous: bool = False,
 ) -> Session:
     """A session on a case pack (a folder or already read) or any study; with `preload`, the system opens its
@@ -102,7 +138,7 @@ def open_session(
         header = pseudonymous_header(header, trace_dir)
     trace = TraceRecorder(trace_dir, header) if trace_dir is not None else None
     session = new_session(case.kind, backend=backend, viewer=viewer, ops=ops, track=track, trace=trace, case=case,
-                          protocol=protocol)  # fmt: skip
+                          protocol=protocol, allow_store=allow_store)  # fmt: skip
     if preload:
         outcome = session.call(kind.open_handler, {}, actor="system")
         if not outcome.ok:

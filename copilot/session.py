@@ -15,7 +15,7 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from copilot.engine.peek import Peek
 from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
-from copilot.tools.registry import HandlerContext, ImageOut, Registry
+from copilot.tools.registry import HandlerContext, HandlerSpec, ImageOut, Registry
+from copilot.tools.writes import REFUSED, WRITE_EVENT, WriteConsent, WritePlan, allowed, refusal_message
 from copilot.trace.outcome import CallOutcome, EncodedImage, json_text, jsonable
 from copilot.trace.recorder import TraceRecorder
 from copilot.viewer.protocol import Viewer
@@ -58,8 +59,12 @@ class Session:
         trace: TraceRecorder | None = None,
         case: CaseLike | None = None,
         png_encoder: str = PNG_ENCODER,
+        allow_store: Sequence[str] = (),
     ) -> None:
+        """`allow_store`: destinations (PACS URLs, folders) a headless run named with `--allow-store`; calls that
+        write there run without asking (every other write needs the clinician's consent)."""
         self._viewer = viewer
+        self.allow_store = tuple(allow_store)
         self.png_encoder = png_encoder  # the lossless encoder of the images this session returns and traces
         self._lock = threading.RLock()
         self._committed: str | None = None  # the state after the last completed call, as JSON text
@@ -149,6 +154,25 @@ class Session:
         """The events recorded so far (empty without a trace)."""
         return self._trace.events() if self._trace is not None else []
 
+    def writes(self, name: str) -> bool:
+        """Whether a handler is of the second kind (writes outside the session); False for an unknown name."""
+        return name in self.registry and self.registry.get(name).writes is not None
+
+    def plan_write(self, name: str, args: dict[str, Any] | None = None) -> WritePlan | None:
+        """What a call of the second kind would write outside the session and where (for the clinician's dialog),
+        writing nothing; None for a call that only looks, or one that would be refused anyway (the call says why)."""
+        with self._lock:
+            try:
+                spec = self.registry.get(name)
+                if spec.writes is None or self.track not in spec.tracks:
+                    return None
+                kwargs = spec.validate(args)
+                with case_folder(self._ctx.case_root):
+                    plan: WritePlan = spec.writes(self._ctx, **kwargs)
+                return plan
+            except Exception:  # the call itself will be refused, with its reason
+                return None
+
     # ----- the ways in -----
     def call(
         self,
@@ -157,16 +181,19 @@ class Session:
         actor: str = "agent",
         progress: Any = None,
         cancelled: Any = None,
+        consent: WriteConsent | None = None,
     ) -> CallOutcome:
         """Execute one handler call atomically; a refused or failed call changes nothing.
 
-        `progress(fraction, message)` and `cancelled()` are given to the handler when the call runs as a job.
+        `progress(fraction, message)` and `cancelled()` are given to the handler when the call runs as a job. A call
+        that writes outside the session runs only with `consent` to its plan (from `plan_write`, shown to the
+        clinician) or when `allow_store` names every destination; otherwise it is refused (`write_not_approved`).
         """
         with self._lock:
             t0 = time.perf_counter()
             self._ctx.progress, self._ctx.cancelled = progress, cancelled
             try:
-                outcome = self._execute(name, args)
+                outcome = self._execute(name, args, actor, consent)
             finally:
                 self._ctx.progress = self._ctx.cancelled = None
             duration_ms = (time.perf_counter() - t0) * 1000.0
@@ -215,12 +242,39 @@ class Session:
             self._trace.close(final)
 
     # ----- inside -----
-    def _execute(self, name: str, args: dict[str, Any] | None) -> CallOutcome:
+    def _authorize(
+        self, spec: HandlerSpec, args: dict[str, Any] | None, kwargs: dict[str, Any], actor: str, consent: Any
+    ) -> None:
+        """Let a call of the second kind through only with consent to its plan or an `--allow-store` naming every
+        destination; each attempt is traced (what, where, decision, by whom). Raises the refusal."""
+        assert spec.writes is not None
+        try:
+            with case_folder(self._ctx.case_root):
+                plan: WritePlan = spec.writes(self._ctx, **kwargs)
+        except HandlerError:
+            raise
+        except Exception as exc:  # a source the planner cannot read: refused, nothing written
+            raise HandlerError("invalid_source", f"{spec.name}: {type(exc).__name__}: {exc}") from exc
+        if isinstance(consent, WriteConsent) and consent.covers(plan, args):
+            decision, by = "approved", "clinician"
+        elif plan.destinations and all(allowed(d, self.allow_store) for d in plan.destinations):
+            decision, by = "allowed", "--allow-store"
+        else:
+            decision, by = "refused", ("consent for another plan" if consent is not None else "no consent")
+        self.note(WRITE_EVENT, {**plan.to_json(), "args": args or {}, "actor": actor, "decision": decision, "by": by})
+        if decision == "refused":
+            raise HandlerError(REFUSED, refusal_message(plan), status=403)
+
+    def _execute(
+        self, name: str, args: dict[str, Any] | None, actor: str = "agent", consent: Any = None
+    ) -> CallOutcome:
         try:
             spec = self.registry.get(name)
             if self.track not in spec.tracks:
                 raise HandlerError("not_in_track", f"{name} is not available in track {self.track}")
             kwargs = spec.validate(args)
+            if spec.writes is not None:
+                self._authorize(spec, args, kwargs, actor, consent)
         except HandlerError as exc:
             return CallOutcome(name, False, exc.status, error=exc.to_json())
         saved_viewer = self._viewer.export_state()

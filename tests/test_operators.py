@@ -150,7 +150,7 @@ def test_dicom_import_and_seg_export_round_trip(tmp_path: Path) -> None:
         json.dumps({"case_id": "d", "module": "brain_mri", "inputs": {"volumes": ["images/T1.nii.gz"]}})
     )
     series = _dicom_series(case / "images" / "ct_series", 5, "CT", 0.0, 2.5)
-    session = open_session(case, track="B", trace_dir=tmp_path / "trace")
+    session = open_session(case, track="B", trace_dir=tmp_path / "trace", allow_store=(str(tmp_path),))
     imported = session.call("import_dicom", {"path": "images/ct_series"})
     assert imported.ok, imported.error
     entry = imported.result["imported"][0]

@@ -239,6 +239,7 @@ def test_conversation_evidence_and_segmentation_go_back_to_the_pacs(
     _, datasets = uploaded
     source = datasets[0]
     session = open_url(study_url(pacs, source), tmp_path / "trace", track="B")
+    session.allow_store = (pacs.dicomweb,)  # a headless run that named this PACS (--allow-store)
     centre = volume_of(session)["volume"].ijk_to_ras @ np.array([64.0, 64.0, 4.0, 1.0])
     script = [(h, {k: _shifted(v, centre[:3]) if k.startswith("ras") else v for k, v in a.items()}) for h, a in SCRIPT]
     script += [
@@ -353,6 +354,7 @@ def test_a_store_the_pacs_refuses_is_a_named_error_that_changes_nothing(
     _, datasets = uploaded
     source = datasets[0]
     session = open_url(study_url(pacs, source, series=True), tmp_path / "trace", track="B")
+    session.allow_store = (pacs.dicomweb,)
     centre = volume_of(session)["volume"].ijk_to_ras @ np.array([64.0, 64.0, 4.0, 1.0])
     assert session.call("record_point", {"ras": [float(v) for v in centre[:3]]}).ok
     before_series = {s["uid"] for s in PacsClient(pacs.dicomweb).series(source.StudyInstanceUID)}

@@ -40,7 +40,8 @@ def test_seg_validates_with_any_slice_thickness(tmp_path: Path, thickness: str |
 
     from copilot.runtime import open_session
 
-    session = open_session(_case(tmp_path, thickness), track="B", trace_dir=tmp_path / "trace")
+    session = open_session(_case(tmp_path, thickness), track="B", trace_dir=tmp_path / "trace",
+                           allow_store=(str(tmp_path),))  # fmt: skip
     assert session.call("import_dicom", {"path": "images/ct_series"}).ok
     vol = session._viewer.volume(session._viewer.resolve_volume(volume_name="ct_series"))
     hi = float(np.percentile(vol.data, 90))

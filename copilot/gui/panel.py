@@ -166,7 +166,10 @@ class PanelWidget(QWidget):
         chat = "\n\n".join(f"{who}: {text}" for who, text in m.messages)
         if chat != self.chat.toPlainText():
             self.chat.setPlainText(chat)
-        self.status.setText(f"{m.status}" + (f" — waiting for approval: {m.pending.handler}" if m.pending else ""))
+        waiting = f" — waiting for approval: {m.pending.handler}" if m.pending else ""
+        if m.pending is not None and m.pending.write is not None:
+            waiting += f"\nWrites outside the session: {m.pending.write.text()}"
+        self.status.setText(f"{m.status}{waiting}")
         self.approve_button.setEnabled(m.pending is not None)
         self.reject_button.setEnabled(m.pending is not None)
 

@@ -3,7 +3,8 @@
 Each question is one run of the chat agent on the same session: a `copilot.agent.loop.ChatAgent` made afresh
 with the earlier questions and answers in its task, or one agent kept for the whole conversation when it
 carries the conversation itself (`follow_ups`, the question given as its `instructions`). In
-approve-each-action mode every action the agent proposes waits for the clinician: Approve runs it, Reject
+approve-each-action mode every action the agent proposes waits for the clinician (an action that writes outside
+the session — an export, a PACS store — always does, showing what it would write and where): Approve runs it, Reject
 (with a reason) answers the model with the reason and runs nothing, Stop ends the turn. Decisions and
 questions are recorded in the session's trace. Handler calls go through `on_host`, which runs them on the
 host's main thread (Slicer's scene and QuPath's objects belong to it); the model requests run in a worker
@@ -28,6 +29,7 @@ from copilot.panel.answer_evidence import answer_evidence, evidence_label
 from copilot.panel.model import cited_views
 from copilot.privatefs import write_private
 from copilot.session import Session
+from copilot.tools.writes import WritePlan, consent
 from copilot.trace.outcome import CallOutcome
 
 DECISION_EVENT, QUESTION_EVENT = "clinician_decision", "clinician_question"
@@ -47,6 +49,7 @@ class Action:
     status: str  # pending | ok | refused | rejected | stopped
     reason: str = ""
     error: str | None = None
+    write: WritePlan | None = None  # what a call of the second kind would write outside the session, and where
 
 
 @dataclass
@@ -75,17 +78,22 @@ class _Gate:
         c = self._c
         if c.stop_event.is_set():
             raise TurnStopped
-        if actor == "agent" and c.approve_each:
-            decision, reason = c.await_decision(name, args or {})
+        writes = actor != "clinician" and c.session.writes(name)
+        plan = c.on_host(lambda: c.session.plan_write(name, args)) if writes else None
+        allowed = None
+        if (actor == "agent" and c.approve_each) or plan is not None:  # a write outside the session always asks
+            decision, reason = c.await_decision(name, args or {}, plan)
             c.session.note(
-                DECISION_EVENT, {"handler": name, "args": args or {}, "decision": decision, "reason": reason}
-            )
+                DECISION_EVENT, {"handler": name, "args": args or {}, "decision": decision, "reason": reason,
+                                 **({"write": plan.to_json()} if plan else {})}
+            )  # fmt: skip
             if decision == "stop":
                 raise TurnStopped
             if decision == "reject":
                 message = "the clinician rejected this action" + (f": {reason}" if reason else "")
                 return CallOutcome(name, False, 403, error={"code": "rejected_by_clinician", "message": message})
-        return c.on_host(lambda: c.session.call(name, args, actor=actor, **kw))
+            allowed = consent(plan, args) if plan is not None else None
+        return c.on_host(lambda: c.session.call(name, args, actor=actor, consent=allowed, **kw))
 
 
 class HostConversation:
@@ -210,8 +218,9 @@ class HostConversation:
         return not self.busy
 
     # ----- approvals -----
-    def await_decision(self, name: str, args: dict[str, Any]) -> tuple[str, str]:
-        entry = Action(name, dict(args), "agent", "pending")
+    def await_decision(self, name: str, args: dict[str, Any], write: WritePlan | None = None) -> tuple[str, str]:
+        """Wait for the clinician's decision on a proposed call (with what it would write, and where)."""
+        entry = Action(name, dict(args), "agent", "pending", write=write)
         with self._decided:
             self.pending, self._decision = entry, None
             self.actions.append(entry)

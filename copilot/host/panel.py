@@ -37,6 +37,13 @@ def action_line(n: int, a: Action) -> str:
     return f"{n}. [{a.actor}] {a.handler}: {a.status}{why}{err}"
 
 
+def proposal_text(a: Any) -> str:
+    """A pending proposal (an `Action` or a panel's timeline entry) as the clinician sees it; a write outside the
+    session says what and where."""
+    text = f"Proposed: {a.handler} {a.args}"
+    return text + (f"\nWrites outside the session: {a.write.text()}" if a.write is not None else "")
+
+
 def panel_state(conversation: HostConversation | None, inventory: list[str] | None = None,
                 trace: str = "", errors: list[str] | None = None, banner: str = "") -> PanelState:  # fmt: skip
     """The panel for a conversation (None: no session yet); `banner`: the patient banner's line."""
@@ -55,7 +62,7 @@ def panel_state(conversation: HostConversation | None, inventory: list[str] | No
         history=history,
         actions=[action_line(n + 1, a) for n, a in enumerate(c.actions)],
         evidence=c.evidence_labels(),
-        pending=f"Proposed: {pending.handler} {pending.args}" if pending else "",
+        pending=proposal_text(pending) if pending else "",
         can_ask=not busy,
         can_decide=pending is not None,
         can_stop=busy,

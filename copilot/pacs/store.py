@@ -32,6 +32,14 @@ def stored_manifest(folder: Path | None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def store_target(origin: dict[str, Any] | None, study_uids: Sequence[str]) -> str | None:
+    """The DICOMweb URL `store_back` would store objects of these studies to, or None (a file only)."""
+    if not origin or not origin.get("dicomweb"):
+        return None
+    study = str(origin.get("study", ""))
+    return str(origin["dicomweb"]) if study_uids and all(str(u) == study for u in study_uids) else None
+
+
 def store_back(
     origin: dict[str, Any] | None, datasets: Sequence[pydicom.Dataset], written: Sequence[Path]
 ) -> dict[str, Any]:

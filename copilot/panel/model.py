@@ -3,7 +3,8 @@ approve-each-action mode, stop, and the evidence report. Widgets (PySide6 here, 
 Slicer module) only bind to it.
 
 The agent runs in a worker thread against an `ApprovalGate` in front of the session: in approve mode a
-proposed agent call waits until the clinician approves or rejects it; stop makes the next call end the
+proposed agent call waits until the clinician approves or rejects it, and a call that writes outside the session
+(an export, a PACS store) always does, showing what it would write and where; stop makes the next call end the
 episode. The viewer the clinician sees is the session's viewer: one scene, one state.
 """
 
@@ -20,6 +21,7 @@ from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
+from copilot.tools.writes import WritePlan, consent
 from copilot.trace.outcome import CallOutcome
 
 
@@ -35,6 +37,7 @@ class TimelineEntry:
     status: str  # pending | ok | refused | rejected
     error: str | None = None
     thumbnail: bytes | None = None
+    write: WritePlan | None = None  # what a call of the second kind would write outside the session, and where
 
 
 class ApprovalGate:
@@ -51,9 +54,11 @@ class ApprovalGate:
         m = self._model
         if m.stop_event.is_set():
             raise EpisodeStopped
-        if actor == "agent" and m.approve_mode:
-            decision, reason = m.await_approval(name, args or {})
-            proposal = {"handler": name, "args": dict(args or {})}
+        plan = self._session.plan_write(name, args) if actor != "clinician" else None
+        allowed = None
+        if (actor == "agent" and m.approve_mode) or plan is not None:  # a write outside the session always asks
+            decision, reason = m.await_approval(name, args or {}, plan)
+            proposal = {"handler": name, "args": dict(args or {}), **({"write": plan.to_json()} if plan else {})}
             if decision == "stop":
                 self._session.note("clinician_stop", {"during": "approval", **proposal})
                 raise EpisodeStopped
@@ -67,7 +72,8 @@ class ApprovalGate:
                     error={"code": "rejected_by_clinician", "message": f"the clinician rejected this action: {why}"},
                 )
             self._session.note("clinician_approval", proposal)
-        return self._session.call(name, args, actor=actor, **kw)
+            allowed = consent(plan, args) if plan is not None else None
+        return self._session.call(name, args, actor=actor, consent=allowed, **kw)
 
 
 class PanelModel:
@@ -198,9 +204,10 @@ class PanelModel:
         self.approve_mode = on
         self._notify("status")
 
-    def await_approval(self, name: str, args: dict[str, Any]) -> tuple[str, str]:
-        """Wait for the clinician's decision on a proposed call: (approve | reject | stop, reason)."""
-        entry = TimelineEntry(name, dict(args), "agent", "pending")
+    def await_approval(self, name: str, args: dict[str, Any], write: WritePlan | None = None) -> tuple[str, str]:
+        """Wait for the clinician's decision on a proposed call (with what it would write outside the session, and
+        where): (approve | reject | stop, reason)."""
+        entry = TimelineEntry(name, dict(args), "agent", "pending", write=write)
         with self._decided:
             self.pending, self._decision, self._reason = entry, None, ""
             self.timeline.append(entry)

@@ -124,6 +124,8 @@ def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
         if pending is not None and pending is not asked:
             asked = pending
             term.say(f"proposed: {pending.handler}({_short(pending.args)}) — /approve, /reject REASON or /stop")
+            if pending.write is not None:  # an action of the second kind: exactly what and where
+                term.say(f"  writes outside the session: {pending.write.text()}")
         undecided = pending is not None and pending is not decided
         if not undecided:
             if term.peek() == "/stop":  # typed while the model works

@@ -19,11 +19,12 @@ from pydantic import Field
 
 from copilot.engine.volume.loading import expand_case_path, load_case_volumes
 from copilot.errors import HandlerError
-from copilot.pacs.store import store_back
+from copilot.pacs.store import store_back, store_target
 from copilot.tools.args import resolve_case_path
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
+from copilot.tools.writes import WritePlan, file_destination, pacs_destination
 
 
 @handler(**OPERATOR)
@@ -54,7 +55,35 @@ def import_dicom(
     return HandlerOutput({"imported": added})
 
 
-@handler(**OPERATOR, exports=True)
+def _seg_source(ctx: RadiologyContext, segment: str, output_name: str) -> tuple[str, Any, Any, Path]:
+    """The segment (id, node), its DICOM source volume and the file a SEG export would write, or a named refusal."""
+    sid, sg = ctx.viewer.segment(segment)
+    source = ctx.viewer.volume(sg.source)
+    folder = Path(source.source)
+    if not folder.is_dir() or "SeriesInstanceUID" not in source.metadata:
+        raise HandlerError("not_dicom", f"{source.name} was not loaded from a DICOM series; nothing to reference")
+    if ctx.output_dir is None:
+        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
+    out = ctx.output_dir / f"{output_name}.dcm"
+    if out.exists():
+        raise HandlerError("name_taken", f"{out.name} exists already")
+    return sid, sg, source, out
+
+
+def plan_dicom_seg(ctx: RadiologyContext, segment: str, output_name: str) -> WritePlan:
+    """What `export_dicom_seg` would write (the segment, its label, its source series) and where, writing nothing."""
+    _, sg, source, out = _seg_source(ctx, segment, output_name)
+    study = str(source.metadata.get("StudyInstanceUID", ""))
+    target = store_target(ctx.case_inputs.get("origin"), [study])
+    voxels = int(np.count_nonzero(sg.mask.data))
+    what = (
+        f"DICOM SEG {output_name!r}: segment {sg.name[:64]!r} ({voxels} voxels) over series "
+        f"{source.metadata['SeriesInstanceUID']} of study {study or '(unknown)'}; a copy kept as derived/{out.name}"
+    )
+    return WritePlan("export_dicom_seg", what, (pacs_destination(target) if target else file_destination(out),))
+
+
+@handler(**OPERATOR, writes=plan_dicom_seg)
 def export_dicom_seg(
     ctx: RadiologyContext,
     segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],
@@ -64,13 +93,8 @@ def export_dicom_seg(
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
-    sid, sg = ctx.viewer.segment(segment)
-    source = ctx.viewer.volume(sg.source)
+    sid, sg, source, out = _seg_source(ctx, segment, output_name)
     folder = Path(source.source)
-    if not folder.is_dir() or "SeriesInstanceUID" not in source.metadata:
-        raise HandlerError("not_dicom", f"{source.name} was not loaded from a DICOM series; nothing to reference")
-    if ctx.output_dir is None:
-        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
     files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), source.metadata["SeriesInstanceUID"]))
     datasets: list[pydicom.Dataset] = [pydicom.dcmread(f) for f in files]  # in the volume's k order
     if len(datasets) != source.dimensions[2]:
@@ -90,10 +114,7 @@ def export_dicom_seg(
         seg_ds = _segmentation(hd, datasets, sg.mask.data, desc, output_name)
     except (AttributeError, TypeError, ValueError) as exc:  # highdicom's refusal of a source it cannot describe
         raise HandlerError("invalid_source", f"{source.name}: no valid SEG can reference it ({exc})") from exc
-    ctx.output_dir.mkdir(parents=True, exist_ok=True)
-    out = ctx.output_dir / f"{output_name}.dcm"
-    if out.exists():
-        raise HandlerError("name_taken", f"{out.name} exists already")
+    out.parent.mkdir(parents=True, exist_ok=True)
     seg_ds.save_as(out)
     stored = store_back(ctx.case_inputs.get("origin"), [seg_ds], [out])  # the study's PACS, if it came from one
     return HandlerOutput(

@@ -20,10 +20,11 @@ import SimpleITK as sitk
 
 import copilot
 from copilot.errors import HandlerError
-from copilot.pacs.store import store_back
+from copilot.pacs.store import store_back, store_target
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
+from copilot.tools.writes import WritePlan, file_destination, pacs_destination
 
 OBSERVER_UID = pydicom.uid.generate_uid(entropy_srcs=["MedCopilot observer device"])
 
@@ -53,8 +54,9 @@ def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[pydico
     return found
 
 
-def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int]]:
-    """The report's measurement groups, the source instances they reference, and counts per kind."""
+def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
+    """The report's measurement groups, the source instances they reference, counts per kind, and the labels the
+    groups carry."""
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
@@ -62,10 +64,12 @@ def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], di
     groups: list[Any] = []
     used: dict[str, pydicom.Dataset] = {}
     counts = {"key_slices": 0, "points": 0, "distances": 0, "left_out": 0}
+    labels: list[str] = []
 
     def tracking(rec: dict[str, Any], what: str) -> Any:
-        label = f"{what} {rec['evidence_id']}" + (f": {rec['label']}" if rec.get("label") else "")
-        return hd.sr.TrackingIdentifier(uid=hd.UID(), identifier=label[:64])
+        label = (f"{what} {rec['evidence_id']}" + (f": {rec['label']}" if rec.get("label") else ""))[:64]
+        labels.append(label)
+        return hd.sr.TrackingIdentifier(uid=hd.UID(), identifier=label)
 
     def region(points: list[list[float]], series: list[pydicom.Dataset], kind: str) -> Any:
         lps = np.array([ras_to_lps(p) for p in points], dtype=np.float64)
@@ -110,7 +114,7 @@ def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], di
                 )
             )  # fmt: skip
             counts["distances"] += 1
-    return groups, list(used.values()), counts
+    return groups, list(used.values()), counts, labels
 
 
 def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str, int]]:
@@ -118,11 +122,7 @@ def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str,
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
-    groups, sources, counts = _groups(ctx)
-    if not groups:
-        raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
-    if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
-        raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
+    groups, sources, counts, _ = _checked_groups(ctx)
     device = hd.sr.DeviceObserverIdentifyingAttributes(
         uid=OBSERVER_UID, name="MedCopilot", manufacturer_name="MedCopilot", model_name="MedCopilot"
     )
@@ -145,17 +145,49 @@ def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str,
     return sr, counts
 
 
-@handler(**OPERATOR, exports=True)
-def export_evidence_sr(ctx: RadiologyContext, output_name: NewName) -> HandlerOutput:
-    """Write the session's evidence (key slices, points, distances) as a DICOM measurement report referencing
-    the source images; stored to the study's PACS when it came from one."""
+def _checked_groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
+    """`_groups`, refused by name when there is nothing to report or the evidence spans several studies."""
+    groups, sources, counts, labels = _groups(ctx)
+    if not groups:
+        raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
+    if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
+        raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
+    return groups, sources, counts, labels
+
+
+def _output_file(ctx: RadiologyContext, output_name: str) -> Path:
+    """The file an export writes in the session's derived folder (refused when there is none, or it exists)."""
     if ctx.output_dir is None:
         raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
     out = ctx.output_dir / f"{output_name}.dcm"
     if out.exists():
         raise HandlerError("name_taken", f"{out.name} exists already")
+    return out
+
+
+def plan_evidence_sr(ctx: RadiologyContext, output_name: str) -> WritePlan:
+    """What `export_evidence_sr` would write (the report's groups and labels, its study) and where, writing nothing."""
+    out = _output_file(ctx, output_name)
+    _, sources, counts, labels = _checked_groups(ctx)
+    study = str(sources[0].StudyInstanceUID)
+    target = store_target(ctx.case_inputs.get("origin"), [study])
+    what = (
+        f"DICOM measurement report (Comprehensive 3D SR) {output_name!r} of study {study}: {counts['key_slices']} key "
+        f"slice(s), {counts['points']} point(s), {counts['distances']} distance(s)"
+        + (f" ({counts['left_out']} evidence item(s) left out)" if counts["left_out"] else "")
+        + f"; labels: {'; '.join(labels)}; a copy kept as derived/{out.name}"
+    )
+    where = pacs_destination(target) if target else file_destination(out)
+    return WritePlan("export_evidence_sr", what, (where,))
+
+
+@handler(**OPERATOR, writes=plan_evidence_sr)
+def export_evidence_sr(ctx: RadiologyContext, output_name: NewName) -> HandlerOutput:
+    """Write the session's evidence (key slices, points, distances) as a DICOM measurement report referencing
+    the source images; stored to the study's PACS when it came from one."""
+    out = _output_file(ctx, output_name)
     sr, counts = build_evidence_sr(ctx, output_name)
-    ctx.output_dir.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     sr.save_as(out)
     stored = store_back(ctx.case_inputs.get("origin"), [sr], [out])
     return HandlerOutput({"file": out.name, **counts, **stored})

@@ -90,6 +90,7 @@ SlideContext = HandlerContext[SlideViewer]  # what pathology handlers are writte
 
 
 Impl = Callable[..., HandlerOutput]
+Planner = Callable[..., Any]  # (ctx, **args) -> copilot.tools.writes.WritePlan, writing nothing
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,12 @@ class HandlerSpec:
     args_model: type[BaseModel]
     impl: Impl
     exports: bool = False  # writes a new object outside the viewer (a file, a PACS store) under fresh identifiers
+    writes: Planner | None = None  # the second kind of action: what it would write and where (`copilot.tools.writes`)
+
+    @property
+    def effect(self) -> str:
+        """'looks' (views, evidence kept in the session) or 'writes' (outside the session: asks the clinician)."""
+        return "writes" if self.writes is not None else "looks"
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments (titles stripped, as tool schemas usually are)."""
@@ -150,14 +157,15 @@ class Registry:
         self._specs: dict[str, HandlerSpec] = {}
 
     def handler(
-        self, *, role: Role, tracks: Iterable[str] = ("A", "B"), name: str | None = None, exports: bool = False
+        self, *, role: Role, tracks: Iterable[str] = ("A", "B"), name: str | None = None, writes: Planner | None = None
     ) -> Callable[[Impl], Impl]:
-        """Decorator declaring a handler from a typed, documented function (`exports`: it writes a new object
-        outside the viewer, which a replay checks instead of writing it again)."""
+        """Decorator declaring a handler from a typed, documented function. `writes` declares the second kind of
+        action: its planner says what the call would write outside the session and where; such a call runs only with
+        the clinician's consent (or a headless `--allow-store`), and a replay checks it instead of writing again."""
 
         def deco(fn: Impl) -> Impl:
             spec = build_spec(fn, kind=self.kind, role=role, tracks=tuple(tracks), name=name)
-            self.register(dataclasses.replace(spec, exports=exports))
+            self.register(dataclasses.replace(spec, exports=writes is not None, writes=writes))
             return fn
 
         return deco

@@ -267,7 +267,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
 
     # ----- the panel -----
     def refresh(self) -> None:
-        from copilot.host.panel import PanelState, panel_state
+        from copilot.host.panel import PanelState, panel_state, proposal_text
 
         if self.logic is None:
             return
@@ -278,7 +278,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
             trace = str(host.trace_path or "")
             state = panel_state(host.conversation, host.inventory_text(), trace, banner=host.banner.line)
         elif m is not None:
-            pending = f"Proposed: {m.pending.handler} {m.pending.args}" if m.pending else ""
+            pending = proposal_text(m.pending) if m.pending else ""
             self.ui.budgetBar.maximum = m.budget
             self.ui.budgetBar.value = min(m.rounds_used, m.budget)
             state = PanelState(
