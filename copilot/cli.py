@@ -209,7 +209,8 @@ def _mcp(ns: argparse.Namespace) -> int:
 
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
     case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case
-    session = open_session(case, track=ns.track, trace_dir=trace_dir, backend=ns.backend)
+    session = open_session(case, track=ns.track, trace_dir=trace_dir, backend=ns.backend,
+                           pseudonymous=is_dicomweb_url(ns.case))  # a clinician's study: named by reference
     try:
         anyio.run(serve_stdio, session)
     finally:
@@ -308,7 +309,8 @@ def _serve(ns: argparse.Namespace) -> int:
 
         viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
     case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case  # a PACS URL: retrieved, then a study
-    session = open_session(case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend)
+    session = open_session(case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend,
+                           pseudonymous=is_dicomweb_url(ns.case))  # a clinician's study: named by reference
     limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
     server = make_server(session, ns.host, ns.port, token, slicer_compat=ns.slicer_compat, limits=limits)
     if token_source == "random":

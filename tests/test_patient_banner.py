@@ -5,6 +5,7 @@ when the object refers to another study than the one the banner shows."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,13 @@ import pydicom
 import pytest
 
 from copilot.errors import HandlerError
+from copilot.pacs.orthanc import LocalOrthanc, missing
 from copilot.pacs.patient import age_on, person_name, stored_age
 from copilot.pacs.sample import write_ct_series
 from copilot.pacs.store import store_back
 from copilot.panel.banner import banner_from_facts, study_banner
 from copilot.panel.studies import study_for
+from copilot.replay import read_events
 
 PATIENT = {
     "PatientName": "Brackwater^Henrietta^Q", "PatientID": "HX-558201", "PatientBirthDate": "19610314",
@@ -146,3 +149,41 @@ def test_a_store_on_another_study_than_the_banner_shows_is_refused(tmp_path: Pat
         store_back(origin, [ds], [written])
     assert err.value.code == "wrong_study" and problem in str(err.value) and "9.9.9" not in str(err.value)
     assert not written.exists()
+
+
+@pytest.mark.slow  # a private Orthanc
+@pytest.mark.skipif(missing() is not None, reason=str(missing()))
+def test_an_export_on_a_series_of_another_study_is_never_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PACS study open, a series of another patient's study found in its folder (a foreign copy) imported and
+    reported on: the export is refused as `wrong_study`, nothing reaches the PACS, the refusal is traced."""
+    from copilot.pacs.client import PacsClient
+    from copilot.panel.studies import open_study, study_at
+    from tests.test_privacy_on_disk import _export
+
+    monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+    shown = dicom_study(tmp_path / "shown")
+    write_ct_series(tmp_path / "foreign")  # the sample patient's own study
+    with LocalOrthanc() as pacs:
+        monkeypatch.setenv("MEDCOPILOT_PACS_USER", pacs.user)
+        monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", pacs.password)
+        client = PacsClient(pacs.dicomweb)
+        client.store(shown, str(shown[0].StudyInstanceUID))
+        session = open_study(study_at(f"{pacs.dicomweb}/studies/{shown[0].StudyInstanceUID}"), tmp_path / "t",
+                             track="B")  # fmt: skip
+        shutil.copytree(tmp_path / "foreign", Path(session.case.root) / "foreign")
+        imported = session.call("import_dicom", {"path": "foreign"}, actor="clinician")
+        assert imported.ok, imported.error
+        vid = imported.result["imported"][0]["id"]
+        assert session.call("select_volume", {"volume_id": vid}, actor="clinician").ok
+        assert session.call("record_key_slice", {"view": "red", "label": "block"}, actor="clinician").ok
+        refused = _export(session, "export_evidence_sr", {"output_name": "evidence"})
+        assert not refused.ok and refused.error["code"] == "wrong_study"
+        assert "another study than the one open" in refused.error["message"]
+        assert [s["modality"] for s in client.series(str(shown[0].StudyInstanceUID))] == ["CT"]  # nothing stored
+        assert not (tmp_path / "t" / "derived" / "evidence.dcm").exists()
+        session.close()
+    events = read_events(tmp_path / "t")[0]
+    assert any(e.get("handler") == "export_evidence_sr" and e.get("error", {}).get("code") == "wrong_study"
+               for e in events)  # fmt: skip
