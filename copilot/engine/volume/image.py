@@ -36,6 +36,19 @@ class VolumeLoadError(ValueError):
         self.code = code
 
 
+def finite_range(data: np.ndarray, chunk: int = 1 << 20) -> tuple[float, float]:
+    """The smallest and largest finite value, (0, 0) when none is: a chunk at a time, so that a volume at the
+    voxel budget is never copied whole to find it."""
+    flat = data.reshape(-1)
+    low, high = np.inf, -np.inf
+    for start in range(0, flat.size, chunk):
+        part = flat[start : start + chunk]
+        part = part[np.isfinite(part)]
+        if part.size:
+            low, high = min(low, float(part.min())), max(high, float(part.max()))
+    return (float(low), float(high)) if low <= high else (0.0, 0.0)
+
+
 @dataclass(eq=False)
 class Volume:
     """A scalar volume: `data[k, j, i]` (float32) and the 4×4 IJK→RAS matrix."""
@@ -60,8 +73,7 @@ class Volume:
                 f"{self.name}: voxel geometry is degenerate (zero spacing or axes)", "invalid_geometry"
             )
         self.ras_to_ijk = np.linalg.inv(self.ijk_to_ras)
-        finite = self.data[np.isfinite(self.data)]
-        self.value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        self.value_range = finite_range(self.data)
         self.cache.clear()
 
     @property
@@ -116,8 +128,8 @@ def inventory_facts(volume: Volume) -> dict[str, Any]:
     return facts
 
 
-def affine_from_sitk(image: sitk.Image) -> np.ndarray:
-    """IJK→RAS 4×4 matrix of a SimpleITK image (whose geometry is LPS)."""
+def affine_from_sitk(image: sitk.Image | sitk.ImageFileReader) -> np.ndarray:
+    """IJK→RAS 4×4 matrix of a SimpleITK image, or of a reader's image information (geometry in LPS)."""
     direction = np.array(image.GetDirection(), dtype=float).reshape(3, 3)
     return ijk_to_ras_from_lps(direction, np.array(image.GetSpacing()), np.array(image.GetOrigin()))
 
@@ -230,10 +242,10 @@ def check_nifti_geometry(header: Any, name: str) -> None:
             )
 
 
-def check_nifti_complete(path: Path) -> None:
+def check_nifti_complete(path: Path) -> Any:
     """Refuse a NIfTI file whose voxel data is shorter than its header says (ITK would fill with zeros), or
-    whose voxel size or orientation is invalid. A compressed stream is inflated no further than the header
-    promises (a small file that inflates to gigabytes is never read to its end)."""
+    whose voxel size or orientation is invalid; the header as stored. A compressed stream is inflated no further
+    than the header promises (a small file that inflates to gigabytes is never read to its end)."""
     try:
         header: Any = _raw_nifti_header(path)
         shape = header.get_data_shape()
@@ -266,3 +278,4 @@ def check_nifti_complete(path: Path) -> None:
             "truncated_image",
         )
     check_nifti_geometry(header, path.name)
+    return header

@@ -16,6 +16,7 @@ from copilot.engine.volume.image import (
     VOLUME_SUFFIXES,
     Volume,
     VolumeLoadError,
+    affine_from_sitk,
     check_nifti_complete,
     guess_modality,
     pick_frame,
@@ -23,6 +24,7 @@ from copilot.engine.volume.image import (
     volume_from_sitk,
     volume_name_for,
 )
+from copilot.engine.volume.nifti_direct import read_nifti_direct
 from copilot.errors import HandlerError
 
 _CACHE: OrderedDict[tuple[str, int, int, bool, str | None, int | None], Volume] = OrderedDict()
@@ -60,7 +62,12 @@ def load_volume(
     if p.suffix.lower() == ".dcm" or is_dicom(p):
         return load_dicom_file(p, name=name, accept_missing_geometry=accept_missing_geometry)
     if p.name.lower().endswith((".nii", ".nii.gz")):
-        check_nifti_complete(p)
+        header = check_nifti_complete(p)
+        direct = read_nifti_direct(p, header) if frame in (None, 0) else None
+        if direct is not None:  # voxels straight into their float32 array, geometry from ITK
+            data, info = direct
+            vname = name or volume_name_for(p)
+            return Volume(vname, data, affine_from_sitk(info), modality=guess_modality(vname), source=str(p))
     try:
         image = sitk.ReadImage(str(p), sitk.sitkFloat32)
     except RuntimeError as exc:
