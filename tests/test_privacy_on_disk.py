@@ -21,7 +21,7 @@ from copilot.panel.studies import RecentStudies, open_study, study_at, study_for
 from copilot.privatefs import ExposedSecretsError, check_secret_file, private_dir, write_private
 from copilot.replay import read_events, replay
 from copilot.study.sessions import new_session_dir
-from copilot.trace.study_ref import SIDECAR, study_record
+from copilot.trace.study_ref import SIDECAR, study_record, study_reference
 from tests.fake_openai import FakeOpenAI, tool
 from tests.test_patient_banner import PATIENT, dicom_study
 
@@ -178,6 +178,14 @@ def test_trace_names_the_study_by_a_stable_reference(tmp_path: Path, private_env
     report = replay(traces[1])
     assert not report.ok and "no study.json" in report.summary()
     assert replay(traces[1], case_dir=study).ok is False  # the folder alone does not say which series
+
+
+def test_a_reference_is_made_where_no_key_can_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path / "file" / "sessions"))  # cannot be made
+    first = study_reference(tmp_path, {"volumes": ["."]})
+    assert first.startswith("study-") and first == study_reference(tmp_path, {"volumes": ["."]})
+    assert first != study_reference(tmp_path, {"volumes": ["a"]})
 
 
 def _session(study: Path, age_days: float = 0.0) -> Path:

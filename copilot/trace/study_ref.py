@@ -35,16 +35,24 @@ def sessions_root() -> Path:
     return data / "medcopilot" / "sessions"
 
 
+_SESSION_KEY = secrets.token_bytes(32)  # where no key can be kept: references stable within this process only
+
+
 def pseudonym_key(root: Path | None = None) -> bytes:
-    """The user's secret key for study references (made once, 0600, in the sessions folder)."""
-    folder = private_dir(root if root is not None else sessions_root())
-    path = folder / KEY_FILE
+    """The user's secret key for study references (made once, 0600, in the sessions folder); where that folder
+    cannot be written or the key read, a key of this process (references then differ between runs)."""
     try:
-        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="ascii") as fh:
-            fh.write(secrets.token_hex(32))
-    except FileExistsError:  # made before (or by another session at the same moment)
-        pass
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        folder = private_dir(root if root is not None else sessions_root())
+        path = folder / KEY_FILE
+        try:
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="ascii") as fh:
+                fh.write(secrets.token_hex(32))
+        except FileExistsError:  # made before (or by another session at the same moment)
+            pass
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):  # a read-only home, a damaged key file
+        return _SESSION_KEY
+    return key if len(key) >= 16 else _SESSION_KEY
 
 
 def study_reference(root: str | Path, inputs: dict[str, Any] | None, key: bytes | None = None) -> str:
