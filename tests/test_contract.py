@@ -75,6 +75,11 @@ BAD_CALLS: list[tuple[str, object, str]] = [
     ("record_point", {"ras": [0, 0, 0], "point_1000": [1, 1]}, "invalid_arguments"),
     ("record_point", {}, "invalid_arguments"),
     ("measure_distance", {"point_a_1000": [1, 1]}, "invalid_arguments"),
+    ("probe_value", {"ras": [1e5, 0, 0]}, "out_of_volume"),
+    ("probe_value", {"ras": [0, 0]}, "invalid_arguments"),
+    ("region_stats", {"shape": "sphere", "center_ras": [0, 0, 0]}, "invalid_arguments"),
+    ("region_stats", {"shape": "box", "center_ras": [1e5, 0, 0], "size_mm": [5, 5, 5]}, "empty_region"),
+    ("region_stats", {"shape": "segment"}, "invalid_arguments"),
     ("no_such_handler", {}, "unknown_handler"),
     ("observe", ["not", "an", "object"], "invalid_arguments"),
 ]  # fmt: skip

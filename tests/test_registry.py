@@ -31,6 +31,7 @@ TABLE_9 = {
     "fusion": {"background_volume_ref", "foreground_volume_ref", "foreground_opacity", "mode", "view", "size"},
 }
 EVIDENCE = {"bookmark_view", "record_key_slice", "record_point", "measure_distance"}
+MEASUREMENTS = {"probe_value", "region_stats"}  # the harness's own reads of values (not in Table 9)
 
 
 def test_table_9_names_and_arguments() -> None:
@@ -41,9 +42,9 @@ def test_table_9_names_and_arguments() -> None:
     for name in EVIDENCE:
         assert RADIOLOGY.get(name).role == "evidence_capture"
     operators = {s.name for s in RADIOLOGY.specs() if s.role == "analysis_operator"}
-    assert set(RADIOLOGY.names()) == set(TABLE_9) | EVIDENCE | operators
+    assert set(RADIOLOGY.names()) == set(TABLE_9) | EVIDENCE | MEASUREMENTS | operators
     assert all(RADIOLOGY.get(n).tracks == ("B",) for n in operators)
-    assert {s.name for s in RADIOLOGY.specs("A")} == set(TABLE_9) | EVIDENCE
+    assert {s.name for s in RADIOLOGY.specs("A")} == set(TABLE_9) | EVIDENCE | MEASUREMENTS
 
 
 def test_schemas_are_closed_and_documented() -> None:
