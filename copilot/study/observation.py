@@ -2,17 +2,20 @@
 
 Radiology: per series its name, modality, size in voxels, spacing, the patient directions of the voxel axes and
 the field of view; slides: size in pixels, µm per pixel, levels and their downsamples, full magnification. The
-acquisition date is shown to the clinician (it stays on this machine) and never put in the model's text.
+acquisition date is shown to the clinician (it stays on this machine) and never put in the model's text. Text
+read from the study (a series' name) reaches the model cleaned, cut and inside a labelled `<study-data>` block.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from copilot.kinds import viewer_kind
+from copilot.tools.study_text import block, clean
 
 AXIS_LETTERS = (("L", "R"), ("P", "A"), ("I", "S"))  # RAS axis → (negative, positive) direction letters
 
@@ -28,19 +31,22 @@ def axis_codes(ijk_to_ras: list[list[float]]) -> str:
     return out
 
 
-def radiology_lines(inventory: list[dict[str, Any]]) -> list[str]:
+def radiology_lines(inventory: list[dict[str, Any]], for_model: bool = True) -> list[str]:
+    """One line per series; for the model (the default) the lines, which carry the study's own text, come inside
+    a labelled data block."""
     lines = []
     for v in inventory:
         dims, sp = v["dimensions"], v["spacing_mm"]
         fov = [round(d * s, 1) for d, s in zip(dims, sp, strict=True)]
         assumed = "; geometry assumed (no orientation in the file)" if v.get("geometry") == "assumed" else ""
         lines.append(
-            f"- series {v['name']!r} (volume id {v['id']}, {v['modality']}): {dims[0]}x{dims[1]}x{dims[2]} voxels, "
+            f"- series {json.dumps(clean(v['name']), ensure_ascii=False)} (volume id {v['id']}, "
+            f"{clean(v['modality'], 16)}): {dims[0]}x{dims[1]}x{dims[2]} voxels, "
             f"spacing {' x '.join(f'{s:g}' for s in sp)} mm, field of view {' x '.join(f'{f:g}' for f in fov)} mm, "
             f"voxel axes i,j,k point {axis_codes(v['ijk_to_ras'])}, stored values {v['value_range'][0]:g} to "
             f"{v['value_range'][1]:g}{assumed}"
         )
-    return lines
+    return block(lines) if for_model and lines else lines
 
 
 def slide_lines(state: dict[str, Any]) -> list[str]:
@@ -88,7 +94,7 @@ def study_summary(session: Any, case: Any) -> list[str]:
     if viewer_kind(session.kind).slide_coordinates:
         return slide_lines(session.snapshot())
     inventory = session.call("get_viewer_state", {"include_volumes": True}, actor="system")
-    lines = radiology_lines(inventory.result.get("inventory", []) if inventory.ok else [])
+    lines = radiology_lines(inventory.result.get("inventory", []) if inventory.ok else [], for_model=False)
     try:
         dates = acquisition_dates(Path(case.root), dict(case.inputs or {}))
     except OSError:  # a folder that went away: no date

@@ -1,10 +1,12 @@
 """The two per-round texts of the pathology protocol (Appendix H.2): a direct viewer-state summary and a
 rule-based GUI/control summary. Both say only what the viewer state says (software state, not
-pathology evidence)."""
+pathology evidence). The image's file name is study text: it comes as a labelled `<study-data>` field."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from copilot.tools.study_text import field
 
 IMAGE_TYPE_NAMES = {
     "BRIGHTFIELD_H_E": "Brightfield (H&E)",
@@ -27,7 +29,7 @@ def direct_state_summary(viewer: Any) -> str:
     frac = max(0.0, min(x1, w) - max(x0, 0)) * max(0.0, min(y1, h) - max(y0, 0)) / (w * h)
     return "\n".join(
         [
-            f"- Image: {st['image']} ({w} x {h} px, {st['levels']} pyramid levels, {mpp})",
+            f"- Image: {field('file name', st['image'], 128)} ({w} x {h} px, {st['levels']} pyramid levels, {mpp})",
             f"- Image type: {IMAGE_TYPE_NAMES.get(st['image_type'], st['image_type'])}",
             f"- Viewer centre (full-resolution px): x={st['center'][0]:.1f}, y={st['center'][1]:.1f}",
             f"- Downsample: {st['downsample']:.4g} (pyramid level {st['pyramid_level']}); magnification: {mag}",
