@@ -147,7 +147,7 @@ def test_table6_matches_track_c_to_the_budget_20_run() -> None:
         _row("m1", "brain_mri", 1.0, 1.0, 1.0, track="C", policy="answers", budget=0, backend="none"),
     ]
     t6 = table6(rows)
-    assert _texts(t6, 0)[0] == "m1 vs A b20" and _texts(t6, 0)[3:6] == ["1.00 (↔ 0.00)"] * 3
+    assert _texts(t6, 0)[0] == "m1 (scored answers) vs A b20" and _texts(t6, 0)[3:6] == ["1.00 (↔ 0.00)"] * 3
 
 
 def test_table1_means_leave_out_floors_and_budget_study_runs() -> None:
@@ -415,7 +415,8 @@ def test_trackc_sends_montages_and_scores_into_the_run(packs: dict[str, Path], t
     rows = read_results(tmp_path / "run" / "results.sqlite")
     assert {(r["track"], r["model"], r["task"], r["strict"]) for r in rows} == {("C", "vlm-x", 1.0, 1.0)}
     t6 = table6(rows)
-    assert t6.groups == [(0, "Alt. only")] and _texts(t6, 0)[3] == "1.00" and _texts(t6, 0)[7] == "1.00†"
+    assert t6.groups == [(0, "2D slice-montage: general-purpose backbones")]  # the paper's grouping
+    assert _texts(t6, 0)[0] == "vlm-x (Alt. only)" and _texts(t6, 0)[3] == "1.00" and _texts(t6, 0)[7] == "1.00†"
     refused = _cli("bench", "trackc", "--cases", str(cases), "--policy", "openai:vlm-x", "--out", str(tmp_path / "r2"))
     assert refused.returncode == 2 and "OPENAI_BASE_URL" in refused.stderr
 

@@ -120,7 +120,9 @@ def test_tables_hand_computed_from_rows() -> None:
     assert "| m1 (budget 20) | 0.00 n=1 | 0.00 n=1 | 0.50 n=2 [0.00, 1.00] |" in md  # n and 95% CI per cell
     csv_text = to_csv(paper_tables(rows))
     assert "table1,General-purpose models,m1 (budget 20),Model Avg. / Loc.,0.750000," in csv_text
-    assert "table6,Matched to Track A,m1 vs A b20,Brain MRI / Strict,0.000000,-0.500000,1," in csv_text
+    # Table 6 grouped as the paper's (2D slice-montage backbones); an answer file is its model's row, so marked
+    assert ("table6,2D slice-montage: general-purpose backbones,m1 (scored answers) vs A b20,Brain MRI / Strict,"
+            "0.000000,-0.500000,1,") in csv_text  # fmt: skip
     html_text = "".join(__import__("copilot.bench.tables", fromlist=["to_html"]).to_html(t) for t in (t3, t6))
     assert 'class="up"' in html_text and 'class="strict down"' in html_text and 'class="same"' in html_text
 
@@ -191,7 +193,9 @@ def test_perfect_answers_scored_with_details_and_problems_reported(packs: dict[s
     assert {(r["model"], r["track"], r["task"], r["strict"]) for r in rows} == {("oracle", "C", 1.0, 1.0)}
     t6 = table6(rows)
     # the lung Strict passed the source-series check unchecked (no trace): marked †, never silently
-    assert t6.groups == [(0, "Alt. only")] and _cells(t6, 0)[1:] == ["1.00"] * 6 + ["1.00†", "1.00"]
+    assert t6.groups == [(0, "2D slice-montage: general-purpose backbones")]
+    assert t6.rows[0][0].text() == "oracle (scored answers) (Alt. only)"
+    assert _cells(t6, 0)[1:] == ["1.00"] * 6 + ["1.00†", "1.00"]
     table = subprocess.run(
         [*CLI, "bench", "score", "--cases", str(root), "--answers", str(answers)], capture_output=True, text=True
     ).stdout

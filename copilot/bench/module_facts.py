@@ -34,7 +34,7 @@ class ModuleFacts:
     results_table: int = 0  # the main-results table it is a column group of: 1 (radiology), 2 (pathology), 0 none
     paper_cases: int | None = None  # the paper's benchmark-eligible units (Table 4)
     label_field: str = "label"  # the truth field whose frequencies Table 4 counts
-    operations: tuple[str, ...] = ("all",)  # Track B operation sets it is reported on (Table 3)
+    operations: tuple[str, ...] = ()  # Track B operation sets it is reported on (Table 3: the paper's columns)
     registration_control: bool = False  # Table 3: registration compared with the unregistered control run
     details: tuple[DetailColumns, ...] = ()  # detailed-metrics columns (Tables 5 and 7); none: not in them
     roi_label: tuple[str, str] | None = None  # slides: (truth field naming the target ROI class, its negative)

@@ -14,7 +14,9 @@ mean over its scored episodes (repeats included; errored episodes are counted ap
   Brain and Lung; it is left empty when one of those columns is missing. Its n is the episodes behind it and
   its CI averages the columns' resampled means (each column's cases drawn on their own stream); "Mean over
   reported" cells are made the same way.
-- Groups: General-purpose and Medical-domain models (a model's group: `medical_models()`), then reference
+- Groups as the paper's: General-purpose and Medical-domain models (Tables 1–3, 7), Closed-source and
+  Open-weight models (Table 5), 2D slice-montage backbones and native 3D VLMs (Table 6), each model's access
+  type and family from `model_table` (answers scored by `bench score` are their model's rows); then reference
   policies (the offline floors `prior`, `baseline`, scripted, which are never in a mean) and budget-study
   runs (budgets other than the paper's 20 when the same configuration also ran at 20; they belong to
   Table 7 and are never in a mean). "Mean over reported" averages a group's rows.
@@ -27,11 +29,11 @@ mean over its scored episodes (repeats included; errored episodes are counted ap
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from copilot.bench.model_table import ACCESS_TITLES, FAMILY_TITLES, model_info
 from copilot.bench.module_facts import DetailColumns, all_facts, facts_of, in_table
 from copilot.bench.module_facts import title as module_title
 from copilot.bench.stats import (
@@ -63,12 +65,9 @@ __all__ = [
 ]  # fmt: skip
 
 CONFIG = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed", "rules")
-OFFLINE = ("prior", "baseline", "scripted:", "answers")
 FLOORS = ("prior", "baseline", "scripted:")  # reference policies: shown, never in a mean
 PAPER_BUDGET = 20  # the paper's operation budget (Table 8: 20 rounds for every module)
 TRACK_C_BUDGET = PAPER_BUDGET
-MEDICAL_PATTERNS = ("medgemma", "lingshu", "radfm", "m3d", "llava-med", "biomedgpt", "med-flamingo", "huatuo",
-                    "meditron", "medical")  # fmt: skip
 
 
 class Cfg(NamedTuple):
@@ -153,24 +152,30 @@ def _field_value(f: dict[str, Any] | None) -> float | None:
     return None if f is None or f.get("correct") is None else float(f["correct"])
 
 
-def _is_offline(policy: str) -> bool:
-    return any(policy == p or policy.startswith(p) for p in OFFLINE)
-
-
 def _is_floor(policy: str) -> bool:
     return any(policy == p or policy.startswith(p) for p in FLOORS)
 
 
-def medical_models() -> tuple[str, ...]:
-    """Name patterns (case-insensitive substrings) of medical-domain models: the built-in list, or the
-    comma-separated `MEDCOPILOT_MEDICAL_MODELS` when set (`bench report --medical` sets it)."""
-    env = os.environ.get("MEDCOPILOT_MEDICAL_MODELS")
-    return tuple(p.strip().lower() for p in env.split(",") if p.strip()) if env else MEDICAL_PATTERNS
+def model_group(model: str, policy: str = "", scheme: str = "scope") -> str:
+    """A model's row group: by scope (General-purpose / Medical-domain, Tables 1–3 and 7), by access type
+    (Closed-source / Open-weight, Table 5) or, for Track C (Table 6), by backbone with native 3D VLMs apart
+    (`model_table`, an editable table of the paper's models)."""
+    info = model_info(model, policy)
+    if scheme == "access":
+        return ACCESS_TITLES[info.access]
+    if scheme == "montage":
+        return "Native 3D VLM (Alt. only)" if info.family == "native3d" else {
+            "general": "2D slice-montage: general-purpose backbones",
+            "medical": "2D slice-montage: medical-domain backbones"}[info.family]  # fmt: skip
+    return FAMILY_TITLES["medical" if info.family == "medical" else "general"]
 
 
-def model_group(model: str) -> str:
-    name = model.lower()
-    return "Medical-domain models" if any(p in name for p in medical_models()) else "General-purpose models"
+GROUP_ORDER = {
+    "scope": (FAMILY_TITLES["general"], FAMILY_TITLES["medical"]),
+    "access": (ACCESS_TITLES["closed"], ACCESS_TITLES["open"]),
+    "montage": ("2D slice-montage: general-purpose backbones", "2D slice-montage: medical-domain backbones",
+                "Native 3D VLM (Alt. only)"),
+}  # fmt: skip
 
 
 def _label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
@@ -190,6 +195,8 @@ def _label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
         parts.append(f"seed {cfg.seed}")
     if len({c.rules for c in same}) > 1:
         parts.append(f"rules {cfg.rules or 'paper'}")
+    if cfg.policy == "answers" and "answers" not in parts:
+        parts.append("scored answers")
     return parts[0] + (f" ({', '.join(parts[1:])})" if parts[1:] else "")
 
 
@@ -204,24 +211,26 @@ def _budget_study(cfg: Cfg, configs: list[Cfg]) -> bool:
     return any(c._replace(budget=cfg.budget) == cfg and c.budget == PAPER_BUDGET for c in configs)
 
 
-def _grouped(configs: list[Cfg]) -> list[tuple[str, list[Cfg], bool]]:
-    """(title, members, in means) in table order."""
+def _grouped(configs: list[Cfg], scheme: str = "scope") -> list[tuple[str, list[Cfg], bool]]:
+    """(title, members, in means) in table order: the model groups of `scheme` (answer files scored by `bench
+    score` are a model's rows on their track), then the floors and the budget study, never in a mean."""
     study = [c for c in configs if _budget_study(c, configs)]
     main = [c for c in configs if c not in study]
     out: list[tuple[str, list[Cfg], bool]] = []
-    for title in ("General-purpose models", "Medical-domain models"):
-        members = [c for c in main if not _is_offline(c.policy) and model_group(c.model) == title]
+    for title in GROUP_ORDER[scheme]:
+        members = [c for c in main if not _is_floor(c.policy) and model_group(c.model, c.policy, scheme) == title]
         out.append((title, members, True))
-    out.append(("Track C answers", [c for c in main if _is_offline(c.policy) and not _is_floor(c.policy)], True))
     out.append(("Reference policies (floors; not in means)", [c for c in main if _is_floor(c.policy)], False))
     out.append(("Budget study (Table 7; not in means)", study, False))
     return [(t, m, inm) for t, m, inm in out if m]
 
 
-def _add_group_rows(table: Table, groups: dict, configs: list, cells_for, label_configs: list | None = None) -> None:
-    """Rows per configuration under group titles; a group in means with two or more rows gets a
-    mean-over-reported row; the best value of each column within a group is bold."""
-    for title, members, in_means in _grouped(configs):
+def _add_group_rows(
+    table: Table, groups: dict, configs: list, cells_for, label_configs: list | None = None, scheme: str = "scope"
+) -> None:
+    """Rows per configuration under group titles (`scheme`: see `model_group`); a group in means with two or
+    more rows gets a mean-over-reported row; the best value of each column within a group is bold."""
+    for title, members, in_means in _grouped(configs, scheme):
         table.groups.append((len(table.rows), title))
         block = []
         for cfg in members:
@@ -558,7 +567,7 @@ def table5(rows: list[dict[str, Any]]) -> Table:
         "subtask accuracies; grey: fine-grained metrics, yellow: Strict, blue: localization." + _protocol_note(configs),
         t5_head(),
     )
-    _add_group_rows(t, groups, configs, lambda cfg: _t5_cells(groups[cfg]))
+    _add_group_rows(t, groups, configs, lambda cfg: _t5_cells(groups[cfg]), scheme="access")
     return t
 
 
@@ -605,29 +614,29 @@ def table6(rows: list[dict[str, Any]]) -> Table:
         "table6",
         "Table 6: Runtime-agnostic track (Track C)",
         f"Alternative-runtime score and its change against the same model's Track A run at the paper's budget "
-        f"({TRACK_C_BUDGET}; same protocol first); rows without a Track A run of that model are Alt. only. "
+        f"({TRACK_C_BUDGET}; same protocol first); rows without a Track A run of that model are Alt. only. Groups "
+        "as the paper: 2D slice-montage general-purpose and medical-domain backbones, native 3D VLMs. "
         "†: the lung source-series check needs a trace and was passed by rule (untraced_source_series=pass).",
         header,
     )
-    matched = [c for c in configs if _matched(groups, c, "A", budget=TRACK_C_BUDGET)]
-    alt = [c for c in configs if c not in matched]
-    for title, members in (("Matched to Track A", matched), ("Alt. only", alt)):
-        if not members:
-            continue
-        t.groups.append((len(t.rows), title))
-        for cfg in members:
-            ref_cfg = _matched(groups, cfg, "A", budget=TRACK_C_BUDGET)
-            cells = []
-            for m in radiology:
-                metrics = _metrics(m)
-                s = module_stats(groups[cfg], m)
-                ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
-                for metric in metrics:
-                    cells.append(_cell(s, metric, "" if metric == "task" else metric, ref))
-            label = _label(cfg, configs)
-            if ref_cfg is not None:
-                label += f" vs A b{ref_cfg.budget}" + (f" {ref_cfg.protocol}" if ref_cfg.protocol != "harness" else "")
-            t.rows.append([Cell(label, "label"), *cells])
+    def cells(cfg: Cfg) -> list[Cell]:
+        ref_cfg = _matched(groups, cfg, "A", budget=TRACK_C_BUDGET)
+        out = []
+        for m in radiology:
+            s = module_stats(groups[cfg], m)
+            ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
+            out += [_cell(s, metric, "" if metric == "task" else metric, ref) for metric in _metrics(m)]
+        return out
+
+    _add_group_rows(t, groups, configs, cells, scheme="montage")
+    for row in t.rows:  # name the Track A run each change is against
+        cfg = next((c for c in configs if _label(c, configs) == row[0].value), None)
+        ref_cfg = _matched(groups, cfg, "A", budget=TRACK_C_BUDGET) if cfg is not None else None
+        if ref_cfg is not None:
+            row[0] = Cell(f"{row[0].value} vs A b{ref_cfg.budget}"
+                          + (f" {ref_cfg.protocol}" if ref_cfg.protocol != "harness" else ""), "label")  # fmt: skip
+        elif cfg is not None:
+            row[0] = Cell(f"{row[0].value} (Alt. only)", "label")
     return t
 
 
@@ -661,8 +670,9 @@ def passk_table(rows: list[dict[str, Any]]) -> Table:
             for reps in by_case.values():
                 answers = [json_key(r) for r in reps]
                 agree.append(max(answers.count(a) for a in answers) / len(answers))
+            track = f"Track {cfg.track}" + (f"/{cfg.ops}" if cfg.ops else "")
             t.rows.append([
-                Cell(_label(cfg, configs), "label"), Cell(module_title(module), "label"),
+                Cell(f"{_label(cfg, configs)} · {track}", "label"), Cell(module_title(module), "label"),
                 Cell(str(k), "label"), Cell(str(len(by_case)), "label"),
                 Cell(_mean([float(any(r["task"] >= 1.0 for r in v)) for v in by_case.values()]), n=len(by_case)),
                 Cell(_mean([float(any(r["strict"] >= 1.0 for r in v)) for v in by_case.values()]), "strict",

@@ -33,7 +33,7 @@ MODULE = register(
         results_table=1,
         paper_cases=162,
         label_field="1",  # tumour location, Q1
-        operations=("segmentation", "registration", "vista3d", "all"),
+        operations=("segmentation", "vista3d", "all"),
         details=(
             DetailColumns("Answer + subtasks", (("Task", "task"), *((LUNG_TITLES[q], f"field:{q}") for q in "12345"))),
             DetailColumns("Evidence + grounding", (("Strict", "strict"), ("Loc.", "loc"))),
