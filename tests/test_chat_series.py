@@ -1,0 +1,78 @@
+"""`chat --series` reads series as the desktop does (several, by number, description word or UID end), and a
+PET/CT conversation opens fused by the hanging protocol: the PET over the CT, set by audited system calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import SimpleITK as sitk
+
+from copilot.cli import main
+from copilot.panel.hanging import load_rules, matching_rule
+from tests.fake_openai import FakeOpenAI
+
+
+@pytest.fixture(scope="module")
+def petct(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DICOM study of a CT (#2) and a PET (#3) on one grid, written from a small case pack."""
+    from copilot.cases.dicom_study import write_dicom_study
+
+    root = tmp_path_factory.mktemp("petct")
+    case = root / "case"
+    (case / "images").mkdir(parents=True)
+    ct = np.full((5, 12, 10), -1000, dtype=np.int16)
+    ct[2, 4:8, 3:7] = 45
+    suv = np.zeros((5, 12, 10), dtype=np.float32)
+    suv[2, 5, 5] = 7.5
+    for name, data in (("CT_chest", ct), ("PET_AC", suv)):
+        image = sitk.GetImageFromArray(data)
+        image.SetSpacing((2.0, 2.5, 3.0))
+        sitk.WriteImage(image, str(case / "images" / f"{name}.nii.gz"))
+    volumes = ["images/CT_chest.nii.gz", "images/PET_AC.nii.gz"]
+    (case / "case.json").write_text(json.dumps({"inputs": {"volumes": volumes}}), encoding="utf-8")
+    return write_dicom_study(case, root / "dicom")
+
+
+def _events(trace: Path) -> list[dict]:
+    return [json.loads(line) for line in (trace / "trace.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("series", ["2,3", "CT,PET", "chest,PET"])
+def test_a_petct_chat_opens_both_series_fused(petct: Path, tmp_path: Path, series: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    fake = FakeOpenAI([{"content": "The PET shows one focus."}])
+    try:
+        rc = main(["chat", str(petct), "--series", series, "--ask", "Any uptake?", "--base-url", fake.base_url,
+                   "--trace-dir", str(tmp_path / "t")])  # fmt: skip
+    finally:
+        fake.stop()
+    out = capsys.readouterr().out
+    assert rc == 0 and "hanging protocol: PET/CT" in out
+    events = _events(tmp_path / "t")
+    fusion = next(e for e in events if e.get("handler") == "fusion")
+    assert fusion["actor"] == "system" and fusion["ok"] and fusion["result"]["foreground_opacity"] == 0.5
+    shown = [e["result"] for e in events if e.get("handler") == "get_viewer_state"][-1]
+    modality = {v["id"]: v["modality"] for v in shown["inventory"]}
+    assert modality[shown["fusion"]["background_volume"]] == "CT"
+    assert shown["fusion"]["foreground_volume_name"] == "PET AC"
+    assert any(e.get("type") == "hanging_protocol" and e["rule"] == "PET/CT" for e in events)
+    assert len(fake.requests) == 1  # the conversation went on with both series open
+
+
+def test_a_series_named_twice_or_not_at_all_is_refused(petct: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    assert main(["chat", str(petct), "--series", "2,2", "--ask", "x", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "names a series twice" in capsys.readouterr().err
+    assert main(["chat", str(petct), "--series", "MR", "--ask", "x", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "matches no series" in capsys.readouterr().err
+
+
+def test_hanging_rules_are_data_checked_when_read() -> None:
+    rules = load_rules()
+    assert matching_rule(["CT", "PT"], rules).name == "PET/CT"
+    assert matching_rule(["CT"], rules).name == "CT" and matching_rule(["US"], rules) is None
+    with pytest.raises(ValueError, match="unknown layout"):
+        load_rules({"rules": [{"name": "x", "modalities": ["CT"], "layout": "nine_up"}]})
