@@ -179,6 +179,9 @@ class HostilePacs:
             cut = len(b"".join(_part(p) for p in parts[:2])) + len(parts[2]) // 2
             self._multipart(h, {"Content-Length": str(len(body))})
             h.wfile.write(body[:cut])
+        elif mode == "cut_pixels":  # framed correctly, but the last instance's pixel data cut short
+            self._multipart(h)
+            h.wfile.write(b"".join(_part(p) for p in [*parts[:3], parts[3][:-5000]]) + f"--{BOUNDARY}--\r\n".encode())
         elif mode == "dropped":  # no length, no closing boundary: the connection just ends mid-part
             self._multipart(h)
             h.wfile.write(b"".join(_part(p) for p in parts[:2]) + _part(parts[2])[:5000])

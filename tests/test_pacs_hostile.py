@@ -111,6 +111,7 @@ def _held(folder: Path, series: str) -> int:
 @pytest.mark.parametrize(
     ("mode", "code", "kept"),
     [("short_series", "pacs_incomplete", 3), ("short_length", "pacs_truncated", 2), ("dropped", "pacs_truncated", 2),
+     ("cut_pixels", "pacs_truncated", 3),
      ("endless_part", "pacs_part_too_large", 1), ("gzip_bomb", "pacs_part_too_large", 0),
      ("endless_series", "pacs_cache_full", None), ("not_dicom", "pacs_bad_answer", 0),
      ("trickle", "pacs_deadline", 0)],

@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import IO
 
 import pydicom
+from pydicom.dataelem import RawDataElement
 
 from copilot.pacs.errors import PacsError
 from copilot.pacs.printable import printable
 
 PART_SUFFIX = ".part-"
+PIXEL_DATA, UNDEFINED = 0x7FE00010, 0xFFFFFFFF
 _INDEX = re.compile(r"^(\d{5,})\.dcm$")
 
 
@@ -29,6 +31,23 @@ def held_instances(folder: Path) -> dict[str, Path]:
         except Exception:  # a damaged file: removed, so that it is retrieved again
             path.unlink(missing_ok=True)
     return held
+
+
+def _pixels_cut_short(path: Path) -> bool:
+    """Whether an uncompressed instance's pixel data runs past the end of its file (its framing was intact,
+    its content cut). Encapsulated pixel data is not checked (its frames would have to be read)."""
+    try:
+        meta = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["TransferSyntaxUID"]).file_meta
+        syntax = pydicom.uid.UID(str(getattr(meta, "TransferSyntaxUID", "")))
+        if not syntax or syntax.is_compressed or syntax.is_deflated:
+            return False
+        ds = pydicom.dcmread(path, defer_size=4096)  # values over 4 KiB stay on disk: only their places are read
+        raw = ds.get_item(PIXEL_DATA, keep_deferred=True)
+    except Exception:  # an unusual but readable file: the loaders judge it
+        return False
+    if not isinstance(raw, RawDataElement) or raw.length == UNDEFINED or raw.value_tell is None:
+        return False
+    return bool(raw.value_tell + raw.length > path.stat().st_size)
 
 
 class SeriesWriter:
@@ -98,6 +117,9 @@ class SeriesWriter:
         if series != self.series_uid:
             self.discard()
             raise PacsError("pacs_bad_answer", "the PACS sent an instance of another series")
+        if _pixels_cut_short(path):
+            self.discard()
+            raise PacsError("pacs_truncated", "the PACS sent an instance whose pixel data is shorter than it says")
         return uid
 
     def discard(self) -> None:
