@@ -33,8 +33,10 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
 
 def _one_line(exc: BaseException) -> str:
+    from copilot.trace.redact import redact_text
+
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return " ".join(str(text).split())
+    return redact_text(" ".join(str(text).split()))  # a URL's password or key never reaches the terminal
 
 
 def _cases_make(ns: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 
 Handlers already answer refusals by name; what is left are failures nobody waits for — a decode task of a
 pool, a library's cleanup at exit, a server's own error log. Each is written as
-`error: WHERE: TYPE: first line of the message`.
+`error: WHERE: TYPE: first line of the message`, with secrets (a URL's user-info, credential query parameters,
+registered tokens) cut out.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import sys
 import threading
 from typing import Any
+
+from copilot.trace.redact import redact_text
 
 NOISY_LOGGERS = ("tifffile", "tiffslide", "fsspec", "asyncio")  # libraries that warn once per damaged file or page
 
@@ -29,7 +32,7 @@ class OneLineFormatter(logging.Formatter):
         text = f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             text += f" ({first_line(record.exc_info[1])})"
-        return " ".join(text.split("\n"))[:1000]
+        return redact_text(" ".join(text.split("\n"))[:1000])
 
 
 _WRITE = threading.Lock()
@@ -37,6 +40,7 @@ _WRITE = threading.Lock()
 
 def say(line: str) -> None:
     """Write one whole line to stderr (threads never interleave within a line)."""
+    line = redact_text(line)
     with _WRITE:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()

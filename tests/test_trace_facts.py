@@ -114,3 +114,14 @@ def test_off_source_lung_trace_labels_alike_under_both_protocols(lung_runs: dict
     assert harness["checkpoints"] == paper["checkpoints"] and paper["checkpoints"]["S"] == pytest.approx(0.75)
     assert harness["r6"] == paper["r6"] and harness["stage_path"] == paper["stage_path"]
     assert Path(lung_runs["paper"]["trace_dir"]).parts[0] == "episodes"
+
+
+def test_milestones_from_faults() -> None:
+    """register (seq 1) → apply_transform (2) → fusion with a foreground (3): all three milestones; with an
+    unregistered_fusion fault on seq 3 (with or without a guard warning) the last one is not reached."""
+    from copilot.bench.dimensions import milestones
+
+    fusion = {**call(3, "fusion"), "args": {"foreground_volume_ref": "vol3"}}
+    events = [call(1, "register_volumes"), call(2, "apply_transform"), fusion]
+    assert milestones(events, []) == ["register", "resample/apply", "registered fusion"]
+    assert milestones(events, [{"seq": 3, "code": "unregistered_fusion"}]) == ["register", "resample/apply"]

@@ -405,15 +405,20 @@ def perturbation_analysis(clean: list[dict[str, Any]], perturbed: list[dict[str,
 MILESTONES = ("register", "resample/apply", "registered fusion")
 
 
-def milestones(events: list[dict[str, Any]]) -> list[str]:
+def milestones(events: list[dict[str, Any]], faults: list[dict[str, Any]] | None = None) -> list[str]:
     """The registration milestones an episode reached in order (paper Fig. 7): a successful register_volumes,
-    then apply_transform or resample_volume, then a fusion with a foreground and no unregistered_fusion warning."""
+    then apply_transform or resample_volume, then a fusion with a foreground and no unregistered fusion (a
+    fault of the trace facts when `faults` is given, else a guard warning)."""
+    unregistered = {int(f["seq"]) for f in faults or [] if f["code"] == "unregistered_fusion"}
     reached: list[str] = []
     for e in agent_calls(events):
         if not e.get("ok"):
             continue
         h = e["handler"]
-        warned = any(w.get("code") == "unregistered_fusion" for w in (e.get("result") or {}).get("warnings", []))
+        if faults is not None:
+            warned = int(e["seq"]) in unregistered
+        else:
+            warned = any(w.get("code") == "unregistered_fusion" for w in (e.get("result") or {}).get("warnings", []))
         if not reached and h == "register_volumes":
             reached.append(MILESTONES[0])
         elif len(reached) == 1 and h in ("apply_transform", "resample_volume"):

@@ -153,7 +153,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "dimensions": dims,
         "interventions": interventions,
         "faults": faults,
-        "milestones": D.milestones(events),
+        "milestones": D.milestones(events, faults),
         "usage": usage(events),
         "confidence": W.answer_confidence(response),
     }

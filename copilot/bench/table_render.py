@@ -14,19 +14,25 @@ from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED
 
 EPS = 0.005  # a change below half the last printed digit is "no change"
 GLOSSARY = {
-    "Task": "final task accuracy (Table 4): the answer alone; Lung PET/CT: #correct / #scorable of its five questions",
+    "Task": "final task accuracy (Table 4): the answer alone; Lung PET/CT: #correct / 5 of its five questions "
+    "(rule lung_task_denominator=scorable: / #scorable)",
     "Strict": "answer plus evidence: credited only when the answer is correct and the required evidence passes "
     "the module's deterministic checks (Appendix C.1)",
-    "Loc.": "localization: the RAS point (radiology) or a WSI coordinate (pathology) hits the hidden lesion",
+    "Loc.": "localization: the RAS point (radiology) or a WSI coordinate (pathology) hits the hidden lesion; "
+    "scored apart from the answer line",
     "n": "scored episodes behind a cell (cases × repeats); errored episodes are shown as error k/n",
     "95% CI": f"percentile bootstrap over cases, {BOOTSTRAP} resamples, seed {BOOTSTRAP_SEED}",
-    "Δ (↑ ↓ ↔)": "change against the matched run; ↔: below 0.005",
+    "Δ (↑ ↓ ↔)": "change against the matched run; ↔: below 0.005; its interval is a paired bootstrap over the "
+    "cases both runs hold (resampled jointly)",
+    "Model Avg. / Mean over reported": "means of cells, with the episodes behind them (n) and an interval from "
+    "the cells' resampled means",
     "NML": "non-measurable lesion (LUMIERE evidence field)",
     "T2 Prog.": "T2/FLAIR progression", "Cur. TL": "current target lesion", "New TL": "new target lesion",
     "Cur. NTL": "current non-target lesion", "New NTL": "new non-target lesion",
     "Tumor Loc., T Stage, Path. N, Hist., Grade": "the five NSCLC questions (location, pathological T and N "
     "stage, histology, histopathological grade)",
-    "Max ops.": "the operation budget: the most agent handler calls an episode may make",
+    "Max ops.": "the operation budget: the most agent handler calls an episode may make (the budget study "
+    "counts calls; the paper's budget of 20 counts tool-calling rounds)",
     "Track A / B / C": "viewer-native / advanced operations / runtime-agnostic (answers without the runtime)",
     "Protocol": "harness: the product's tool surface with workflow guards; paper: exactly the paper's tools "
     "(Tables 9, 10, Appendix B), no guards",

@@ -583,8 +583,9 @@ def table7(rows: list[dict[str, Any]]) -> Table:
         "table7",
         "Table 7: Operation-budget study (Track A)",
         "Models run at more than one operation budget (`bench run --budget N`); Max ops.: the most agent "
-        "handler calls an episode may make (every call counts, however many a round holds); columns as "
-        "Table 5." + _protocol_note(configs),
+        "handler calls an episode may make (every call counts, however many a round holds; the paper's budget "
+        "of 20 counts rounds unless the run chose budget_unit=calls); columns as Table 5."
+        + _protocol_note(configs),
         head,
     )
     t.label_cols = 2

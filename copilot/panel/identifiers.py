@@ -1,7 +1,8 @@
 """The identifiers a study's own files carry: every DICOM header of the opened series (patient name and its
 parts, ID, birth date, age, accession number, institution, physicians, operators, station, study and series
 UIDs, dates and times), the text properties of a slide that name people, dates or files, and the study's
-paths. Study mode removes them from every request to a model; the session report marks where they occur.
+paths; each in the spellings a clinician may type (`copilot.panel.spellings`). Study mode removes them from
+every request to a model; the session report marks where they occur.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from copilot.engine.volume.headers import is_dicom
 from copilot.kinds import viewer_kind
+from copilot.panel.spellings import spellings
 from copilot.panel.studies import dicom_series
 
 MIN_LENGTH = 3  # shorter values (a sex letter, a one-digit number) cannot be told from ordinary text; never sent
@@ -32,21 +34,12 @@ DICOM_IDENTIFIERS = (
 SLIDE_IDENTIFIER_KEYS = re.compile(
     r"(?i)(filename|date|time|user|barcode|label|patient|accession|operator|name|artist|hostcomputer|institution)"
 )
-DATE = re.compile(r"^(\d{4})[:.-]?(\d{2})[:.-]?(\d{2})")
 
 
-def _variants(value: str) -> set[str]:
-    """A value as it may be written: as stored, its name parts, a DICOM date also as YYYY-MM-DD and DD/MM/YYYY."""
-    value = value.strip()
-    out = {value}
-    if "^" in value:
-        parts = [p.strip() for p in value.split("^") if p.strip()]
-        out |= set(parts) | {" ".join(parts), " ".join(reversed(parts)), ", ".join(parts)}
-    m = DATE.match(value)
-    if m:
-        y, mo, d = m.groups()
-        out |= {f"{y}{mo}{d}", f"{y}-{mo}-{d}", f"{d}/{mo}/{y}", f"{mo}/{d}/{y}", f"{y}.{mo}.{d}", f"{d}.{mo}.{y}"}
-    return {v for v in out if len(v) >= MIN_LENGTH}
+def _variants(value: str, key: str = "") -> set[str]:
+    """A value as it may be written (`copilot.panel.spellings`): as stored, its name parts and words, an ID's
+    forms, a date in the common formats; only those long enough to tell from ordinary text."""
+    return {v for v in spellings(key, value) if len(v) >= MIN_LENGTH}
 
 
 def dicom_identifiers(files: Iterable[Path]) -> set[str]:
@@ -67,7 +60,7 @@ def dicom_identifiers(files: Iterable[Path]) -> set[str]:
                 continue
             values = value if isinstance(value, list | tuple) or type(value).__name__ == "MultiValue" else [value]
             for v in values:
-                found |= _variants(str(v))
+                found |= _variants(str(v), key)
     return found
 
 
@@ -125,3 +118,13 @@ def study_identifiers(root: Path, inputs: dict[str, Any], kind: str) -> set[str]
                 if uid is None or series.uid == uid:
                     found |= dicom_identifiers(sorted(series.folder.iterdir()))
     return {v for v in found if len(v) >= MIN_LENGTH}
+
+
+def removal_notice(policy: Any, text: str) -> str:
+    """What the clinician is told when their question names the open study's patient, institution, IDs or dates:
+    those words (as typed) are removed before it is sent; '' when nothing is (or the policy sends nothing)."""
+    redactor = getattr(policy, "redactor", None)
+    found = redactor.found_in(text) if redactor is not None and hasattr(redactor, "found_in") else []
+    if not found:
+        return ""
+    return f"removed from your question before it was sent (identifiers of this study): {', '.join(found)}"

@@ -19,6 +19,7 @@ from typing import Any
 from copilot.cases.pack import CasePack
 from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, focus_point
+from copilot.panel.identifiers import removal_notice
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.session import Peek, Session
 from copilot.tools.writes import WritePlan, consent
@@ -151,6 +152,9 @@ class PanelModel:
         self.session.note("clinician_instruction", {"text": instruction, "policy": name})
         if instruction:
             self.messages.append(("clinician", instruction))
+            notice = removal_notice(policy, instruction)
+            if notice:  # the clinician sees which of their words never leave the machine
+                self.messages.append(("system", notice))
             if hasattr(policy, "instructions"):
                 policy.instructions = instruction
         self._notify("status")

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from copilot.trace.redact import redact_text
+
 EXIT_OK, EXIT_SERVICE, EXIT_INPUT = 0, 1, 2
 
 
@@ -86,10 +88,10 @@ class Terminal:
         self._reader.start()
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        print(redact_text(text), file=self.out, flush=True)
 
     def note(self, text: str) -> None:
-        print(text, file=self.err, flush=True)
+        print(redact_text(text), file=self.err, flush=True)  # a URL's password or key is never printed
 
     def peek(self) -> str | None:
         """The next line without taking it (None when none is waiting)."""
@@ -116,7 +118,11 @@ def _short(value: Any, limit: int = 160) -> str:
 def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
     """One question: run it, answer proposals from the terminal, print the answer and evidence; the status."""
     from copilot.panel.answer_evidence import evidence_label
+    from copilot.panel.identifiers import removal_notice
 
+    notice = removal_notice(policy, question)
+    if notice:
+        term.note(notice)
     model.run_episode(policy, question)
     asked = decided = None
     while not model.wait(0.05):

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from copilot.kinds import viewer_kind
 from copilot.panel.identifiers import MIN_LENGTH, study_identifiers
+from copilot.panel.spellings import flexible
 
 __all__ = ["PrivacyError", "Redactor", "check_images", "disclosure", "is_local", "study_identifiers"]
 
@@ -28,11 +29,12 @@ class PrivacyError(RuntimeError):
 
 
 def identifier_pattern(identifiers: Iterable[str]) -> re.Pattern[str] | None:
-    """A case-insensitive pattern of whole identifiers (not inside a longer word or number: 'DOE' in 'does')."""
+    """A case-insensitive pattern of whole identifiers (not inside a longer word or number: 'DOE' in 'does'),
+    each also with other spacing, commas and date separators (`copilot.panel.spellings.flexible`)."""
     alternatives = sorted({i for i in identifiers if i}, key=len, reverse=True)
     if not alternatives:
         return None
-    body = "|".join(re.escape(i) for i in alternatives)
+    body = "|".join(flexible(i) for i in alternatives)
     return re.compile(rf"(?<![A-Za-z0-9])(?:{body})(?![A-Za-z0-9])", re.IGNORECASE)
 
 

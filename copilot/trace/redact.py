@@ -1,10 +1,12 @@
 """Secrets never reach a trace or a log: redaction applied to every event before it is hashed and written.
 
-Two rules, both applied by `TraceRecorder.record` (so every route and every caller is covered):
+Three rules, all applied by `TraceRecorder.record` (so every route and every caller is covered), and by
+`redact_text` wherever a URL is shown or printed:
 
 - **By name**: the value of any mapping key that names a credential (`token`, `access_token`,
   `authorization`, `api_key`, `password`, `secret`, `cookie`, ...) becomes `[redacted]`, wherever it
-  nests; so do `name=value` pairs of such names inside query strings and URLs.
+  nests; so do `name=value` pairs of such names inside query strings and URLs (also `key=`, `pw=`, `sig=`).
+- **In a URL**: its user-info (`scheme://user:password@host`) becomes `scheme://[redacted]@host`.
 - **By value**: every secret registered with `register_secret` (the server's bearer token is registered when
   the server is made) is cut out of any string it appears in, whatever the key.
 """
@@ -27,6 +29,9 @@ _PAIR = re.compile(
     r"(?P<sep>=|%3D)(?P<value>[^&#\s\"']*)",
     re.IGNORECASE,
 )
+_QUERY_KEY = re.compile(r"(?P<key>[?&;](?:key|pw|pwd|pass|sig|signature|code))(?P<sep>=|%3D)(?P<value>[^&#\s\"']*)",
+                        re.IGNORECASE)  # fmt: skip
+_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^/?#@\s\"'<>]+)@", re.IGNORECASE)
 _BEARER = re.compile(r"(?P<scheme>\bBearer\s+)(?P<value>[^\s\"',;]+)", re.IGNORECASE)
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
@@ -53,6 +58,9 @@ def redact_text(text: str) -> str:
             text = text.replace(secret, REDACTED)
     if "=" in text or "%3D" in text or "%3d" in text:
         text = _PAIR.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
+        text = _QUERY_KEY.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
+    if "@" in text and "://" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
     if "earer" in text:
         text = _BEARER.sub(lambda m: f"{m['scheme']}{REDACTED}", text)
     return text
