@@ -40,7 +40,7 @@ def route(session: Any, token: str, method: str, uri: bytes | str, body: bytes |
     path = parts.path
     if path != PREFIX and not path.startswith(f"{PREFIX}/"):
         return _json({"status": 404, **error("not_found", f"no route {method} {path}")})
-    status, obj = dispatch(session, method, path[len(PREFIX) :], body, timeout=False)
+    status, obj = dispatch(session, method, path[len(PREFIX) :], body, timeout=False, query=parts.query)
     if status >= 400 and isinstance(obj, dict):
         obj = {**obj, "status": status}  # Slicer's WebServer answers 200: the status travels in the body
     return _json(obj)
