@@ -57,8 +57,9 @@ def bounded_refusal(name: str, args: Any, error: dict[str, Any] | None) -> dict[
         head = data[:ARGS_TRACE_BYTES].decode("utf-8", "ignore")
         out["args"] = {"head": head, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
         out["args_truncated"] = True
-    if isinstance(error, dict):
-        out["error"] = {**error, "message": _cut(str(error.get("message", "")), MESSAGE_TRACE_CHARS)}
+    out["error"] = error
+    if isinstance(error, dict) and "message" in error:
+        out["error"] = {**error, "message": _cut(str(error["message"]), MESSAGE_TRACE_CHARS)}
     return out
 
 
