@@ -21,6 +21,7 @@ from copilot.engine.volume.loading import expand_case_path, load_case_volumes
 from copilot.errors import HandlerError
 from copilot.pacs.store import store_back, store_target
 from copilot.tools.args import resolve_case_path
+from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
@@ -100,6 +101,7 @@ def export_dicom_seg(
     if len(datasets) != source.dimensions[2]:
         raise HandlerError("not_dicom", "the source series no longer matches the loaded volume")
     datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
+    complete_sources(datasets, source.name, ("FrameOfReferenceUID",))  # Type 2 left empty; Type 1 refused by name
     desc = hd.seg.SegmentDescription(
         segment_number=1,
         segment_label=sg.name[:64],
