@@ -14,17 +14,16 @@ from typing import Annotated, Any
 
 import numpy as np
 import pydicom
-import SimpleITK as sitk
 from pydantic import Field
 
 from copilot.engine.volume.loading import expand_case_path, load_case_volumes
 from copilot.errors import HandlerError
 from copilot.pacs.store import store_back, store_target
 from copilot.tools.args import resolve_case_path
-from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
+from copilot.tools.seg_sources import seg_sources
 from copilot.tools.writes import WritePlan, file_destination, pacs_destination
 
 
@@ -60,8 +59,7 @@ def _seg_source(ctx: RadiologyContext, segment: str, output_name: str) -> tuple[
     """The segment (id, node), its DICOM source volume and the file a SEG export would write, or a named refusal."""
     sid, sg = ctx.viewer.segment(segment)
     source = ctx.viewer.volume(sg.source)
-    folder = Path(source.source)
-    if not folder.is_dir() or "SeriesInstanceUID" not in source.metadata:
+    if not Path(source.source).exists() or "SeriesInstanceUID" not in source.metadata:
         raise HandlerError("not_dicom", f"{source.name} was not loaded from a DICOM series; nothing to reference")
     if ctx.output_dir is None:
         raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
@@ -95,13 +93,9 @@ def export_dicom_seg(
     from pydicom.sr.codedict import codes
 
     sid, sg, source, out = _seg_source(ctx, segment, output_name)
-    folder = Path(source.source)
-    files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), source.metadata["SeriesInstanceUID"]))
-    datasets: list[pydicom.Dataset] = [pydicom.dcmread(f) for f in files]  # in the volume's k order
-    if len(datasets) != source.dimensions[2]:
-        raise HandlerError("not_dicom", "the source series no longer matches the loaded volume")
-    datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
-    complete_sources(datasets, source.name, ("FrameOfReferenceUID",))  # Type 2 left empty; Type 1 refused by name
+    datasets, frames = seg_sources(source, sg.mask.data)  # single frames in k order, or one multi-frame source
+    if len(datasets) == len(frames):  # single-frame sources (a multi-frame one states its own Pixel Measures)
+        datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
     desc = hd.seg.SegmentDescription(
         segment_number=1,
         segment_label=sg.name[:64],
@@ -113,7 +107,7 @@ def export_dicom_seg(
         ),
     )
     try:
-        seg_ds = _segmentation(hd, datasets, sg.mask.data, desc, output_name)
+        seg_ds = _segmentation(hd, datasets, frames, desc, output_name)
     except (AttributeError, TypeError, ValueError) as exc:  # highdicom's refusal of a source it cannot describe
         raise HandlerError("invalid_source", f"{source.name}: no valid SEG can reference it ({exc})") from exc
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -150,11 +144,11 @@ def _with_slice_thickness(datasets: list[pydicom.Dataset], spacing: float | None
     return out
 
 
-def _segmentation(hd: Any, datasets: list[pydicom.Dataset], mask: np.ndarray, desc: Any, output_name: str) -> Any:
-    """A binary SEG of `mask` over the source slices (highdicom)."""
+def _segmentation(hd: Any, datasets: list[pydicom.Dataset], frames: np.ndarray, desc: Any, output_name: str) -> Any:
+    """A binary SEG of the mask `frames` (in the sources' order) over the source images (highdicom)."""
     return hd.seg.Segmentation(
         source_images=datasets,
-        pixel_array=(mask > 0).astype(np.uint8),
+        pixel_array=frames,
         segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
         segment_descriptions=[desc],
         series_instance_uid=hd.UID(),

@@ -5,8 +5,8 @@ study came from (STOW-RS) or written as a file.
 Key slices become measurement groups (TID 1501) referencing the image at the view's centre; points and
 distances become planar ROI groups (TID 1410) whose SCOORD3D regions are in the patient coordinate system
 (LPS: RAS with the first two axes negated) of the source frame of reference, a distance with its length in mm.
-Evidence on volumes that were not loaded from a DICOM series (NIfTI files, derived volumes) and bookmarks are
-left out, and counted.
+A key slice on a multi-frame source references its frame by number. Evidence on volumes that were not loaded
+from a DICOM series (NIfTI files, derived volumes) and bookmarks are left out, and counted.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 import pydicom
-import SimpleITK as sitk
 
 import copilot
+from copilot.engine.volume.dicom_multiframe import frame_count
+from copilot.engine.volume.dicom_sources import SourceFrame, source_frames
 from copilot.errors import HandlerError
 from copilot.pacs.store import store_back, store_target
-from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
@@ -35,8 +35,9 @@ def ras_to_lps(ras: list[float]) -> list[float]:
     return [-float(ras[0]), -float(ras[1]), float(ras[2])]
 
 
-def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[pydicom.Dataset] | None]) -> Any:
-    """The source instances (headers, in the volume's k order) of a volume, or None when it has none."""
+def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[SourceFrame] | None]) -> Any:
+    """The source image (and frame, in a multi-frame instance) of each slice of a volume, in the volume's k
+    order, or None when it has none."""
     if vid in cache:
         return cache[vid]
     try:
@@ -44,15 +45,8 @@ def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[pydico
     except (KeyError, HandlerError):
         cache[vid] = None
         return None
-    folder = Path(vol.source) if vol.source else None
-    uid = vol.metadata.get("SeriesInstanceUID")
-    found: list[pydicom.Dataset] | None = None
-    if folder is not None and folder.is_dir() and uid:
-        files = sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), uid)
-        if len(files) == vol.dimensions[2]:
-            found = [pydicom.dcmread(f, stop_before_pixels=True) for f in files]
-    cache[vid] = found
-    return found
+    cache[vid] = source_frames(vol)
+    return cache[vid]
 
 
 def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
@@ -61,7 +55,7 @@ def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], di
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
-    cache: dict[str, list[pydicom.Dataset] | None] = {}
+    cache: dict[str, list[SourceFrame] | None] = {}
     groups: list[Any] = []
     used: dict[str, pydicom.Dataset] = {}
     counts = {"key_slices": 0, "points": 0, "distances": 0, "left_out": 0}
@@ -72,9 +66,9 @@ def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], di
         labels.append(label)
         return hd.sr.TrackingIdentifier(uid=hd.UID(), identifier=label)
 
-    def region(points: list[list[float]], series: list[pydicom.Dataset], kind: str) -> Any:
+    def region(points: list[list[float]], series: list[SourceFrame], kind: str) -> Any:
         lps = np.array([ras_to_lps(p) for p in points], dtype=np.float64)
-        return hd.sr.ImageRegion3D(kind, lps, str(series[0].FrameOfReferenceUID))
+        return hd.sr.ImageRegion3D(kind, lps, str(series[0].dataset.FrameOfReferenceUID))
 
     for rec in ctx.evidence:
         kind = rec.get("kind")
@@ -83,15 +77,16 @@ def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], di
         if series is None or kind not in ("key_slice", "point", "distance"):
             counts["left_out"] += 1
             continue
-        for ds in series:
-            used[str(ds.SOPInstanceUID)] = ds
+        for source in series:
+            used[str(source.dataset.SOPInstanceUID)] = source.dataset
         if kind == "key_slice":
             k = int(np.clip(np.rint(rec["ijk_at_view_centre"][2]), 0, len(series) - 1))
+            frame = [series[k].frame] if series[k].frame else None  # a multi-frame source: the slice's frame
             groups.append(
                 hd.sr.MeasurementsAndQualitativeEvaluations(
                     tracking(rec, "key slice"),
                     finding_type=codes.DCM.Finding,
-                    source_images=[hd.sr.SourceImageForMeasurementGroup.from_source_image(series[k])],
+                    source_images=[hd.sr.SourceImageForMeasurementGroup.from_source_image(series[k].dataset, frame)],
                 )
             )
             counts["key_slices"] += 1
@@ -134,7 +129,7 @@ def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str,
     )
     report = hd.sr.MeasurementReport(
         observation_context=context, procedure_reported=codes.SCT.ImagingProcedure,
-        imaging_measurements=groups, referenced_images=sources,
+        imaging_measurements=groups, referenced_images=_library(sources),
     )  # fmt: skip
     sr = hd.sr.Comprehensive3DSR(
         evidence=sources, content=report, series_instance_uid=hd.UID(), series_number=901,
@@ -146,12 +141,18 @@ def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str,
     return sr, counts
 
 
+def _library(sources: list[pydicom.Dataset]) -> list[pydicom.Dataset] | None:
+    """The images the report's image library describes: single-frame ones (highdicom describes an image by its
+    own PixelSpacing and position; a multi-frame source is referenced by the evidence and its frames alone)."""
+    single = [ds for ds in sources if frame_count(ds) == 1]
+    return single or None
+
+
 def _checked_groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
     """`_groups`, refused by name when there is nothing to report or the evidence spans several studies."""
     groups, sources, counts, labels = _groups(ctx)
     if not groups:
         raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
-    complete_sources(sources, "the evidence's source series")  # before any UID is read: missing ones refused by name
     if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
         raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
     return groups, sources, counts, labels
