@@ -28,7 +28,7 @@ from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import HandlerContext, HandlerSpec, ImageOut, Registry
-from copilot.tools.writes import REFUSED, WRITE_EVENT, WriteConsent, WritePlan, allowed, refusal_message
+from copilot.tools.writes import REFUSED, WRITE_EVENT, WriteConsent, WritePlan, allowed, attempt, refusal_message
 from copilot.trace.outcome import CallOutcome, EncodedImage, json_text, jsonable
 from copilot.trace.recorder import TraceRecorder
 from copilot.viewer.protocol import Viewer
@@ -173,6 +173,10 @@ class Session:
             except Exception:  # the call itself will be refused, with its reason
                 return None
 
+    def note_declined_write(self, plan: WritePlan, args: dict[str, Any] | None, actor: str, decision: str) -> None:
+        """Trace a write the clinician declined in a host's dialog (`rejected`, `stopped`): it never reached `call`."""
+        self.note(WRITE_EVENT, attempt(plan, args, actor, decision, "clinician"))
+
     # ----- the ways in -----
     def call(
         self,
@@ -261,7 +265,7 @@ class Session:
             decision, by = "allowed", "--allow-store"
         else:
             decision, by = "refused", ("consent for another plan" if consent is not None else "no consent")
-        self.note(WRITE_EVENT, {**plan.to_json(), "args": args or {}, "actor": actor, "decision": decision, "by": by})
+        self.note(WRITE_EVENT, attempt(plan, args, actor, decision, by))
         if decision == "refused":
             raise HandlerError(REFUSED, refusal_message(plan), status=403)
 

@@ -140,6 +140,10 @@ def test_chat_without_the_clinicians_yes_stores_nothing(
     assert not list((tmp_path / "trace" / "derived").glob("*.dcm"))
     (stop,) = [e for e in _events(tmp_path / "trace") if e["type"] == "clinician_stop" and e.get("handler")]
     assert stop["handler"] == "export_evidence_sr" and stop["write"]["destinations"] == [pacs.dicomweb]
+    attempts = [e for e in _events(tmp_path / "trace") if e["type"] == "write_attempt"]
+    assert [(a["handler"], a["decision"], a["by"], a["destinations"]) for a in attempts] == [
+        ("export_evidence_sr", "stopped", "clinician", [pacs.dicomweb])
+    ]
     _study_text_only_as_data(fake)
 
 
@@ -185,6 +189,8 @@ def test_the_desktop_shows_the_dialog_and_a_no_stores_nothing(pacs: LocalOrthanc
     assert len(_series(pacs, study)) == 1 and not list((tmp_path / "trace" / "derived").glob("*.dcm"))
     (rejection,) = [e for e in _events(tmp_path / "trace") if e["type"] == "clinician_rejection"]
     assert rejection["write"]["handler"] == "export_evidence_sr"
+    attempts = [(e["decision"], e["by"]) for e in _events(tmp_path / "trace") if e["type"] == "write_attempt"]
+    assert attempts == [("rejected", "clinician")]
     tool_results = [m["content"] for r in fake.requests for m in r["messages"] if m["role"] == "tool"]
     assert any("rejected_by_clinician" in t for t in tool_results)
     _study_text_only_as_data(fake)

@@ -5,6 +5,7 @@ destination; otherwise it is refused by name, nothing is written, and the trace 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from copilot.tools.writes import consent
 SEG_ARGS = {"segment": "bright", "output_name": "bright_seg"}
 
 
-def _session(tmp_path: Path, allow_store: tuple[str, ...] = ()) -> Session:
+def _session(tmp_path: Path, allow_store: tuple[str, ...] | None = ()) -> Session:
     """A Track B session on a case with a CT series imported and a segment drawn on it."""
     from tests.test_adapters import _dicom_series, _nifti
 
@@ -121,4 +122,39 @@ def test_the_desktop_always_asks_before_a_write_whatever_the_approve_mode(tmp_pa
     assert (tmp_path / "trace" / "derived" / "bright_seg.dcm").is_file()
     kinds = [e["type"] for e in session.trace_events()]
     assert kinds.count("clinician_rejection") == 1 and kinds.count("clinician_approval") == 1
-    assert [a["decision"] for a in _attempts(session)] == ["approved"]
+    decided = [(a["decision"], a["by"]) for a in _attempts(session)]
+    assert decided == [("rejected", "clinician"), ("approved", "clinician")]
+
+
+def test_the_slicer_and_qupath_panels_always_ask_before_a_write(tmp_path: Path) -> None:
+    from copilot.cases.pack import CasePack
+    from copilot.host.conversation import HostConversation
+    from copilot.host.panel import panel_state
+
+    session = _session(tmp_path)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"calls": [{"handler": "export_dicom_seg", "args": SEG_ARGS}], "answer": "done"}))
+    study = CasePack(Path("."), "own-study", "host_radiology", {}, {}, "radiology")
+    conv = HostConversation(session, study, lambda: ScriptedPolicy(script))
+    conv.approve_each = False  # the clinician turned "ask me before every action" off
+    turn = conv.ask("Export the segment")
+    deadline = time.monotonic() + 30
+    while conv.pending is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    pending = panel_state(conv).pending
+    assert pending.startswith("Proposed: export_dicom_seg") and "Writes outside the session: DICOM SEG" in pending
+    conv.reject("not to this folder")
+    assert conv.wait(30) and turn.status == "done"
+    assert not (tmp_path / "trace" / "derived" / "bright_seg.dcm").exists()
+    assert [(a["decision"], a["by"]) for a in _attempts(session)] == [("rejected", "clinician")]
+
+
+def test_allow_store_from_the_command_line_reaches_every_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot.runtime import ALLOW_STORE_ENV
+
+    monkeypatch.setenv(ALLOW_STORE_ENV, str(tmp_path))  # what `--allow-store` sets for the run and its workers
+    session = _session(tmp_path, None)  # opened without naming a destination itself
+    assert session.allow_store == (str(tmp_path),) and session.call("export_dicom_seg", SEG_ARGS).ok

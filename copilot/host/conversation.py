@@ -87,6 +87,8 @@ class _Gate:
                 DECISION_EVENT, {"handler": name, "args": args or {}, "decision": decision, "reason": reason,
                                  **({"write": plan.to_json()} if plan else {})}
             )  # fmt: skip
+            if plan is not None and decision != "approve":  # the attempt is traced as such, with its destination
+                c.session.note_declined_write(plan, args, actor, "rejected" if decision == "reject" else "stopped")
             if decision == "stop":
                 raise TurnStopped
             if decision == "reject":

@@ -60,6 +60,8 @@ class ApprovalGate:
         if (actor == "agent" and m.approve_mode) or plan is not None:  # a write outside the session always asks
             decision, reason = m.await_approval(name, args or {}, plan)
             proposal = {"handler": name, "args": dict(args or {}), **({"write": plan.to_json()} if plan else {})}
+            if plan is not None and decision != "approve":  # the attempt is traced as such, with its destination
+                self._session.note_declined_write(plan, args, actor, "rejected" if decision == "reject" else "stopped")
             if decision == "stop":
                 self._session.note("clinician_stop", {"during": "approval", **proposal})
                 raise EpisodeStopped

@@ -81,6 +81,11 @@ def allowed(destination: str, allow_store: Sequence[str]) -> bool:
     return any(destination == b or destination.startswith(b + "/") for b in bases)
 
 
+def attempt(plan: WritePlan, args: dict[str, Any] | None, actor: str, decision: str, by: str) -> dict[str, Any]:
+    """The `write_attempt` trace event of one call of the second kind: what, where, the decision and by whom."""
+    return {**plan.to_json(), "args": args or {}, "actor": actor, "decision": decision, "by": by}
+
+
 def refusal_message(plan: WritePlan) -> str:
     """Why a write was refused, naming it and what would allow it."""
     return (
