@@ -151,8 +151,10 @@ def _bench_report(ns: argparse.Namespace) -> int:
         return 0
     if ns.format == "json":
         from copilot.bench.measures_report import measures_json
+        from copilot.bench.perturb import read_perturbations
 
-        return _emit(json.dumps(measures_json(rows), indent=1, ensure_ascii=False, default=str), ns.output)
+        data = measures_json(rows, read_perturbations(run_dir))
+        return _emit(json.dumps(data, indent=1, ensure_ascii=False, default=str), ns.output)
     tables = paper_tables(rows) + process_tables(rows)
     text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables) + glossary_markdown()
     return _emit(text, ns.output)
@@ -473,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     from copilot.medflow.trackc import add_trackc_parser
 
     add_trackc_parser(bsub)
+    from copilot.medflow.perturb_cli import add_perturb_parser
+
+    add_perturb_parser(bsub)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
     breport.add_argument("--format", choices=["html", "md", "csv", "json"], default="html")

@@ -350,10 +350,16 @@ def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
 
 # ----- single-fault perturbations (Section 5.3) -----
 
-FAULT_TARGET = {  # the dimension each injected fault is meant to move, as data
+FAULT_TARGET = {  # the dimension each injected fault is meant to move, as data (`perturb.FAULTS` injects the seven)
+    "unfinished_episode": "F",
+    "redundant_call": "R",
     "wrong_series": "E",  # evidence bound to a series other than the one asked about
-    "stale_view": "V",  # the view changed under the agent, unverified
-    "registration_misset": "W",  # a fusion whose registration step is wrong or missing
+    "order_swapped": "W",
+    "unlogged_output": "A",
+    "unverified_change": "V",
+    "out_of_bounds_call": "B",
+    "stale_view": "V",  # the view changed under the agent, unverified (rows labelled by hand)
+    "registration_misset": "W",  # a fusion whose registration step is wrong or missing (rows labelled by hand)
 }
 
 

@@ -12,6 +12,7 @@ from copilot.bench import dimensions as D
 from copilot.bench import workflow_audit as W
 from copilot.bench.exploration import hit_rates
 from copilot.bench.failures import NAMES
+from copilot.bench.perturb import fault_statistics, statistics_html
 
 FAILURE_CODES = tuple(NAMES)
 
@@ -141,8 +142,8 @@ def perturbations(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return D.perturbation_analysis([r for r in rows if not r.get("perturbation")], perturbed)
 
 
-def measures_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The whole process-measure report of a run."""
+def measures_json(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole process-measure report of a run (`perturbed`: the episodes `bench perturb` wrote)."""
     return {
         "pooling": C.pooling_note(C.by_config(rows)),
         "episodes": [episode_json(r) for r in rows],
@@ -150,7 +151,7 @@ def measures_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "diagnostic_results": W.diagnostic_results(rows),
         "exploration": hit_rates(rows),
         "native_vs_harness": protocol_funnels(rows),
-        "perturbations": perturbations(rows),
+        "perturbations": fault_statistics(rows, perturbed) if perturbed else perturbations(rows),
     }
 
 
@@ -163,10 +164,10 @@ def _ci(funnel: dict[str, Any]) -> str:
     return "" if ci is None else f' <span class="muted">[{ci[0]:+.2f}, {ci[1]:+.2f}]</span>'
 
 
-def measures_html(rows: list[dict[str, Any]]) -> str:
+def measures_html(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | None = None) -> str:
     """The compact section of report.html: per model failures, S, CWAS-3, R6, the seven dimensions (n),
     Pass@3 and usage; exploration hits against the random baseline; the native-vs-harness funnel."""
-    data = measures_json(rows)
+    data = measures_json(rows, perturbed)
     head = (["Configuration", "n"] + list(FAILURE_CODES) + ["S", "pass ≥0.70/0.75/0.80", "CWAS-3", "R6"]
             + [f'<span title="{D.TITLES[d]}">{d}</span>' for d in D.DIMENSIONS]
             + ["Pass@3", "tokens in/out", "cost $", "wall s"])  # fmt: skip
@@ -244,6 +245,8 @@ def measures_html(rows: list[dict[str, Any]]) -> str:
             '<h3>Native (paper) vs harness: intervention funnel</h3><table class="funnel"><tr><th>Configuration</th>'
             f"{head_f}<th>pairs</th><th>Pr[reached z5]</th><th>Δ Strict</th></tr>{frows}</table>"
         )
+    if perturbed:
+        parts.append(statistics_html(data["perturbations"]))
     return "".join(parts)
 
 

@@ -162,8 +162,10 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
         values = [r["strict"] for r in rows if (r["track"], r["policy"], r["module"]) == (track, policy, module)]
         parts.append(_histogram(f"Strict: {known[module].title} ({policy}, {track})", values))
     from copilot.bench.measures_report import measures_html
+    from copilot.bench.perturb import read_perturbations
 
-    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}{measures_html(rows)}<h2>Episodes</h2>")
+    measures = measures_html(rows, read_perturbations(run))
+    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}{measures}<h2>Episodes</h2>")
     head = "".join(
         f"<th>{h}</th>"
         for h in ("case", "module", "model", "track", "budget", "repeat", "status", "Task", "Strict", "Loc",
