@@ -20,6 +20,7 @@ from copilot.engine.volume.loading import expand_case_path, load_case_volumes
 from copilot.errors import HandlerError
 from copilot.pacs.store import store_back, store_target
 from copilot.tools.args import resolve_case_path
+from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
@@ -96,6 +97,7 @@ def export_dicom_seg(
     datasets, frames = seg_sources(source, sg.mask.data)  # single frames in k order, or one multi-frame source
     if len(datasets) == len(frames):  # single-frame sources (a multi-frame one states its own Pixel Measures)
         datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
+    complete_sources(datasets, source.name, ("FrameOfReferenceUID",))  # Type 2 left empty; Type 1 refused by name
     desc = hd.seg.SegmentDescription(
         segment_number=1,
         segment_label=sg.name[:64],

@@ -22,6 +22,7 @@ from copilot.engine.volume.dicom_multiframe import frame_count
 from copilot.engine.volume.dicom_sources import SourceFrame, source_frames
 from copilot.errors import HandlerError
 from copilot.pacs.store import store_back, store_target
+from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
@@ -153,6 +154,7 @@ def _checked_groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Data
     groups, sources, counts, labels = _groups(ctx)
     if not groups:
         raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
+    complete_sources(sources, "the evidence's source series")  # before any UID is read: missing ones refused by name
     if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
         raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
     return groups, sources, counts, labels
