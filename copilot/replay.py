@@ -24,6 +24,8 @@ from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_ha
 from copilot.trace.redact import redact
 from copilot.trace.study_ref import with_study
 
+UNDO_EVENT = "clinician_undo"  # the clinician took back the last change (the desktop's Undo)
+
 
 @dataclass
 class ReplayReport:
@@ -95,8 +97,9 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     except ValueError as exc:
         return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
     calls = exports = 0
+    rewinds = Rewinds(session)
     for ev in events[1:]:
-        if apply_note(session, ev) or ev["type"] != "handler_call":
+        if apply_note(session, ev) or rewinds.apply(ev) or ev["type"] != "handler_call":
             continue
         calls += 1
         if is_export(session, ev["handler"]):
@@ -106,6 +109,7 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
             problem = _check_call(tdir, session, ev)
         if problem:
             return ReplayReport(False, len(events), calls, f"event {ev['seq']} ({ev['handler']}): {problem}", ev["seq"])
+        rewinds.after_call(ev["seq"])
     return ReplayReport(True, len(events), calls, exports=exports)
 
 
@@ -115,6 +119,27 @@ def apply_note(session: Session, ev: dict[str, Any]) -> bool:
         return False
     session.registry = WithheldRegistry(session.registry, frozenset(ev["handlers"]))  # type: ignore[assignment]
     return True
+
+
+class Rewinds:
+    """The replayed scene after each recorded call, so that a clinician's undo (`UNDO_EVENT`: the scene put back as
+    it was after call `to_seq`) is replayed where it happened."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.states = {0: session.save_state()}
+
+    def after_call(self, seq: int) -> None:
+        self.states[int(seq)] = self.session.save_state()
+
+    def apply(self, ev: dict[str, Any]) -> bool:
+        """Rewind for an undo event (True), or leave any other event (False)."""
+        if ev["type"] != UNDO_EVENT:
+            return False
+        saved = self.states.get(int(ev.get("to_seq") or 0))
+        if saved is not None:
+            self.session.rewind(saved)
+        return True
 
 
 def is_export(session: Session, handler: str) -> bool:

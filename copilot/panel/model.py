@@ -21,6 +21,8 @@ from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.identifiers import removal_notice
 from copilot.panel.screen import blank_views, jump_plan
+from copilot.panel.undo import UndoHistory, UndoStep
+from copilot.panel.usage import add_usage
 from copilot.session import Peek, Session
 from copilot.tools.writes import WritePlan, consent
 from copilot.trace.outcome import CallOutcome
@@ -91,6 +93,7 @@ class PanelModel:
         self.timeline: list[TimelineEntry] = []
         self.messages: list[tuple[str, str]] = []  # (who, text)
         self.status = "idle"  # idle | running | done | stopped | error | budget_exhausted
+        self.usage: dict[str, Any] | None = None  # the last question's tokens and cost (a model policy's)
         self.approve_mode = False
         self.pending: TimelineEntry | None = None
         self.stop_event = threading.Event()
@@ -105,7 +108,25 @@ class PanelModel:
         self.answer_items: list[dict[str, Any]] = []  # evidence stated in the final answer
         self._recorded: list[dict[str, Any]] = session.evidence()  # as of the last call, for reads during a run
         self.selected: int | None = None  # the evidence item last jumped to
+        self.streamed = ""  # the model's text of the round in progress, as it arrives
+        self.stream_pieces = 0  # how many pieces of it came so far
+        self._stream_lock = threading.Lock()
+        self._question_from = 0  # where the timeline of the current question begins (rounds count per question)
+        self.session_usage: dict[str, Any] | None = None  # tokens and cost of every question so far
         session.subscribe(self._on_call)
+        self.history = UndoHistory(session)  # the agent's and the clinician's changes, undone most recent first
+
+    def usage_text(self) -> str:
+        """Tokens and cost of this question (live while it runs) and of the whole session ("" offline)."""
+        from copilot.llm.prices import usage_words
+
+        live = self.policy.usage_summary() if self.status == "running" and hasattr(self.policy, "usage_summary") \
+            else self.usage  # fmt: skip
+        if not live:
+            return ""
+        text = f"this question: {usage_words(live)}"
+        whole = add_usage(self.session_usage, live) if self.status == "running" else self.session_usage
+        return text + (f" · session: {usage_words(whole)}" if whole and whole != live else "")
 
     # ----- notifications -----
     def _notify(self, what: str) -> None:
@@ -125,11 +146,29 @@ class PanelModel:
             entry.status, entry.error, entry.thumbnail = status, err, thumb
         else:
             self.timeline.append(TimelineEntry(outcome.name, dict(args or {}), actor, status, err, thumb))
+        if actor == "agent":  # the round's text ended in calls: it stays in the chat, the next round streams anew
+            with self._stream_lock:
+                said, self.streamed = self.streamed.strip(), ""
+            if said:
+                self.messages.append(("agent", said))
         self._notify("timeline")
+
+    def _on_stream(self, piece: str) -> None:
+        """A piece of the model's text as it arrives (the worker's thread): shown by the panel at once."""
+        with self._stream_lock:
+            self.streamed += piece
+            self.stream_pieces += 1
+        self._notify("stream")
 
     # ----- derived state -----
     @property
     def rounds_used(self) -> int:
+        """The agent's calls for the current question (the budget is per question)."""
+        return sum(1 for e in self.timeline[self._question_from :] if e.actor == "agent" and e.status != "pending")
+
+    @property
+    def rounds_total(self) -> int:
+        """The agent's calls over every question of the session."""
         return sum(1 for e in self.timeline if e.actor == "agent" and e.status != "pending")
 
     @property
@@ -147,6 +186,11 @@ class PanelModel:
             raise RuntimeError("an episode is already running")
         self.stop_event.clear()
         self.status = "running"
+        self._question_from = len(self.timeline)
+        with self._stream_lock:
+            self.streamed, self.stream_pieces = "", 0
+        if hasattr(policy, "on_stream"):
+            policy.on_stream = self._on_stream  # the model's text reaches the panel as it arrives
         name = getattr(policy, "name", "policy")
         if policy is not self.policy:
             self.messages.append(("clinician", f"Run {name} on {self.case.case_id}"))
@@ -159,6 +203,8 @@ class PanelModel:
                 self.messages.append(("system", notice))
             if hasattr(policy, "instructions"):
                 policy.instructions = instruction
+        if hasattr(policy, "cancel"):
+            policy.cancel = self.stop_event  # Stop ends an in-flight model request, not only the next call
         self._notify("status")
         self._thread = threading.Thread(target=self._worker, args=(policy,), daemon=True, name="copilot-agent")
         self._thread.start()
@@ -168,9 +214,14 @@ class PanelModel:
             result = policy.run(ApprovalGate(self.session, self), self.case, self.budget)
             if result.status == "error":
                 self.messages.append(("system", result.error or "the model service failed"))
+            elif result.status == "stopped":
+                self.messages.append(("system", "stopped by the clinician"))
             else:
                 self.messages.append(("agent", result.response))
                 self.take_answer(result.response)
+            if result.usage is not None:  # a model's tokens and cost for this question, shown by the panel
+                self.usage = dict(result.usage)
+                self.session_usage = add_usage(self.session_usage, self.usage)
             self.status = result.status
         except EpisodeStopped:
             self.status = "stopped"
@@ -179,6 +230,8 @@ class PanelModel:
             self.status = "error"
         finally:
             self.pending = None
+            with self._stream_lock:
+                self.streamed = ""
             self._notify("status")
 
     def take_answer(self, text: str) -> None:
@@ -246,6 +299,24 @@ class PanelModel:
         self.stop_event.set()
         with self._decided:
             self._decided.notify_all()
+
+    # ----- undo -----
+    def undo(self, actor: str | None = None) -> UndoStep:
+        """Take back the last change (the last of `actor` when given: it and every later change): the scene and
+        evidence put back through the session's rewind, traced. Refused while the agent runs."""
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError("the agent is running: stop it before undoing")
+        target = self.history.last(actor)
+        if target is None:
+            raise IndexError(f"nothing of the {actor} to undo" if actor else "nothing to undo")
+        while True:
+            step = self.history.undo()
+            self.timeline.append(TimelineEntry("undo", {"undone": step.title()}, "clinician", "ok"))
+            if step is target:
+                break
+        self._recorded = self.session.evidence()
+        self._notify("undo")
+        return step
 
     # ----- clinician actions (audited like the agent's) -----
     def act(self, name: str, args: dict[str, Any], actor: str = "clinician") -> CallOutcome:

@@ -15,7 +15,7 @@ from typing import Any
 
 from copilot.engine.volume.render import encode_png
 from copilot.panel.studies import Study
-from copilot.replay import apply_note, is_export, read_events, session_for
+from copilot.replay import Rewinds, apply_note, is_export, read_events, session_for
 from copilot.session import Peek, SessionState
 from copilot.tools.args import DEFAULT_SIZE
 from copilot.trace.recorder import canonical_json
@@ -69,9 +69,11 @@ class TraceTimeline:
         self.session = session_for(head, root, case=self.study)
         self.steps: list[ReplayStep] = []
         self.final: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "episode_end"), {})
+        rewinds = Rewinds(self.session)  # a clinician's undo is replayed where it happened
         for ev in events[1:]:
-            if not apply_note(self.session, ev) and ev["type"] == "handler_call":
+            if not apply_note(self.session, ev) and not rewinds.apply(ev) and ev["type"] == "handler_call":
                 self.steps.append(self._replay(ev))
+                rewinds.after_call(ev["seq"])
         self.position = len(self.steps) - 1
 
     def _replay(self, ev: dict[str, Any]) -> ReplayStep:

@@ -1,0 +1,135 @@
+"""Prior comparison (Qt-free): a second study (a folder, a file or a PACS study) opened beside the current one and
+scrolled together with it in RAS, once the clinician approves a rigid registration of the prior to the current.
+
+The prior is a second session, with its own viewer and its own trace: the current study's session and trace stay
+as they were (no study is loaded into the other's scene, nothing of one reaches the other's model). The
+registration is the Track B operator's (Mattes MI, rigid), run on the two background volumes; the proposal, the
+clinician's decision and the matrix are traced in both sessions. Once approved, every change of the current
+views moves the prior's planes through the same RAS point (mapped by the registration), by system calls traced
+in the prior's session.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from copilot.engine.geometry import SliceView
+from copilot.panel.screen import jump_plan
+from copilot.session import Session
+from copilot.trace.outcome import CallOutcome
+
+VIEWS = ("red", "yellow", "green")
+
+
+@dataclass
+class Registration:
+    """A proposed rigid registration of the prior (moving) to the current (fixed): current RAS → prior RAS."""
+
+    matrix: np.ndarray  # 4×4
+    metric: float
+    iterations: int
+    seconds: float
+
+    def words(self) -> str:
+        """What the clinician approves: the translation in mm and the rotation in degrees."""
+        t = self.matrix[:3, 3]
+        angle = float(np.degrees(np.arccos(np.clip((np.trace(self.matrix[:3, :3]) - 1.0) / 2.0, -1.0, 1.0))))
+        shift = ", ".join(f"{axis} {v:+.1f} mm" for axis, v in zip("RAS", t, strict=True))
+        return f"rigid: shift {shift}, rotation {angle:.1f}°, metric {self.metric:.3f}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"matrix": [[round(float(v), 6) for v in row] for row in self.matrix], "metric": round(self.metric, 6),
+                "iterations": self.iterations, "seconds": round(self.seconds, 3)}  # fmt: skip
+
+
+def focus_point(session: Session) -> np.ndarray:
+    """The point every slice view passes through: the meeting point of the three view planes (RAS)."""
+    views = session.snapshot()["views"]
+    normals, rhs = [], []
+    for name in VIEWS:
+        v = views[name]
+        sv = SliceView(name, v["orientation"], np.array(v["center_ras"], dtype=float), tuple(v["fov_mm"]))
+        normals.append(sv.normal)
+        rhs.append(float(sv.normal @ sv.center))
+    return np.linalg.solve(np.array(normals), np.array(rhs))
+
+
+class PriorComparison:
+    """The current session and a prior one; `propose`, then `approve` (or `reject`), then they scroll together."""
+
+    def __init__(self, current: Session, prior: Session, label: str = "prior") -> None:
+        self.current, self.prior, self.label = current, prior, label
+        self.proposal: Registration | None = None
+        self.approved: Registration | None = None
+        self._following = threading.local()
+        self._unsubscribe = current.subscribe(self._on_current)
+
+    def propose(self, max_iterations: int = 100) -> Registration:
+        """Register the prior's background volume to the current's (rigid, Mattes MI): the proposal, traced in
+        both sessions, changing nothing yet."""
+        from copilot.engine.ops import registration as reg
+
+        fixed = (self.current.scene_data() or {}).get("volume")
+        moving = (self.prior.scene_data() or {}).get("volume")
+        if fixed is None or moving is None:
+            raise ValueError("both studies need an image series to register")
+        result = reg.register(fixed, moving, "rigid", max_iterations=max_iterations)
+        self.proposal = Registration(np.asarray(result.matrix_ras, dtype=float), float(result.metric),
+                                     int(result.iterations), float(result.seconds))  # fmt: skip
+        self._note("prior_registration_proposed", self.proposal.to_json())
+        return self.proposal
+
+    def approve(self) -> None:
+        """The clinician approves the proposal: the prior follows the current from now on (at once, too)."""
+        if self.proposal is None:
+            raise ValueError("no registration was proposed")
+        self.approved = self.proposal
+        self._note("prior_registration_approved", self.approved.to_json())
+        self.follow()
+
+    def reject(self, reason: str = "") -> None:
+        """The clinician rejects the proposal: nothing is aligned, the studies scroll apart."""
+        if self.proposal is not None:
+            self._note("prior_registration_rejected", {**self.proposal.to_json(), "reason": reason or None})
+        self.proposal = None
+
+    def _note(self, kind: str, payload: dict[str, Any]) -> None:
+        self.current.note(kind, {"with": self.label, **payload})
+        self.prior.note(kind, {"with": "current", **payload})
+
+    def to_prior(self, ras: Any) -> np.ndarray:
+        """A current RAS point in the prior's RAS (through the approved registration)."""
+        if self.approved is None:
+            raise ValueError("no approved registration")
+        return (self.approved.matrix @ np.append(np.asarray(ras, dtype=float), 1.0))[:3]
+
+    def follow(self) -> list[CallOutcome]:
+        """Bring the prior's views through the point the current's meet (system calls in the prior's session)."""
+        if self.approved is None:
+            return []
+        target = [round(float(v), 6) for v in self.to_prior(focus_point(self.current))]
+        how, offsets = jump_plan(self.prior, target)
+        if how == "jump":
+            return [self.prior.call("jump", {"ras": target, "size": 64}, actor="system")]
+        return [self.prior.call("set_slice_offset", {"view": view, "offset": offset, "size": 64}, actor="system")
+                for view, offset in offsets.items()]  # fmt: skip
+
+    def _on_current(self, outcome: CallOutcome, args: Any, actor: str) -> None:
+        if self.approved is None or not outcome.ok or getattr(self._following, "busy", False):
+            return
+        self._following.busy = True
+        try:
+            self.follow()
+        except Exception as exc:  # a point outside the prior: the prior stays, the reason traced there
+            self.prior.note("prior_follow_refused", {"error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            self._following.busy = False
+
+    def close(self) -> None:
+        """Stop following and end the prior's session (its trace gets its end)."""
+        self._unsubscribe()
+        self.prior.close({"status": "closed"})
