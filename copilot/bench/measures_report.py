@@ -10,6 +10,7 @@ from typing import Any
 from copilot.bench import configs as C
 from copilot.bench import dimensions as D
 from copilot.bench import workflow_audit as W
+from copilot.bench.agreement import repeat_agreement
 from copilot.bench.exploration import hit_rates
 from copilot.bench.failures import NAMES
 from copilot.bench.perturb import fault_statistics, statistics_html
@@ -149,6 +150,7 @@ def measures_json(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
         "episodes": [episode_json(r) for r in rows],
         "models": model_json(rows),
         "diagnostic_results": W.diagnostic_results(rows),
+        "repeat_agreement": repeat_agreement(rows),
         "exploration": hit_rates(rows),
         "native_vs_harness": protocol_funnels(rows),
         "perturbations": fault_statistics(rows, perturbed) if perturbed else perturbations(rows),
@@ -244,6 +246,17 @@ def measures_html(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
         parts.append(
             '<h3>Native (paper) vs harness: intervention funnel</h3><table class="funnel"><tr><th>Configuration</th>'
             f"{head_f}<th>pairs</th><th>Pr[reached z5]</th><th>Δ Strict</th></tr>{frows}</table>"
+        )
+    if data["repeat_agreement"]:
+        arows = "".join(
+            f'<tr><td class="l">{html.escape(key)}</td><td>{a["repeats"]}</td><td>{a["cases"]}</td>'
+            f"<td>{_f(a['cohen_kappa'])}</td><td>{_f(a['fleiss_kappa'])}</td><td>{_f(a['krippendorff_alpha'])}</td></tr>"
+            for key, a in data["repeat_agreement"].items()
+        )
+        parts.append(
+            '<h3>Answer agreement over repeats (ACP-Bench)</h3><table class="agreement"><tr><th>Configuration / '
+            "module</th><th>repeats</th><th>cases</th><th>Cohen κ</th><th>Fleiss κ</th><th>Krippendorff α</th>"
+            f"</tr>{arows}</table>"
         )
     if perturbed:
         parts.append(statistics_html(data["perturbations"]))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copilot import kind_names
+from copilot.bench.agreement import auprc
 from copilot.bench.configs import config_of, label
 from copilot.bench.module_facts import facts_of
 
@@ -360,8 +361,9 @@ def _diagnosis(module: str) -> tuple[str, str]:
 
 
 def diagnostic_results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per (run configuration, module) of the pathology modules: accuracy, balanced accuracy, macro-F1, AUROC (positive
-    vs negative slide, the positive-class probability from the confidence) and calibration of the confidence."""
+    """Per (run configuration, module) of the pathology modules: accuracy, balanced accuracy, macro-F1, AUROC and
+    AUPRC (positive vs negative slide, the positive-class probability from the confidence) and calibration of
+    the confidence."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         if (f := facts_of(r["module"])) is not None and f.diagnosis is not None:
@@ -388,6 +390,7 @@ def diagnostic_results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "balanced_accuracy": balanced_accuracy(truth, pred),
             "macro_f1": macro_f1(truth, pred),
             "auroc": auroc(probs, pos),
+            "auprc": auprc(probs, pos),
             "calibration": calibration(pairs),
         }
     return out
