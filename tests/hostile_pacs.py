@@ -78,6 +78,12 @@ class HostilePacs:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client stopped reading
                     pacs.answer(self)
 
+            def do_POST(self) -> None:  # a store: its reply is a gzip bomb
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    pacs._head(self, "application/dicom+json", {"Content-Encoding": "gzip"})
+                    pacs._gzip(self, b"{", b" " * (1 << 20), 1 << 12)
+
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]

@@ -99,6 +99,17 @@ def test_a_same_origin_redirect_is_followed(pacs: HostilePacs) -> None:
     assert study["uid"] == "1.2.3.1" and any("moved=1" in p for p in pacs.requests)
 
 
+def test_a_store_whose_reply_is_a_gzip_bomb_is_refused_by_name(
+    pacs: HostilePacs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDCOPILOT_PACS_MAX_JSON_MB", "1")
+    monkeypatch.setenv("MEDCOPILOT_PACS_RETRIEVAL_S", "20")  # the store client tries three times: not timed here
+    start = time.monotonic()
+    with pytest.raises(HandlerError) as err:
+        PacsClient(pacs.root).store(pacs.data.datasets[:1], pacs.data.study)
+    assert err.value.code == "pacs_answer_too_large" and time.monotonic() - start < 20
+
+
 def _held(folder: Path, series: str) -> int:
     """Complete instances of the series in a cache folder (each read back whole)."""
     files = sorted(folder.glob("*.dcm"))

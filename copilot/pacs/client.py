@@ -18,7 +18,7 @@ from copilot.pacs.limits import Deadline, PacsLimits
 from copilot.pacs.multipart import MultipartReader, PartSink, boundary_of
 from copilot.pacs.printable import printable_or_none
 from copilot.pacs.query import query_string, study_filters
-from copilot.pacs.transport import open_stream
+from copilot.pacs.transport import bound_posts, open_stream
 from copilot.pacs.urls import UID_RE, service_root
 
 T = TypeVar("T")
@@ -226,7 +226,13 @@ class PacsClient:
 
             self._stow = DICOMwebClient(self.root, session=self._session, timeout=self.limits.read_s)
             self._stow.set_http_retry_params(max_attempts=RETRIES, wait_exponential_multiplier=250)
-        response = self._call("a store", lambda: self._stow.store_instances(list(datasets), study))
+        hooks = self._session.hooks["response"]
+        guard = bound_posts(self.limits, self.deadline(retrieval=True))  # the reply bounded in size and time
+        hooks.append(guard)
+        try:
+            response = self._call("a store", lambda: self._stow.store_instances(list(datasets), study))
+        finally:
+            hooks.remove(guard)
         failed = getattr(response, "FailedSOPSequence", None)
         if failed:
             reasons = sorted({str(getattr(item, "FailureReason", "?")) for item in failed})

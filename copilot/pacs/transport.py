@@ -59,6 +59,18 @@ def _socket_of(raw: Any) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
+def _bounded(pieces: Iterator[bytes], inflater: _Inflater, limit: int, code: str, what: str) -> Iterator[bytes]:
+    """Raw pieces of a body, decoded, refused (`code`) once more than `limit` bytes came out."""
+    total = 0
+    for data in pieces:
+        for out in inflater.feed(data):
+            total += len(out)
+            if total > limit:
+                raise PacsError(code, f"{what} exceeds its bound of {limit // (1024 * 1024)} MiB")
+            yield out
+    inflater.end()
+
+
 class Stream:
     """One answer's body, read in pieces within a deadline and a byte limit; `close()` drops the connection."""
 
@@ -92,19 +104,40 @@ class Stream:
 
     def chunks(self) -> Iterator[bytes]:
         """The decoded body, piece by piece; over the limit is `limit_code`, past the deadline `pacs_deadline`."""
-        total = 0
-        while data := self._read():
-            for out in self._inflater.feed(data):
-                total += len(out)
-                if total > self.limit:
-                    raise PacsError(
-                        self.limit_code, f"{self.what} exceeds its bound of {self.limit // (1024 * 1024)} MiB"
-                    )
-                yield out
-        self._inflater.end()
+        return _bounded(iter(self._read, b""), self._inflater, self.limit, self.limit_code, self.what)
 
     def close(self) -> None:
         self.response.close()
+
+
+class _BoundedBody:
+    """A non-streamed answer's body (a store's reply, read whole by `requests`) read no further than `limit`
+    decoded bytes and no longer than the deadline; everything else as the wrapped urllib3 response."""
+
+    def __init__(self, raw: Any, limit: int, deadline: Deadline) -> None:
+        self._raw, self._limit, self._deadline = raw, limit, deadline
+
+    def _read(self) -> bytes:
+        self._deadline.check()
+        return bytes(self._raw.read1(CHUNK, decode_content=False) or b"")
+
+    def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
+        inflater = _Inflater(self._raw.headers.get("Content-Encoding") if decode_content else None)
+        return _bounded(iter(self._read, b""), inflater, self._limit, "pacs_answer_too_large", "the PACS answer")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def bound_posts(limits: PacsLimits, deadline: Deadline) -> Any:
+    """A response hook bounding the answers to POST requests (stores), which `requests` reads whole."""
+
+    def hook(response: Any, *args: Any, **kwargs: Any) -> Any:
+        if response.request is not None and response.request.method == "POST":
+            response.raw = _BoundedBody(response.raw, limits.json_bytes, deadline)
+        return response
+
+    return hook
 
 
 def _wait(deadline: Deadline, attempt: int) -> bool:
