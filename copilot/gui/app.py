@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from copilot.engine.volume.display import PRESET_NAMES
-from copilot.gui import startup
+from copilot.gui import reading, startup
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.patient_bar import PatientBar
 from copilot.gui.startup import display_problem
@@ -75,6 +75,7 @@ ONE_UP_VIEWS = {"Axial": "red", "Sagittal": "yellow", "Coronal": "green"}
 
 class _Bridge(QObject):
     frames = Signal(object)  # (batch number, {pane: Frame}), rendered by the thread that changed the scene
+    text = Signal()  # the model's text grew (streamed from the worker's thread)
 
 
 class ViewArea(QWidget):
@@ -120,6 +121,11 @@ class MainWindow(QMainWindow):
         self._batch_lock = threading.Lock()  # one batch rendered at a time, numbered in order
         self.bridge = _Bridge()
         self.bridge.frames.connect(self._show, Qt.ConnectionType.QueuedConnection)
+        self.bridge.text.connect(lambda: self.model is not None and self.panel.refresh_chat(),
+                                 Qt.ConnectionType.QueuedConnection)  # fmt: skip
+        self.prior: Any = None  # a PriorComparison: the prior study beside the current one
+        self.prior_screen: Screen | None = None
+        self.tools: Any = None  # the clinician's ruler, zoom, pan, keys and window/level drag
         self.area = ViewArea(self)
         self.setCentralWidget(self.area)
         self.readout = QLabel(" ")
@@ -134,6 +140,8 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         self.replay_dock: Any = None
         self._build_menus()
+        self.ruler_action: QAction | None = None  # the ruler toggle (left-drag measures)
+        reading.install(self)
         self.setAcceptDrops(True)
         self.setWindowTitle("MedCopilot")
         self.resize(1500, 900)
@@ -441,6 +449,7 @@ class MainWindow(QMainWindow):
             self.model.stop()
             self.model.listeners.clear()
             self.model.session.close({"status": "closed"})
+        reading.close_prior(self)
         if self.replay_dock is not None:
             self.removeDockWidget(self.replay_dock)
             self.replay_dock.deleteLater()
@@ -452,6 +461,9 @@ class MainWindow(QMainWindow):
         self.panel = PanelWidget(self.model, policies)
         self.dock.setWidget(self.panel)
         self.model.listeners.append(self._changed)
+        from copilot.panel.clinician_tools import ClinicianTools
+
+        self.tools = ClinicianTools(self.model)
         self.case_box.clear()
         banner = study_banner(case)  # for the clinician only: never in a request to the model
         self.case_box.addItems([c.name for c in self.cases] or [banner.label])
@@ -469,7 +481,7 @@ class MainWindow(QMainWindow):
 
         self._default_preset = m.preset if (m := find_module(case.module)) is not None else None
         self._user_preset = None
-        layout = default_layout(self.screen_path.kind, case.module, names)
+        layout = reading.hang_study(self, session, case) or default_layout(self.screen_path.kind, case.module, names)
         self.pair = self._pair_ids(names)
         self.layout_box.setEnabled(self.screen_path.slice_views)
         self.preset_box.setEnabled(self.screen_path.slice_views)
@@ -502,7 +514,9 @@ class MainWindow(QMainWindow):
             widget.setParent(None)
             widget.deleteLater()
         self.panes = {}
-        for pane in panes(name, self.focus, self.pair):
+        names = [self.focus, f"prior:{self.focus}"] if name == reading.PRIOR_LAYOUT else \
+            panes(name, self.focus, self.pair)  # fmt: skip
+        for pane in names:
             cls = SlidePane if pane == "viewer" else View3DPane if pane == "3d" else SlicePane
             widget = cls(self, pane)
             widget.setParent(self.area)
@@ -511,7 +525,7 @@ class MainWindow(QMainWindow):
         i = self.layout_box.findData(name)
         if i >= 0:
             self.layout_box.setCurrentIndex(i)
-        self.focus_action.setVisible(name in ("one_up", "side_by_side"))
+        self.focus_action.setVisible(name in ("one_up", "side_by_side", reading.PRIOR_LAYOUT))
         self.place_panes()
         self._rest_pointer()
 
@@ -620,6 +634,11 @@ class MainWindow(QMainWindow):
         """After a call: render in the thread that made it (the GUI thread never waits for the lock)."""
         if self.screen_path is None:
             return
+        if what == "stream":  # only the chat changed: the GUI thread shows the new text
+            self.bridge.text.emit()
+            return
+        if what == "undo":  # the scene was rewound (no call): the screen reads it again
+            self.screen_path.sync()
         gui_thread = threading.current_thread() is threading.main_thread()
         if not self._batch_lock.acquire(blocking=not gui_thread):
             self._retry.start()
@@ -643,8 +662,8 @@ class MainWindow(QMainWindow):
         return {
             name: self.screen_path.frame(name, size, evidence, cross, sel, blocking)
             for name, size in dict(self._sizes).items()
-            if name != "3d"
-        }
+            if name != "3d" and not name.startswith("prior:")
+        } | reading.prior_frames(self.prior_screen, self._sizes, blocking)
 
     def _show(self, batch: tuple[int, dict[str, Frame | None]]) -> None:
         number, frames = batch
@@ -778,6 +797,7 @@ class MainWindow(QMainWindow):
         return self.screen_path.slide_dimensions()
 
     def closeEvent(self, event: Any) -> None:
+        reading.close_prior(self)
         if self.model is not None:
             self.model.stop()
             self.model.session.close({"status": "closed"})

@@ -1,5 +1,6 @@
-"""The copilot panel widget (chat, timeline, evidence, budget, approve mode, stop, report) and the model
-service settings; both only bind to the Qt-free `PanelModel`."""
+"""The copilot panel widget (chat streamed as the model writes, timeline, evidence, per-question rounds, tokens and
+cost, approvals in words with a reason field, stop, undo, report) and the model service settings; both only bind
+to the Qt-free `PanelModel`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from copilot.panel.action_words import action_words
 from copilot.panel.answer_evidence import evidence_label
 from copilot.panel.answer_words import answer_in_words, last_answer
 from copilot.panel.model import PanelModel
@@ -42,6 +44,8 @@ class PanelWidget(QWidget):
         row = QHBoxLayout()
         self.policy = QComboBox()
         self.policy.addItems(list(policies))
+        self.policy.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.policy.setMinimumContentsLength(14)  # a long policy name never widens the dock over the views
         self._grey_unavailable()
         self.run_button = QPushButton("Run")
         self.stop_button = QPushButton("Stop")
@@ -51,14 +55,28 @@ class PanelWidget(QWidget):
         layout.addLayout(row)
         self.approve_mode = QCheckBox("Approve each action")
         approve_row = QHBoxLayout()
-        self.approve_button, self.reject_button = QPushButton("Approve"), QPushButton("Reject")
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setToolTip("take back the last change of the views or the evidence, the agent's or yours")
         approve_row.addWidget(self.approve_mode)
-        approve_row.addWidget(self.approve_button)
-        approve_row.addWidget(self.reject_button)
+        approve_row.addStretch(1)
+        approve_row.addWidget(self.undo_button)
         layout.addLayout(approve_row)
+        self.proposal = QLabel("")  # the pending action in words, every argument said
+        self.proposal.setWordWrap(True)
+        self.proposal.setStyleSheet("background: #fff4c8; color: #202020; padding: 4px")
+        self.proposal.hide()
+        layout.addWidget(self.proposal)
+        decide_row = QHBoxLayout()
+        self.approve_button, self.reject_button = QPushButton("Approve"), QPushButton("Reject")
+        self.reason = QLineEdit()
+        self.reason.setPlaceholderText("reason for a rejection (told to the model)")
+        decide_row.addWidget(self.approve_button)
+        decide_row.addWidget(self.reason, 1)
+        decide_row.addWidget(self.reject_button)
+        layout.addLayout(decide_row)
         self.budget = QProgressBar()
         self.budget.setMaximum(model.budget)
-        self.budget.setFormat("%v / %m rounds")
+        self.budget.setFormat("%v / %m rounds this question")
         layout.addWidget(self.budget)
         layout.addWidget(QLabel("Actions"))
         self.timeline = QListWidget()
@@ -75,14 +93,17 @@ class PanelWidget(QWidget):
         self.chat = QTextBrowser()
         layout.addWidget(self.chat, 2)
         self.instruction = QLineEdit()
-        self.instruction.setPlaceholderText(
-            "Question for the model (Run asks it; follow-ups continue the conversation), or a rejection's reason"
-        )
+        self.instruction.setPlaceholderText("Question for the model (Run asks it; follow-ups continue)")
         layout.addWidget(self.instruction)
         self.export_button = QPushButton("Export session report…")
         layout.addWidget(self.export_button)
         self.status = QLabel("idle")
+        self.status.setWordWrap(True)  # a long status never widens the dock
         layout.addWidget(self.status)
+        self.cost = QLabel("")
+        self.cost.setWordWrap(True)
+        self.cost.setToolTip("tokens and cost of this question and of the session (prices: the editable table)")
+        layout.addWidget(self.cost)
         trace_dir = model.session.trace_dir
         self.trace_label = QLabel(f"Trace: {trace_dir}" if trace_dir else "Trace: not kept (replay)")
         self.trace_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -93,6 +114,8 @@ class PanelWidget(QWidget):
         self.approve_mode.toggled.connect(model.set_approve_mode)
         self.approve_button.clicked.connect(model.approve)
         self.reject_button.clicked.connect(self._reject)
+        self.reason.returnPressed.connect(self._reject)
+        self.undo_button.clicked.connect(self.undo)
         self.evidence.itemClicked.connect(lambda item: model.jump_to_evidence(self.evidence.row(item)))
         self.export_button.clicked.connect(self.export_dialog)
 
@@ -122,9 +145,16 @@ class PanelWidget(QWidget):
         self.instruction.clear()
 
     def _reject(self) -> None:
-        """Reject the pending proposal; the text in the instruction field, if any, is the reason."""
-        self.model.reject(self.instruction.text().strip())
-        self.instruction.clear()
+        """Reject the pending proposal with the reason typed in its own field."""
+        self.model.reject(self.reason.text().strip())
+        self.reason.clear()
+
+    def undo(self) -> None:
+        """Take back the last change (refused while the agent runs: the reason shows in the status)."""
+        try:
+            self.model.undo()
+        except (IndexError, RuntimeError) as exc:
+            self.status.setText(str(exc))
 
     def export_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Session report", "session_report.html", "HTML (*.html)")
@@ -136,10 +166,11 @@ class PanelWidget(QWidget):
         while self.timeline.count() > len(m.timeline):
             self.timeline.takeItem(self.timeline.count() - 1)
         for n, entry in enumerate(m.timeline):
-            text = f"{n + 1}. [{entry.actor}] {entry.handler} — {entry.status}"
+            said = f"undo {entry.args.get('undone', '')}" if entry.handler == "undo" else entry.handler
+            text = f"{n + 1}. [{entry.actor}] {said} — {entry.status}"
             text += f": {entry.error}" if entry.error else ""
             args = json.dumps(entry.args, separators=(",", ":"))
-            tip = f"{entry.handler}({args[:300]})"
+            tip = f"{action_words(entry.handler, entry.args)}\n{entry.handler}({args[:300]})"
             if n < self.timeline.count():
                 item = self.timeline.item(n)
                 item.setToolTip(tip)
@@ -157,41 +188,75 @@ class PanelWidget(QWidget):
         if [self.evidence.item(i).text() for i in range(self.evidence.count())] != labels:
             self.evidence.clear()
             self.evidence.addItems(labels)
-        self.budget.setValue(min(m.rounds_used, m.budget))
+        self.budget.setValue(min(m.rounds_used, m.budget))  # per question: a follow-up starts at 0
         words = answer_in_words(last_answer(m.messages), str(getattr(m.case, "module", "") or ""))
         text = "\n".join(words)
         if text != self.answer.text():
             self.answer.setText(text)
             self.answer.setVisible(bool(words))
-        chat = "\n\n".join(f"{who}: {text}" for who, text in m.messages)
+        self.refresh_chat()
+        pending = m.pending
+        if pending is not None:
+            asked = f"The agent asks to {action_words(pending.handler, pending.args)}."
+            if pending.write is not None:
+                asked += f"\nWrites outside the session: {pending.write.text()}"
+            self.proposal.setText(asked)
+        self.proposal.setVisible(pending is not None)
+        self.status.setText(m.status + (" — waiting for your approval" if pending is not None else ""))
+        for widget in (self.approve_button, self.reject_button, self.reason):
+            widget.setEnabled(pending is not None)
+        last = m.history.last()
+        self.undo_button.setEnabled(last is not None and m.status != "running")
+        self.undo_button.setToolTip(f"undo {last.title()}" if last is not None else "nothing to undo")
+
+    def refresh_chat(self) -> None:
+        """The conversation with the model's text of the round in progress as it arrives, and the usage line."""
+        m = self.model
+        lines = [f"{who}: {text}" for who, text in m.messages]
+        streamed = m.streamed
+        if streamed:
+            lines.append(f"agent (writing…): {streamed}")
+        chat = "\n\n".join(lines)
         if chat != self.chat.toPlainText():
             self.chat.setPlainText(chat)
-        waiting = f" — waiting for approval: {m.pending.handler}" if m.pending else ""
-        if m.pending is not None and m.pending.write is not None:
-            waiting += f"\nWrites outside the session: {m.pending.write.text()}"
-        self.status.setText(f"{m.status}{waiting}")
-        self.approve_button.setEnabled(m.pending is not None)
-        self.reject_button.setEnabled(m.pending is not None)
+            bar = self.chat.verticalScrollBar()
+            bar.setValue(bar.maximum())
+        usage = m.usage_text()
+        self.cost.setText(usage)
+        self.cost.setVisible(bool(usage))
 
 
 class SettingsDialog(QDialog):
-    """OpenAI-compatible service settings (base URL, model, key, temperature) for the model policy."""
+    """The model service: provider (OpenAI-compatible, Azure, a local server, Anthropic, Gemini), base URL, model
+    (typed, or chosen from what the service lists), key and temperature."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         from copilot.agent.settings import AgentSettings
+        from copilot.llm.providers import PROVIDERS
 
         self.setWindowTitle("Model service")
         current = AgentSettings.from_env()
         form = QFormLayout(self)
+        self.provider = QComboBox()
+        self.provider.addItems(list(PROVIDERS))
         self.base_url = QLineEdit(current.base_url or "")
-        self.model = QLineEdit(current.model)
-        self.api_key = QLineEdit(current.api_key)
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setCurrentText(current.model)
+        self.list_button = QPushButton("List the service's models")
+        self.list_button.clicked.connect(self.list_models)
+        self.listing = QLabel("")
+        self.api_key = QLineEdit("" if current.api_key == "not-needed" else current.api_key)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("from the environment")
         self.temperature = QLineEdit(str(current.temperature))
         for label, widget in (
+            ("Provider", self.provider),
             ("Base URL", self.base_url),
             ("Model", self.model),
+            ("", self.list_button),
+            ("", self.listing),
             ("API key", self.api_key),
             ("Temperature", self.temperature),
         ):
@@ -201,12 +266,34 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
+    def list_models(self) -> None:
+        """Offer the models the service lists (or say why it cannot list them)."""
+        from copilot.llm.connect import connect, explain
+        from copilot.llm.types import ModelError
+
+        try:
+            settings = self.settings()
+            _, wire = connect(settings.spec(), 15.0)
+            names = wire.list_models()
+        except ModelError as exc:
+            self.listing.setText(explain(exc, settings.spec()))
+            return
+        except ValueError as exc:
+            self.listing.setText(str(exc))
+            return
+        typed = self.model.currentText()
+        self.model.clear()
+        self.model.addItems(names)
+        self.model.setCurrentText(typed if typed in names else (names[0] if names else typed))
+        self.listing.setText(f"{len(names)} models listed")
+
     def settings(self) -> Any:
         from copilot.agent.settings import AgentSettings
 
-        return AgentSettings.from_env(
+        return AgentSettings.for_policy(
+            self.provider.currentText(),
             base_url=self.base_url.text() or None,
-            model=self.model.text() or None,
+            model=self.model.currentText() or None,
             api_key=self.api_key.text() or None,
             temperature=float(self.temperature.text() or 0),
         )
@@ -234,5 +321,5 @@ def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
     return {
         "baseline (offline)": baseline_policy,
         "prior (offline)": prior_policy,
-        "OpenAI-compatible model…": openai_agent,
+        "Model (OpenAI, Anthropic, Gemini, local)…": openai_agent,
     }

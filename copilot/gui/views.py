@@ -11,6 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QWidget
 
+from copilot.panel.labels import place_labels
 from copilot.panel.layout import VIEW_TITLES
 from copilot.panel.orientation import edge_letters, marker_axes
 from copilot.panel.screen import Frame, split_pane
@@ -104,6 +105,11 @@ class PaneWidget(QWidget):
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setFont(QFont("Sans", 9))
         selected = self.win.model.selected if self.win.model is not None else None
+        fm = QFontMetricsF(p.font())
+        pointed = [m for m in frame.markers if m.kind == "point"]  # labels placed clear of each other and the rings
+        boxes = dict(zip(map(id, pointed), place_labels(
+            [(m.coords[0] * s, m.coords[1] * s) for m in pointed], [m.label for m in pointed], self.width(),
+            self.height(), lambda t: (fm.horizontalAdvance(t), fm.height())), strict=True))  # fmt: skip
         for m in frame.markers:
             colour = SELECTED_COLOUR if m.index is not None and m.index == selected else EVIDENCE_COLOUR
             if m.kind == "cross":
@@ -122,7 +128,9 @@ class PaneWidget(QWidget):
                 if m.kind == "point":
                     p.drawLine(QPointF(x - r - 5, y), QPointF(x - r + 2, y))
                     p.drawLine(QPointF(x + r - 2, y), QPointF(x + r + 5, y))
-                    outlined_text(p, QPointF(x + r + 4, y - r), m.label, colour)
+                    box = boxes.get(id(m))
+                    if box is not None:
+                        outlined_text(p, QPointF(box.x, box.y + fm.ascent()), m.label, colour)
             elif m.kind == "line":
                 x0, y0, x1, y1 = (c * s for c in m.coords)
                 p.setPen(QPen(colour, 1, Qt.PenStyle.DashLine))
@@ -153,34 +161,90 @@ class PaneWidget(QWidget):
             self.released(press, x - press[0], y - press[1], event)
 
 
+SLICE_KEYS = {Qt.Key.Key_Up: "up", Qt.Key.Key_Down: "down", Qt.Key.Key_PageUp: "page_up",
+              Qt.Key.Key_PageDown: "page_down", Qt.Key.Key_Home: "home", Qt.Key.Key_End: "end"}  # fmt: skip
+
+
 class SlicePane(PaneWidget):
-    """A slice view: wheel scrolls, click places the linked cursor, right-drag sets window/level."""
+    """A slice view: wheel scrolls (Ctrl+wheel zooms about the pointer), click places the linked cursor, the
+    ruler's left-drag measures, middle- or Shift-drag pans, right-drag sets window/level, arrows, PageUp/PageDown
+    and Home/End scroll. A prior's pane only scrolls: the current view moves and the prior follows it."""
+
+    def __init__(self, window: Any, pane: str) -> None:
+        super().__init__(window, pane)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.prior = pane.startswith("prior:")
+        self._drag_end: tuple[float, float] | None = None
+
+    @property
+    def view(self) -> str:
+        """The slice view this pane shows (a prior's pane: the current's same view)."""
+        return self.pane.split(":", 1)[1] if self.prior else split_pane(self.pane)[0]
+
+    def enterEvent(self, event: Any) -> None:
+        self.setFocus()  # the keys scroll the pane under the pointer
+
+    def keyPressEvent(self, event: Any) -> None:
+        key = SLICE_KEYS.get(event.key())
+        if key is None or self.win.tools is None:
+            super().keyPressEvent(event)
+            return
+        self.win.tools.key(self.view, key)
 
     def wheelEvent(self, event: Any) -> None:
-        view, _ = split_pane(self.pane)
-        self.win.model.scroll(view, 1 if event.angleDelta().y() > 0 else -1)
+        up = event.angleDelta().y() > 0
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier and self.frame is not None and not self.prior:
+            x, y = event.position().x() * self.devicePixelRatioF(), event.position().y() * self.devicePixelRatioF()
+            self.win.tools.zoom_at(self.view, self.frame, (x, y), 1.25 if up else 0.8)
+            return
+        self.win.model.scroll(self.view, 1 if up else -1)
+
+    def _ruler_on(self) -> bool:
+        action = getattr(self.win, "ruler_action", None)
+        return bool(action is not None and action.isChecked())
 
     def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
-        if self.frame is None:
+        self._drag_end = None
+        if self.frame is None or self.prior:
             return
-        if press[2] == Qt.MouseButton.RightButton and (abs(dx) > 2 or abs(dy) > 2):
-            d = self.win.screen_path.state()["display"]
-            vid = self.win.screen_path.state()["background_volume"]
-            w, lv = d[vid]["window"], d[vid]["level"]
-            window = max(1.0, w * (1.0 + dx / 200.0))
-            self.win.model.window_level(window, lv - dy / 200.0 * w)
-        elif press[2] == Qt.MouseButton.LeftButton:
-            ras = self.frame.to_ras(*self.device_pos(event))
+        moved = abs(dx) > 2 or abs(dy) > 2
+        button, mods = press[2], press[3]
+        end = self.device_pos(event)
+        if button == Qt.MouseButton.LeftButton and moved and self._ruler_on():
+            self.win.tools.ruler(self.view, self.frame, (press[0], press[1]), end)
+        elif moved and (button == Qt.MouseButton.MiddleButton or (
+                button == Qt.MouseButton.LeftButton and mods & Qt.KeyboardModifier.ShiftModifier)):  # fmt: skip
+            self.win.tools.pan(self.view, self.frame, (press[0], press[1]), end)
+        elif button == Qt.MouseButton.RightButton and moved:
+            self.win.tools.window_level_drag(dx, dy)
+        elif button == Qt.MouseButton.LeftButton and not moved:
+            ras = self.frame.to_ras(*end)
             if ras is not None:
                 self.win.model.jump(ras)
+        self.update()
 
     def mouseMoveEvent(self, event: Any) -> None:
         self.follow_pointer(event)
+        if self._press is not None and self._press[2] == Qt.MouseButton.LeftButton and self._ruler_on():
+            self._drag_end = self.device_pos(event)
+            self.update()
 
     def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
         super().paint_markers(p, frame, s)
         if frame.image_to_ras is not None:
             paint_edge_letters(p, edge_letters(frame.image_to_ras), self.width(), self.height())
+        if self.prior:
+            outlined_text(p, QPointF(10, self.height() - 12), "PRIOR (aligned, scrolls with the current)",
+                          QColor(150, 220, 255))  # fmt: skip
+        if self._press is not None and self._drag_end is not None:  # the ruler while it is drawn, its length live
+            a, b = frame.to_ras(self._press[0], self._press[1]), frame.to_ras(*self._drag_end)
+            p.setPen(QPen(QColor(120, 255, 120), 2))
+            p.drawLine(QPointF(self._press[0] * s, self._press[1] * s), QPointF(self._drag_end[0] * s,
+                                                                                 self._drag_end[1] * s))  # fmt: skip
+            if a is not None and b is not None:
+                length = float(np.linalg.norm(np.asarray(a) - np.asarray(b)))
+                outlined_text(p, QPointF(self._drag_end[0] * s + 8, self._drag_end[1] * s), f"{length:.1f} mm",
+                              QColor(120, 255, 120))  # fmt: skip
 
 
 def paint_edge_letters(p: QPainter, letters: dict[str, str], w: float, h: float) -> None:

@@ -66,7 +66,7 @@ class PriorComparison:
         self.proposal: Registration | None = None
         self.approved: Registration | None = None
         self._following = threading.local()
-        self._unsubscribe = current.subscribe(self._on_current)
+        self._unsubscribe = current.subscribe(self._on_current, first=True)  # before the screens render
 
     def propose(self, max_iterations: int = 100) -> Registration:
         """Register the prior's background volume to the current's (rigid, Mattes MI): the proposal, traced in
