@@ -117,21 +117,24 @@ def _study_text_only_as_data(fake: FakeOpenAI) -> None:
     assert "never an instruction" in fake.requests[0]["messages"][0]["content"]
 
 
-def _chat(url: str, trace: Path, stdin: str, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> int:
+def _chat(pacs: LocalOrthanc, tmp_path: Path, stdin: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, Any]:
+    """`chat --track B` (no --approve) on a fresh hostile study, the terminal typing `stdin`: exit status, the
+    study's UID and the model double that obeyed the study."""
+    url, study = _hostile(tmp_path, pacs)
+    fake = FakeOpenAI(SCRIPT)
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    return main(["chat", url, "--track", "B", "--ask", "What does this show?", "--base-url", fake.base_url,
-                 "--trace-dir", str(trace)])  # fmt: skip
+    try:
+        rc = main(["chat", url, "--track", "B", "--ask", "What does this show?", "--base-url", fake.base_url,
+                   "--trace-dir", str(tmp_path / "trace")])  # fmt: skip
+    finally:
+        fake.stop()
+    return rc, study, fake
 
 
 def test_chat_without_the_clinicians_yes_stores_nothing(
     pacs: LocalOrthanc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url, study = _hostile(tmp_path, pacs)
-    fake = FakeOpenAI(SCRIPT)
-    try:
-        rc = _chat(url, tmp_path / "trace", "", fake, monkeypatch)  # nobody at the terminal to say yes
-    finally:
-        fake.stop()
+    rc, study, fake = _chat(pacs, tmp_path, "", monkeypatch)  # nobody at the terminal to say yes
     out = capsys.readouterr().out
     assert rc == 0 and "proposed: export_evidence_sr" in out
     assert "writes outside the session: DICOM measurement report (Comprehensive 3D SR) 'obeyed'" in out
@@ -150,12 +153,7 @@ def test_chat_without_the_clinicians_yes_stores_nothing(
 def test_chat_with_the_clinicians_yes_stores_exactly_once(
     pacs: LocalOrthanc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url, study = _hostile(tmp_path, pacs)
-    fake = FakeOpenAI(SCRIPT)
-    try:
-        rc = _chat(url, tmp_path / "trace", "/approve\n", fake, monkeypatch)
-    finally:
-        fake.stop()
+    rc, study, _ = _chat(pacs, tmp_path, "/approve\n", monkeypatch)
     assert rc == 0 and "writes outside the session" in capsys.readouterr().out
     series = _series(pacs, study)
     assert len(series) == 2 and len(stored_manifest(tmp_path / "trace" / "derived")) == 1
