@@ -14,6 +14,7 @@ import pytest
 
 from copilot.agent.policy import ScriptedPolicy
 from copilot.panel.model import PanelModel
+from copilot.replay import replay
 from copilot.runtime import open_session
 from copilot.session import Session
 from copilot.tools import RADIOLOGY
@@ -77,6 +78,9 @@ def test_the_clinicians_yes_covers_exactly_the_plan_shown(tmp_path: Path) -> Non
     assert [(a["decision"], a["by"]) for a in _attempts(session)] == [
         ("refused", "consent for another plan"), ("approved", "clinician")
     ]
+    session.close()
+    report = replay(tmp_path / "trace")  # the refused and the approved export are checked, never written again
+    assert report.ok and report.exports == 2, report.summary()
 
 
 def test_allow_store_names_the_destination_of_a_headless_run(tmp_path: Path) -> None:
