@@ -15,6 +15,7 @@ from pydantic import Field
 from copilot.engine.ops import registration as reg
 from copilot.engine.ops import segmentation as seg
 from copilot.engine.volume.derived import Segment, TransformNode
+from copilot.engine.volume.image import sitk_reason
 from copilot.engine.volume.render import RENDERER, Layer, compose
 from copilot.errors import HandlerError
 from copilot.tools import guards
@@ -81,9 +82,12 @@ def register_volumes(
         return ctx.is_cancelled()
 
     ctx.report(0.0, "registering")
-    result = reg.register(
-        fixed, moving, transform_type, sampling_percentage, histogram_bins, max_iterations, observer=observe
-    )
+    try:
+        result = reg.register(
+            fixed, moving, transform_type, sampling_percentage, histogram_bins, max_iterations, observer=observe
+        )
+    except RuntimeError as exc:  # ITK's own refusal (e.g. a sampling so sparse that no voxel is drawn)
+        raise HandlerError("registration_failed", f"the registration could not run: {sitk_reason(exc)}") from None
     ctx.check_cancelled()
     node = TransformNode(
         output_transform,
