@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -67,12 +68,8 @@ def test_each_fault_edits_the_trace_as_declared(lung: Path) -> None:
 def test_a_fault_that_does_not_apply() -> None:
     """No source series on the case: wrong_series does not apply (None), so the pair is not formed."""
 
-    class Case:
-        prompt: dict[str, Any] = {}
-        inputs: dict[str, Any] = {}
-        kind = "radiology"
-
-    assert perturb([{"type": "episode_start"}], "wrong_series", Case(), "") is None  # type: ignore[arg-type]
+    case = SimpleNamespace(prompt={}, inputs={}, kind="radiology")
+    assert perturb([{"type": "episode_start"}], "wrong_series", case, "") is None  # type: ignore[arg-type]
 
 
 def test_fault_statistics_by_hand() -> None:
