@@ -15,7 +15,6 @@ from typing import Any
 
 from copilot import oneline
 from copilot.pacs import is_dicomweb_url
-from copilot.runtime import ALLOW_STORE_ENV, allow_store_option
 
 
 class InputError(ValueError):
@@ -224,10 +223,11 @@ def _mcp(ns: argparse.Namespace) -> int:
 
 def _run(ns: argparse.Namespace) -> int:
     from copilot.batch import run_episode
+    from copilot.llm.spec import is_model_policy
     from copilot.medflow.policies import make_policy
 
-    if ns.policy == "openai" or ns.policy.startswith("openai:"):
-        _check_model_service(ns.base_url)
+    if is_model_policy(ns.policy):
+        _check_model_service(ns.policy, ns.model, ns.base_url)
     policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget)
     row = run_episode(
         ns.case,
@@ -248,14 +248,35 @@ def _run(ns: argparse.Namespace) -> int:
     return 0 if row["status"] != "error" else 1
 
 
-def _check_model_service(base_url: str | None) -> None:
+def _check_model_service(policy: str, model: str | None, base_url: str | None) -> None:
     """Refuse at once (instead of retrying a default URL) when no model service is configured."""
-    if base_url is None and not os.environ.get("OPENAI_BASE_URL") and not os.environ.get("OPENAI_API_KEY"):
-        raise InputError(
-            "--policy openai: no model service configured: set OPENAI_BASE_URL (or --base-url) to an "
-            "OpenAI-compatible server, or OPENAI_API_KEY for https://api.openai.com/v1 "
-            "(model: MEDCOPILOT_MODEL or --model)"
-        )
+    from copilot.llm.spec import SpecError, parse_policy, service_problem
+
+    try:
+        problem = service_problem(parse_policy(policy, model, base_url))
+    except SpecError as exc:
+        problem = str(exc)
+    if problem:
+        raise InputError(f"--policy {policy}: {problem} (model: MEDCOPILOT_MODEL or --model)")
+
+
+def _models(ns: argparse.Namespace) -> int:
+    """Print the model ids the provider's service lists, one per line."""
+    from copilot.llm.connect import connect, explain
+    from copilot.llm.spec import SpecError, parse_policy
+    from copilot.llm.types import ModelError
+
+    try:
+        spec = parse_policy(ns.policy, "listing", ns.base_url)
+        spec, wire = connect(spec, 30.0)
+        names = wire.list_models()
+    except SpecError as exc:
+        raise InputError(str(exc)) from None
+    except ModelError as exc:
+        print(f"error: {explain(exc, spec)}", file=sys.stderr)
+        return 1
+    print("\n".join(names) if names else f"{spec.provider}: the service lists no models")
+    return 0
 
 
 def _gui(ns: argparse.Namespace) -> int:
@@ -404,6 +425,7 @@ def _gui_parser() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from copilot.medflow.policies import POLICY_HELP  # imported here: `gui` shows its window before these load
     from copilot.medflow.registry import modules
+    from copilot.runtime import allow_store_option
 
     p = argparse.ArgumentParser(prog="medcopilot", description="Auditable agent runtime for medical image viewers")
     sub = p.add_subparsers(dest="command", required=True)
@@ -547,6 +569,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--spacing", type=float, default=1.0)
     demo.set_defaults(func=_demo)
 
+    models = sub.add_parser("models", help="the models a model service lists (to choose --model)")
+    models.add_argument("--policy", default="openai", help="the provider: openai, anthropic, gemini, azure, local:URL")
+    models.add_argument("--base-url", default=None)
+    models.set_defaults(func=_models)
+
     from copilot.pacs.cli import add_pacs_parser
     from copilot.study.sessions_cli import add_sessions_parser
 
@@ -564,6 +591,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         show_splash()  # within a few hundred ms of the command: the rest loads behind it
     ns = (_gui_parser() if args[:1] == ["gui"] else build_parser()).parse_args(args)
     if getattr(ns, "allow_store", None):  # the destinations headless writes may go to (read by every session)
+        from copilot.runtime import ALLOW_STORE_ENV
+
         os.environ[ALLOW_STORE_ENV] = "\n".join(ns.allow_store)
     oneline.install()  # background failures and log records: one line each on stderr
     try:

@@ -409,3 +409,23 @@ def test_chat_prints_tokens_and_cost_per_question(tmp_path: Path, capsys: pytest
     out = capsys.readouterr().out
     assert rc == 0 and "answer: No lesion is seen." in out
     assert "tokens: this question 1000 in (0 cached) / 50 out, no price known; conversation 1000 in" in out
+
+
+def test_the_host_panel_shows_the_question_tokens_and_cost(brain_case: Path, tmp_path: Path) -> None:
+    from copilot.cases.pack import load_case
+    from copilot.host.conversation import HostConversation
+    from copilot.host.panel import panel_state
+    from copilot.runtime import open_session
+
+    fake = FakeOpenAI([{"content": "ANSWER: A"}])
+    session = open_session(brain_case, trace_dir=tmp_path / "t")
+    try:
+        conv = HostConversation(session, load_case(brain_case), lambda: ChatAgent(_settings("openai", fake)), budget=5)
+        conv.approve_each = False
+        conv.ask("Which diagnosis?")
+        assert conv.wait(30)
+        status = panel_state(conv).status
+    finally:
+        fake.stop()
+        session.close({"status": "test"})
+    assert status == "done · tokens: 1000 in (0 cached) / 50 out, $0.0011"

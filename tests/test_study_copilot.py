@@ -518,9 +518,10 @@ def test_the_panel_greys_offline_policies_on_a_plain_study(
     box = window.panel.policy
     names = [box.itemText(n) for n in range(box.count())]
     enabled = {name: box.model().item(n).isEnabled() for n, name in enumerate(names)}
-    assert enabled == {"baseline (offline)": False, "prior (offline)": False, "OpenAI-compatible model…": True}
+    model_entry = "Model (OpenAI, Anthropic, Gemini, local)…"
+    assert enabled == {"baseline (offline)": False, "prior (offline)": False, model_entry: True}
     tip = box.itemData(names.index("baseline (offline)"), 3)  # Qt.ToolTipRole
-    assert "needs a MedFlow case pack" in tip and box.currentText() == "OpenAI-compatible model…"
+    assert "needs a MedFlow case pack" in tip and box.currentText() == model_entry
     trace = window.model.session.trace_dir
     assert trace is not None and str(trace) in window.panel.trace_label.text()
     window.close()

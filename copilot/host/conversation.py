@@ -58,6 +58,7 @@ class Turn:
     answer: str = ""
     status: str = "running"  # running | done | budget_exhausted | stopped | error
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None  # the model's tokens and cost for this question
 
 
 def direct(fn: Callable[[], Any]) -> Any:
@@ -197,8 +198,10 @@ class HostConversation:
             self._agent = agent
             if getattr(agent, "follow_ups", False):  # an agent that keeps the conversation: the question is its turn
                 agent.instructions = turn.question
+            if hasattr(agent, "cancel"):
+                agent.cancel = self.stop_event  # Stop ends an in-flight model request at once
             result = agent.run(_Gate(self), self._prompt_case(turn), self.budget)
-            turn.answer, turn.status = result.response, result.status
+            turn.answer, turn.status, turn.usage = result.response, result.status, result.usage
             if result.error:
                 turn.answer = turn.answer or result.error
             k = self.turns.index(turn) + 1

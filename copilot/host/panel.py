@@ -55,6 +55,11 @@ def panel_state(conversation: HostConversation | None, inventory: list[str] | No
     pending = c.pending if c.pending is not None and c.pending.status == "pending" else None
     last = c.turns[-1].status if c.turns else "ready"
     status = "waiting for your decision" if pending else ("working…" if busy else last)
+    usage = c.turns[-1].usage if c.turns and not busy else None
+    if usage:  # the last question's tokens and cost (tokens only where no price is known)
+        from copilot.llm.prices import usage_words
+
+        status += f" · tokens: {usage_words(usage)}"
     history = "\n\n".join(f"{'You' if who == 'clinician' else 'Copilot'}: {text}" for who, text in c.messages)
     return PanelState(
         status=status,

@@ -65,7 +65,9 @@ class SchemaError(RuntimeError):
 
 def model_name(policy: str) -> str:
     """The model a policy runs (`openai:gpt-x` → `gpt-x`); offline policies are their own model."""
-    return policy.split(":", 1)[1] if policy.startswith("openai:") else policy
+    from copilot.llm.spec import model_of
+
+    return model_of(policy)
 
 
 class ResultsDB:
@@ -239,18 +241,20 @@ def policy_slug(spec: str) -> str:
 
 
 def check_policy(policy: str, base_url: str | None = None, timeout_s: float = 5.0) -> None:
-    """Refuse (RunRefused, one line) a policy that cannot run: an unknown spec, an unreadable script, or an
-    `openai` policy without a configured, reachable model service. Nothing is sent to the service."""
+    """Refuse (RunRefused, one line) a policy that cannot run: an unknown spec, an unreadable script, or a model
+    policy without a configured, reachable service or with a key the service rejects. No prompt is sent."""
+    from copilot.llm.spec import SpecError, is_model_policy, parse_policy, service_problem
     from copilot.medflow.policies import make_policy
 
-    if policy == "openai" or policy.startswith("openai:"):
-        url = base_url or os.environ.get("OPENAI_BASE_URL")
-        if not url:
-            raise RunRefused(
-                f"policy {policy}: no model service configured; set OPENAI_BASE_URL (an OpenAI-compatible "
-                "endpoint; OPENAI_API_KEY for its key) or pass --base-url"
-            )
-        _reachable(url, timeout_s)
+    if is_model_policy(policy):
+        try:
+            spec = parse_policy(policy, base_url=base_url)
+        except SpecError as exc:
+            raise RunRefused(f"policy {policy}: {exc}") from None
+        problem = service_problem(spec)
+        if problem:
+            raise RunRefused(f"policy {policy}: {problem}")
+        _reachable(spec, timeout_s)
         return
     try:
         make_policy(policy)
@@ -258,38 +262,31 @@ def check_policy(policy: str, base_url: str | None = None, timeout_s: float = 5.
         raise RunRefused(f"policy {policy}: {' '.join(str(exc).split())}") from None
 
 
-def _reachable(url: str, timeout_s: float) -> None:
+def _reachable(spec: Any, timeout_s: float) -> None:
+    """The service answers a TCP connection, and its model listing does not reject the key."""
     import socket
     from urllib.parse import urlsplit
 
+    from copilot.llm.connect import connect
+    from copilot.llm.providers import PROVIDERS
+    from copilot.llm.spec import redact_url
+    from copilot.llm.types import ModelError
+
+    url = spec.base_url or PROVIDERS[spec.provider].default_base_url or ""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise RunRefused(f"model service {url!r} is not an http(s) URL")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as exc:
-        raise RunRefused(f"model service {url} is not reachable ({exc.strerror or exc})") from None
-    _credentials(url, timeout_s)
-
-
-def _credentials(url: str, timeout_s: float) -> None:
-    """`GET {url}/models` with the key: a service that rejects the key (401, 403) is refused; any other answer
-    (a service without that listing included) lets the run start, its first request being the real test."""
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        url.rstrip("/") + "/models",
-        headers={"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'not-needed')}"},
-    )
+        raise RunRefused(f"model service {redact_url(url)} is not reachable ({exc.strerror or exc})") from None
     try:
-        urllib.request.urlopen(request, timeout=timeout_s).close()
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            message = f"model service {url} refused the credentials (HTTP {exc.code}); check OPENAI_API_KEY"
-            raise RunRefused(message) from None
-    except (OSError, ValueError):
+        connect(spec, timeout_s)[1].list_models()
+    except ModelError as exc:
+        if exc.kind == "auth":
+            keys = " or ".join(PROVIDERS[spec.provider].key_env)
+            raise RunRefused(f"model service {redact_url(url)} refused the credentials (HTTP {exc.status}); "
+                             f"check {keys}") from None  # fmt: skip
+    except Exception:  # a service without a model listing: its first request is the real test
         return
 
 

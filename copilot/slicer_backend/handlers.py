@@ -40,6 +40,8 @@ HANDLER_IMPLEMENTATION: dict[str, tuple[str, str]] = {
     "record_key_slice": (SLICER, "slice node offset; the evidence list is the project's"),
     "record_point": (SLICER, "XYToRAS; shown as a vtkMRMLMarkupsFiducialNode control point"),
     "measure_distance": (SLICER, "XYToRAS; shown as a vtkMRMLMarkupsLineNode"),
+    "probe_value": (PROJECT, "the voxel nearest the point in the volume node's array (IJKToRAS), in HU or SUV"),
+    "region_stats": (PROJECT, "the voxels of the volume node's array inside the sphere, box or segment"),
     "register_volumes": (
         PROJECT,
         "SimpleITK registration (Slicer's BRAINSFit is a CLI module outside slicer-core); the result is a "

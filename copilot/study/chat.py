@@ -27,7 +27,9 @@ def add_parser(sub: Any) -> None:
     chat = sub.add_parser("chat", help="a conversation with the model about a study (a terminal, or --ask)")
     chat.add_argument("study", help="a DICOM folder or file, a NIfTI/NRRD/MHA file, a slide, a case pack, or a "
                       "DICOMweb study or series URL (docs/pacs.md)")
-    chat.add_argument("--series", default=None, help="a DICOM folder's series: its number or the end of its UID")
+    chat.add_argument("--series", default=None, help="the series of a DICOM folder or PACS study, as `gui` reads it: "
+                      "its number, a word of its description or the end of its UID; several, comma-separated, open "
+                      "together (the first as the background; a PET with a CT is fused over it)")  # fmt: skip
     chat.add_argument("--ask", action="append", default=[], metavar="QUESTION",
                       help="ask this (repeat for follow-ups) without a terminal")  # fmt: skip
     chat.add_argument("--policy", default="openai", help="openai[:MODEL] (or an offline policy on a case pack)")
@@ -51,15 +53,12 @@ def resolve_study(location: str, series: str | None) -> Any:
 
 def _resolve_local(path: str, series: str | None) -> Any:
     from copilot.panel.banner import place_label
-    from copilot.panel.studies import StudyError, classify, dicom_series, study_for
+    from copilot.panel.studies import StudyError, classify, dicom_series, select_series_list, study_for
 
     if classify(path) == "dicom" and Path(path).is_dir():
         found = dicom_series(path)
-        if series is not None:
-            chosen = [s for s in found if str(s.number) == series or (s.uid and s.uid.endswith(series))]
-            if len(chosen) != 1:
-                raise StudyError(f"no single series {series!r} in {place_label(path)}; series: {_titles(found)}")
-            return study_for(path, chosen[0])
+        if series is not None:  # as the desktop reads it: numbers, description words or UID ends, comma-separated
+            return study_for(path, select_series_list(found, series))
         if len(found) > 1:
             raise StudyError(f"{place_label(path)} holds {len(found)} series; pick one with --series: {_titles(found)}")
     return study_for(path)
@@ -77,6 +76,7 @@ class Terminal:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self._reader: threading.Thread | None = None
         self.eof = False
+        self._streaming = False  # a streamed `model:` line is open
 
     def start(self) -> None:
         def read() -> None:
@@ -88,7 +88,18 @@ class Terminal:
         self._reader.start()
 
     def say(self, text: str) -> None:
+        if self._streaming:  # a streamed line ends before the next one
+            self._streaming = False
+            print(file=self.out)
         print(redact_text(text), file=self.out, flush=True)
+
+    def stream(self, piece: str) -> None:
+        """The model's text as it arrives, on one `model:` line."""
+        if not self._streaming:
+            self._streaming = True
+            self.out.write("model: ")
+        self.out.write(piece)
+        self.out.flush()
 
     def note(self, text: str) -> None:
         print(redact_text(text), file=self.err, flush=True)  # a URL's password or key is never printed
@@ -124,6 +135,39 @@ def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
     if notice:
         term.note(notice)
     model.run_episode(policy, question)
+    try:
+        _follow(model, term)
+    except KeyboardInterrupt:  # Ctrl-C stops the question (the model request included), not the session
+        model.stop()
+        model.wait(2.0)
+    if model.status == "error":
+        term.note(f"error: {model.messages[-1][1] if model.messages else 'the model service failed'}")
+        return "error"
+    if model.status == "stopped":
+        term.say("(stopped)")
+        return "stopped"
+    answer = next((t for who, t in reversed(model.messages) if who == "agent"), "")
+    term.say(f"answer: {answer}")
+    for ev in model.answer_items:
+        term.say(f"evidence: {evidence_label(ev)}")
+    usage = usage_line(policy)
+    if usage:
+        term.say(usage)
+    return str(model.status)
+
+
+def usage_line(policy: Any) -> str:
+    """Tokens and cost of the last question and of the conversation (tokens only where no price is known)."""
+    from copilot.llm.prices import usage_words
+
+    summary = getattr(policy, "usage_summary", None)
+    if summary is None:
+        return ""
+    return f"tokens: this question {usage_words(summary())}; conversation {usage_words(summary(whole=True))}"
+
+
+def _follow(model: Any, term: Terminal) -> None:
+    """Answer the running question's proposals from the terminal until it ends; /stop stops it."""
     asked = decided = None
     while not model.wait(0.05):
         pending = model.pending
@@ -156,17 +200,6 @@ def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
             decided = pending
         elif command:
             term.note(f"(not a decision: {command!r}; use /approve, /reject REASON or /stop)")
-    if model.status == "error":
-        term.note(f"error: {model.messages[-1][1] if model.messages else 'the model service failed'}")
-        return "error"
-    if model.status == "stopped":
-        term.say("(stopped)")
-        return "stopped"
-    answer = next((t for who, t in reversed(model.messages) if who == "agent"), "")
-    term.say(f"answer: {answer}")
-    for ev in model.answer_items:
-        term.say(f"evidence: {evidence_label(ev)}")
-    return str(model.status)
 
 
 def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
@@ -189,8 +222,11 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
         raise PolicyUnavailable(problem)
     policy: Any
     if settings is not None:
-        policy = new_conversation(settings, study, study.kind, on_text=lambda t: term.say(f"model: {t}"),
-                                  announce=term.note)  # fmt: skip
+        streams = not ns.ask  # at a terminal the text appears as it arrives; with --ask, whole lines
+        policy = new_conversation(settings, study, study.kind, announce=term.note,
+                                  on_text=None if streams else (lambda t: term.say(f"model: {t}")))  # fmt: skip
+        if streams:
+            policy.on_stream = term.stream
     else:
         from copilot.medflow.policies import make_policy
 
@@ -199,6 +235,12 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     session = open_study(study, trace_dir, track=ns.track)
     term.note(f"session: {trace_dir}")
     term.say(f"patient: {study_banner(study).line}")  # for the clinician's eyes: never sent to the model
+    if len((study.inputs or {}).get("volumes") or []) > 1:  # several series: hung as their modalities say
+        from copilot.panel.hanging import hang
+
+        rule = hang(session)
+        if rule is not None:
+            term.say(f"hanging protocol: {rule.name}")
     for line in study_summary(session, study):
         term.say(f"study {line}")
     model = PanelModel(session, study, ns.budget)
