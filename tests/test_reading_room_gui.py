@@ -106,3 +106,28 @@ def test_an_approval_is_said_in_words_and_the_reason_has_its_own_field(qtbot, wi
 def test_the_dock_stays_narrow_with_long_policy_names(qtbot, window: MainWindow) -> None:
     assert window.dock.width() < 420  # the views keep the room
     assert min(window.panes["red"].device_size()) >= 300 or window.layout_name != "three_up"
+
+
+def test_a_clinicians_pet_ct_study_opens_by_its_hanging_protocol(qtbot, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    import json
+
+    from copilot.cases.dicom_study import write_dicom_study
+    from copilot.medflow import make_cases
+
+    monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path / "sessions"))
+    study = write_dicom_study(make_cases("lung_petct", 1, 1, tmp_path / "cases")[0], tmp_path / "dicom")
+    win = MainWindow(policies={})
+    win.no_dialogs = True
+    _show(qtbot, win)
+    assert win.open_path(study, series_spec="2,4")
+    assert win.screen_path is not None and win.model is not None
+    state = win.screen_path.state()
+    names = {v["id"]: v["name"] for v in state["volumes"]}
+    assert names[state["foreground_volume"]] == "PET AC" and names[state["background_volume"]] == "CT diagnostic"
+    assert win.layout_name == "three_up"
+    trace = Path(str(win.model.session.trace_dir)) / "trace.jsonl"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [e["rule"] for e in events if e["type"] == "hanging_protocol"] == ["PET/CT"]
+    fusion = [e for e in events if e.get("handler") == "fusion"]
+    assert fusion and fusion[0]["actor"] == "system"

@@ -234,7 +234,7 @@ class SlicePane(PaneWidget):
         if frame.image_to_ras is not None:
             paint_edge_letters(p, edge_letters(frame.image_to_ras), self.width(), self.height())
         if self.prior:
-            outlined_text(p, QPointF(10, self.height() - 12), "PRIOR (aligned, scrolls with the current)",
+            outlined_text(p, QPointF(10, 62), "PRIOR (aligned, scrolls with the current)",
                           QColor(150, 220, 255))  # fmt: skip
         if self._press is not None and self._drag_end is not None:  # the ruler while it is drawn, its length live
             a, b = frame.to_ras(self._press[0], self._press[1]), frame.to_ras(*self._drag_end)

@@ -18,11 +18,15 @@ from typing import Any
 import numpy as np
 
 from copilot.engine.geometry import SliceView
-from copilot.panel.screen import jump_plan
 from copilot.session import Session
 from copilot.trace.outcome import CallOutcome
 
 VIEWS = ("red", "yellow", "green")
+RECENTRE_MM = 1.0  # the prior's pictures are recentred when the current's centre moved more than this
+
+
+def _rounded(ras: Any) -> list[float]:
+    return [round(float(v), 6) for v in ras]
 
 
 @dataclass
@@ -39,11 +43,17 @@ class Registration:
         t = self.matrix[:3, 3]
         angle = float(np.degrees(np.arccos(np.clip((np.trace(self.matrix[:3, :3]) - 1.0) / 2.0, -1.0, 1.0))))
         shift = ", ".join(f"{axis} {v:+.1f} mm" for axis, v in zip("RAS", t, strict=True))
-        return f"rigid: shift {shift}, rotation {angle:.1f}°, metric {self.metric:.3f}"
+        return f"rigid: shift {shift}, rotation {angle:.1f}°, metric {self.metric:.3f}".replace("-", "−")
 
     def to_json(self) -> dict[str, Any]:
         return {"matrix": [[round(float(v), 6) for v in row] for row in self.matrix], "metric": round(self.metric, 6),
                 "iterations": self.iterations, "seconds": round(self.seconds, 3)}  # fmt: skip
+
+
+def picture_centre(views: dict[str, Any]) -> np.ndarray:
+    """Where the pictures are centred: R and A of the axial view's centre, S of the sagittal's."""
+    red, yellow = views["red"]["center_ras"], views["yellow"]["center_ras"]
+    return np.array([red[0], red[1], yellow[2]], dtype=float)
 
 
 def focus_point(session: Session) -> np.ndarray:
@@ -108,15 +118,30 @@ class PriorComparison:
         return (self.approved.matrix @ np.append(np.asarray(ras, dtype=float), 1.0))[:3]
 
     def follow(self) -> list[CallOutcome]:
-        """Bring the prior's views through the point the current's meet (system calls in the prior's session)."""
+        """Bring the prior's views to the current's (system calls in the prior's session): centred on the mapped
+        centre of the current's pictures, at the same field of view, each plane through the mapped meeting point."""
         if self.approved is None:
             return []
-        target = [round(float(v), 6) for v in self.to_prior(focus_point(self.current))]
-        how, offsets = jump_plan(self.prior, target)
-        if how == "jump":
-            return [self.prior.call("jump", {"ras": target, "size": 64}, actor="system")]
-        return [self.prior.call("set_slice_offset", {"view": view, "offset": offset, "size": 64}, actor="system")
-                for view, offset in offsets.items()]  # fmt: skip
+        now, then = self.current.snapshot()["views"], self.prior.snapshot()["views"]
+        out: list[CallOutcome] = []
+        centre, shown = self.to_prior(picture_centre(now)), picture_centre(then)
+        if float(np.abs(centre - shown).max()) > RECENTRE_MM:  # the pictures moved (a jump, a pan): recentre the prior
+            out.append(self.prior.call("jump", {"ras": _rounded(centre), "size": 64}, actor="system"))
+        for view in VIEWS:
+            ratio = float(then[view]["fov_mm"][0]) / float(now[view]["fov_mm"][0])
+            if abs(ratio - 1.0) > 0.01:  # the current was zoomed: the prior shows the same field
+                out.append(self.prior.call("zoom", {"view": view, "factor": round(ratio, 6), "size": 64},
+                                           actor="system"))  # fmt: skip
+        target = self.to_prior(focus_point(self.current))
+        planes = self.prior.snapshot()["views"]
+        for view in VIEWS:
+            axis = SliceView(view, planes[view]["orientation"], np.array(planes[view]["center_ras"]),
+                             tuple(planes[view]["fov_mm"])).axis  # fmt: skip
+            offset = round(float(axis @ target), 6)
+            if abs(offset - float(planes[view]["offset"])) > 1e-4:
+                out.append(self.prior.call("set_slice_offset", {"view": view, "offset": offset, "size": 64},
+                                           actor="system"))  # fmt: skip
+        return out
 
     def _on_current(self, outcome: CallOutcome, args: Any, actor: str) -> None:
         if self.approved is None or not outcome.ok or getattr(self._following, "busy", False):
