@@ -30,6 +30,7 @@ from copilot.llm.connect import connect, explain
 from copilot.llm.spec import redact_url
 from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, ToolDecl, Usage
 from copilot.session import Session
+from copilot.tools.study_text import printable
 from copilot.trace.outcome import CallOutcome
 
 BUDGET_MESSAGE = (
@@ -314,9 +315,8 @@ class ChatAgent:
                 )
                 continue
             last = session.call(call.name, args, actor="agent")
-            out.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(last.envelope(with_images=False))}
-            )
+            result = printable(last.envelope(with_images=False))  # study text in results: printable data only
+            out.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
             images.extend(last.images)
         detail = self.settings.image_detail
         if pathology:

@@ -31,3 +31,16 @@ def field(label: str, value: object, limit: int = FIELD_LIMIT) -> str:
 def block(lines: Iterable[str]) -> list[str]:
     """Lines that carry study text (each value already `clean`ed), enclosed in one labelled data block."""
     return [BLOCK_OPEN, *lines, BLOCK_CLOSE]
+
+
+def printable(value: object) -> object:
+    """A tool result with every string made printable (control and format characters dropped, angle brackets
+    replaced) but not cut: a volume named after a series description reaches the model as data, however hostile."""
+    if isinstance(value, str):
+        text = "".join(" " if ch in "\t\r\n\v\f" else ch for ch in value)
+        return "".join(ch for ch in text if unicodedata.category(ch) not in _DROP).replace("<", "‹").replace(">", "›")
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [printable(v) for v in value]
+    return value
