@@ -14,26 +14,28 @@ def _edges() -> dict[str, set[str]]:
     """The file import graph, read once when the first test asks (not at collection)."""
     return file_edges()
 
-# Packages that must never import another, whatever changes around them (lower → upper would be upward).
-FORBIDDEN = [
-    ("copilot.engine", "copilot.tools"),
-    ("copilot.engine", "copilot.cases"),
-    ("copilot.engine", "copilot.session"),
-    ("copilot.cases", "copilot.bench"),
-    ("copilot.cases", "copilot.engine.volume.viewer"),
-    ("copilot.viewer", "copilot.engine.volume.viewer"),  # protocols stand over value types, not concrete viewers
-    ("copilot.viewer", "copilot.engine.slide.viewer"),
-    ("copilot.trace", "copilot.session"),
-    ("copilot.trace", "copilot.runtime"),
-    ("copilot.tools", "copilot.session"),
-    ("copilot.session", "copilot.runtime"),
-    ("copilot.bench", "copilot.agent"),
-    ("copilot.bench", "copilot.medflow"),
-    ("copilot.agent", "copilot.bench"),
-    ("copilot.agent", "copilot.medflow"),
-    ("copilot.adapters", "copilot.bench"),
-    ("qupath_ext", "copilot.session"),
-]
+def _contract_pairs() -> list[tuple[str, str]]:
+    """(lower, upper) module pairs that must never import each other, read from the one statement of the layer
+    rules: the import-linter contracts in pyproject.toml (a layers contract forbids every lower floor importing a
+    higher one; a forbidden contract forbids its project-internal modules)."""
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    pairs: list[tuple[str, str]] = []
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        if contract["type"] == "layers":
+            for container in contract["containers"]:
+                floors_ = [[f"{container}.{m.strip()}" for m in layer.split(":")] for layer in contract["layers"]]
+                pairs += [(low, high) for n, upper in enumerate(floors_) for lower in floors_[n + 1 :]
+                          for low in lower for high in upper]  # fmt: skip
+        elif contract["type"] == "forbidden":
+            internal = [m for m in contract["forbidden_modules"] if m.split(".")[0] in ("copilot", "qupath_ext")]
+            pairs += [(src, dst) for src in contract["source_modules"] for dst in internal]
+    return pairs
+
+
+FORBIDDEN = _contract_pairs()
 
 
 def test_no_circles_between_files() -> None:
@@ -44,6 +46,12 @@ def test_no_circles_between_packages_so_no_upward_imports() -> None:
     assert cycles(unit_edges(_edges())) == []
     levels = floors(unit_edges(_edges()))
     assert all(levels[b] < levels[a] for a, bs in unit_edges(_edges()).items() for b in bs)
+
+
+def test_the_rules_come_from_the_contracts() -> None:
+    """The layer rules are stated once (pyproject.toml); this test holds the graph to all of them."""
+    assert ("copilot.engine", "copilot.tools") in FORBIDDEN and ("copilot.bench", "copilot.agent") in FORBIDDEN
+    assert ("copilot.cases", "copilot.engine.volume.viewer") in FORBIDDEN and len(FORBIDDEN) > 100
 
 
 @pytest.mark.parametrize(("lower", "upper"), FORBIDDEN)
