@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, NamedTuple
 
-PROVIDERS = ("openai", "anthropic", "gemini", "local")
+from copilot.llm import spec as model_spec
+
 OFFLINE_PROVIDER = "offline"
 FIELDS = ("model", "provider", "protocol", "track", "budget", "ops", "backend", "rules")
 POOLED = ("cases", "modules", "repeats", "seeds")
@@ -33,8 +34,8 @@ class Config(NamedTuple):
 def provider_of(policy: str) -> str:
     """The model provider a policy spec names by its prefix (`anthropic:claude-x` → `anthropic`); offline
     policies (baseline, prior, scripted, answer files) → `offline`."""
-    prefix = policy.split(":", 1)[0]
-    return prefix if prefix in PROVIDERS else OFFLINE_PROVIDER
+    provider = model_spec.provider_of(policy)
+    return provider.name if provider is not None else OFFLINE_PROVIDER
 
 
 def config_of(row: dict[str, Any]) -> Config:

@@ -14,12 +14,14 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from copilot.llm.spec import provider_of
+
 ACCESS = ("closed", "open")
 FAMILIES = ("general", "medical", "native3d")
 ACCESS_TITLES = {"closed": "Closed-source models", "open": "Open-weight / open-source models"}
 FAMILY_TITLES = {"general": "General-purpose models", "medical": "Medical-domain models",
                  "native3d": "Native 3D VLMs"}  # fmt: skip
-HOSTED = ("openai", "anthropic", "gemini")
+HOSTED = ("openai", "azure", "anthropic", "gemini")  # providers whose models are closed unless declared
 MEDICAL_PATTERNS = ("medgemma", "lingshu", "radfm", "m3d", "llava-med", "biomedgpt", "med-flamingo", "huatuo",
                     "meditron", "medical")  # fmt: skip
 
@@ -75,7 +77,8 @@ def model_info(model: str, policy: str = "") -> ModelInfo:
     """The access type and family of a model (see the module's note for the fallbacks)."""
     name = model.lower()
     declared = next(((a, f) for pattern, a, f in _declared() if pattern in name), None)
-    access = declared[0] if declared else ("closed" if policy.split(":", 1)[0] in HOSTED else "open")
+    provider = provider_of(policy)
+    access = declared[0] if declared else ("closed" if provider is not None and provider.name in HOSTED else "open")
     family = declared[1] if declared else "general"
     if family != "native3d" and (os.environ.get("MEDCOPILOT_MEDICAL_MODELS") or not declared):
         family = "medical" if any(p in name for p in medical_models()) else "general"
