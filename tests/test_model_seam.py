@@ -429,3 +429,28 @@ def test_the_host_panel_shows_the_question_tokens_and_cost(brain_case: Path, tmp
         fake.stop()
         session.close({"status": "test"})
     assert status == "done · tokens: 1000 in (0 cached) / 50 out, $0.0011"
+
+
+def test_track_c_runs_natively_on_gemini(brain_case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bench trackc` through the seam: the montages go to Gemini as inline images, the reply is scored."""
+    from copilot.batch import read_results
+    from copilot.medflow.trackc import run_trackc
+    from tests.oracle import perfect_response
+
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "brain").symlink_to(brain_case, target_is_directory=True)
+    fake = FakeGemini([{"content": perfect_response(brain_case)}])
+    monkeypatch.setenv("GEMINI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("GEMINI_API_KEY", "g-key")
+    try:
+        rows, errored = run_trackc(cases, "gemini:vlm-g", tmp_path / "run")
+    finally:
+        fake.stop()
+    assert errored == 0
+    assert [(r["track"], r["model"], r["task"], r["strict"]) for r in rows] == [("C", "vlm-g", 1.0, 1.0)]
+    request = fake.requests[0]
+    assert "tools" not in request and sum("inlineData" in p for p in request["contents"][0]["parts"]) >= 1
+    assert read_results(tmp_path / "run" / "results.sqlite")[0]["policy"] == "gemini:vlm-g"
+    record = json.loads(next((tmp_path / "run").rglob("request.json")).read_text())
+    assert (record["provider"], record["wire"]) == ("gemini", "gemini")
