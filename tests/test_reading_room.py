@@ -95,6 +95,9 @@ def test_undo_after_the_agents_set_slice_offset_restores_the_state_and_is_traced
     panel.session.close({"status": "test"})
     report = replay(tmp_path / "trace", tmp_path / "now")
     assert report.ok, report.summary()
+    from copilot.panel.timeline import TraceTimeline
+
+    assert TraceTimeline(tmp_path / "trace", tmp_path / "now").verified  # the desktop's replay rewinds there too
 
 
 def test_undo_takes_back_the_clinicians_ruler_and_nothing_is_left_to_undo(panel: PanelModel) -> None:

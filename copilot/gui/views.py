@@ -110,6 +110,14 @@ class PaneWidget(QWidget):
         boxes = dict(zip(map(id, pointed), place_labels(
             [(m.coords[0] * s, m.coords[1] * s) for m in pointed], [m.label for m in pointed], self.width(),
             self.height(), lambda t: (fm.horizontalAdvance(t), fm.height())), strict=True))  # fmt: skip
+        ends: dict[int, list[Any]] = {}
+        for m in pointed:  # a distance's two ends, joined by its line
+            if m.index is not None and m.label.endswith((" A", " B")):
+                ends.setdefault(m.index, []).append(m)
+        for pair in (e for e in ends.values() if len(e) == 2):
+            p.setPen(QPen(EVIDENCE_COLOUR, 1.5))
+            p.drawLine(QPointF(pair[0].coords[0] * s, pair[0].coords[1] * s),
+                       QPointF(pair[1].coords[0] * s, pair[1].coords[1] * s))  # fmt: skip
         for m in frame.markers:
             colour = SELECTED_COLOUR if m.index is not None and m.index == selected else EVIDENCE_COLOUR
             if m.kind == "cross":

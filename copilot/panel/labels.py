@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 MARKER_RADIUS = 9.0  # the finding's ring as the slice panes draw it (device-independent logical pixels)
-GAP = 4.0
+GAP = 7.0  # clear of the ring and its ticks
 
 
 @dataclass(frozen=True)
