@@ -56,3 +56,25 @@ def test_qupath_banner_reads_a_dicom_slide_and_says_when_a_file_names_no_patient
     other.image_facts = {"path": str(plain), "name": "slide.svs"}
     assert other.banner.patient == "" and other.banner.line.startswith("no patient details")
     assert other.banner.title == "MedCopilot — slide.svs"
+
+
+def test_the_slicer_panel_sends_none_of_the_banner_to_the_model(tmp_path: Path) -> None:
+    """A question typed with the patient's name, ID and birth date: every request arrives scrubbed of them."""
+    from copilot.agent.settings import AgentSettings
+    from tests.fake_openai import FakeOpenAI
+
+    fake = FakeOpenAI([{"content": "No lesion."}])
+    s, _node = _user_scene(tmp_path)
+    settings = AgentSettings(base_url=fake.base_url, model="m", max_retries=0, timeout_s=10)
+    host = SlicerHost.adopt(s.scene, s.app_logic, tmp_path / "trace", settings=lambda: settings)
+    try:
+        host.conversation.approve_each = False
+        host.conversation.ask("Is this Jane Doe (PAT-88412, born 12/04/1961 — 1961-04-12) the same as last year?")
+        assert host.conversation.wait(60)
+    finally:
+        fake.stop()
+        host.close()
+    sent = b"".join(fake.bodies).decode()
+    assert fake.requests and "[redacted]" in sent
+    for word in ("Jane", "JANE", "Doe", "DOE", "PAT-88412", "1961-04-12", "12/04/1961", "19610412"):
+        assert word not in sent, word

@@ -90,6 +90,7 @@ class ChatAgent:
         self.instructions = ""  # a clinician's note from the panel, added to the task
         self.cancel = cancel or threading.Event()  # set by the clinician's Stop; cleared when a question starts
         self.on_stream: Callable[[str], None] | None = None  # the model's text, piece by piece as it arrives
+        self.scrub: Callable[[Any], Any] | None = None  # removes the patient's identifiers from every request
         self.usage = Usage()  # tokens of the current episode or question
         self.cost_usd: float | None = 0.0  # its cost; None once a turn had no price
         self.total_cost_usd: float | None = 0.0
@@ -227,8 +228,9 @@ class ChatAgent:
         self, session: Session, messages: list[dict[str, Any]], tools: list[ToolDecl] | None, round_no: int,
         deadline: float,
     ) -> Reply:  # fmt: skip
-        """One request for the conversation so far."""
-        return self._complete(session, messages, tools, round_no, deadline)
+        """One request for the conversation so far (scrubbed of the patient's identifiers where a host set `scrub`)."""
+        outgoing = self.scrub(messages) if self.scrub is not None else messages
+        return self._complete(session, outgoing, tools, round_no, deadline)
 
     def _round_results(
         self, session: Session, tool_calls: list[ToolCall], pathology: bool, task: str

@@ -61,6 +61,22 @@ class Turn:
     usage: dict[str, Any] | None = None  # the model's tokens and cost for this question
 
 
+def scrubbed(make: Callable[[], Any], facts: Callable[[], Any]) -> Callable[[], Any]:
+    """An agent factory whose agents remove the patient banner's identifiers (every spelling) from each request:
+    a host knows the patient from its banner, not from the study's files."""
+    from copilot.panel.identifiers import facts_identifiers
+    from copilot.panel.redactor import Redactor
+
+    def build() -> Any:
+        agent = make()
+        identifiers = facts_identifiers(facts())
+        if identifiers and hasattr(agent, "scrub"):
+            agent.scrub = Redactor(identifiers).scrub
+        return agent
+
+    return build
+
+
 def direct(fn: Callable[[], Any]) -> Any:
     """Run a host call in the calling thread (slicer-core's standalone scene has no main loop)."""
     return fn()

@@ -14,7 +14,7 @@ from typing import Any
 from copilot.agent.loop import ChatAgent
 from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
-from copilot.host.conversation import HostConversation, direct
+from copilot.host.conversation import HostConversation, direct, scrubbed
 from copilot.host.handlers import QUPATH_HOST
 from copilot.host.registry import HIDDEN, withhold
 from copilot.host.slicer import model_settings
@@ -110,15 +110,12 @@ class PathologyHost:
         withhold(session, HIDDEN["pathology"], (QUPATH_HOST,))
         session.note("image_adopted", {k: image_facts.get(k) for k in ("dimensions", "mpp", "levels")})
         make = settings or model_settings
-        conversation = HostConversation(
-            session,
-            study,
-            lambda: ChatAgent(make(), client=client),
-            budget=budget,
-            on_host=on_host or direct,
-            cites=slide_citations,
-        )
-        return cls(session, conversation, image_facts, write_evidence)
+        made: list[PathologyHost] = []  # the host, once built: its banner names what requests must not carry
+        agent = scrubbed(lambda: ChatAgent(make(), client=client), lambda: made[0].banner.facts if made else None)
+        conversation = HostConversation(session, study, agent, budget=budget, on_host=on_host or direct,
+                                        cites=slide_citations)  # fmt: skip
+        made.append(cls(session, conversation, image_facts, write_evidence))
+        return made[0]
 
     @property
     def trace_path(self) -> Path | None:

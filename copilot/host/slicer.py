@@ -21,7 +21,7 @@ from copilot.agent.loop import ChatAgent
 from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
-from copilot.host.conversation import HostConversation, direct
+from copilot.host.conversation import HostConversation, direct, scrubbed
 from copilot.host.registry import HIDDEN, withhold
 from copilot.pacs.patient import facts_from_headers
 from copilot.panel.banner import Banner, banner_from_facts
@@ -86,13 +86,14 @@ class SlicerHost:
         session = new_session("radiology", viewer=viewer, trace=trace, case=study, case_inputs={})
         withhold(session, HIDDEN["radiology"])
         session.note(ADOPTED_EVENT, adoption_record(viewer, volumes, tdir))
-        conversation = HostConversation(
-            session, study, lambda: ChatAgent(settings(), client=client), budget=budget, on_host=on_host
-        )
+        made: list[SlicerHost] = []  # the host, once built: its banner names what requests must not carry
+        agent = scrubbed(lambda: ChatAgent(settings(), client=client), lambda: made[0].banner.facts if made else None)
+        conversation = HostConversation(session, study, agent, budget=budget, on_host=on_host)
         markups = viewer.evidence_markups()  # the session shows its evidence; the answers' points join it
         markups.extra = lambda: conversation.answer_items
         markups.session_id = str(round(time.time() * 1000))
-        return cls(viewer, session, volumes, conversation, markups)
+        made.append(cls(viewer, session, volumes, conversation, markups))
+        return made[0]
 
     # ----- what the panel shows -----
     @property

@@ -128,3 +128,23 @@ def removal_notice(policy: Any, text: str) -> str:
     if not found:
         return ""
     return f"removed from your question before it was sent (identifiers of this study): {', '.join(found)}"
+
+
+FACT_KEYS = (("name", "PatientName"), ("patient_id", "PatientID"), ("birth_date", "PatientBirthDate"),
+             ("accession", "AccessionNumber"), ("institution", "InstitutionName"), ("study_date", "StudyDate"),
+             ("study_uid", "StudyInstanceUID"))  # fmt: skip
+
+
+def facts_identifiers(facts: Any) -> set[str]:
+    """The identifiers a patient banner's facts name (`copilot.pacs.patient.PatientFacts`), in every spelling:
+    what a host panel removes from requests when it has the banner but not the study's files."""
+    if facts is None:
+        return set()
+    found: set[str] = set()
+    for attr, key in FACT_KEYS:
+        value = str(getattr(facts, attr, "") or "")
+        if value:
+            found |= _variants(value, key)
+    for uid in (*getattr(facts, "series_uids", ()), *getattr(facts, "frames", ())):
+        found |= _variants(str(uid), "SeriesInstanceUID")
+    return found
