@@ -271,3 +271,26 @@ def test_labels_of_five_nearby_findings_never_overlap() -> None:
             assert b is not None and not a.overlaps(b)
         for px, py in points:  # nor over any finding's ring
             assert not (a.x - 9 < px < a.x + a.w + 9 and a.y - 9 < py < a.y + a.h + 9)
+
+
+def test_the_panel_keeps_another_listener_of_the_stream(panel: PanelModel) -> None:
+    """A terminal that listens to the model's text keeps receiving it, question after question."""
+
+    class Streams:
+        name = "streams"
+
+        def __init__(self) -> None:
+            self.on_stream: Any = None
+
+        def run(self, session: Any, case: Any, budget: int) -> EpisodeResult:
+            for piece in ("one ", "two ", "three"):
+                self.on_stream(piece)
+            return EpisodeResult("one two three")
+
+    heard: list[str] = []
+    policy = Streams()
+    policy.on_stream = heard.append
+    for _ in range(2):
+        panel.run_episode(policy, "again?")
+        assert panel.wait(5)
+    assert heard == ["one ", "two ", "three"] * 2 and panel.stream_pieces == 3

@@ -21,6 +21,7 @@ from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.identifiers import removal_notice
 from copilot.panel.screen import blank_views, jump_plan
+from copilot.panel.stream import chain_stream
 from copilot.panel.undo import UndoHistory, UndoStep
 from copilot.panel.usage import add_usage
 from copilot.session import Peek, Session
@@ -190,7 +191,7 @@ class PanelModel:
         with self._stream_lock:
             self.streamed, self.stream_pieces = "", 0
         if hasattr(policy, "on_stream"):
-            policy.on_stream = self._on_stream  # the model's text reaches the panel as it arrives
+            chain_stream(policy, lambda piece: self._on_stream(piece))  # shown as it arrives
         name = getattr(policy, "name", "policy")
         if policy is not self.policy:
             self.messages.append(("clinician", f"Run {name} on {self.case.case_id}"))
