@@ -294,3 +294,11 @@ def test_the_panel_keeps_another_listener_of_the_stream(panel: PanelModel) -> No
         panel.run_episode(policy, "again?")
         assert panel.wait(5)
     assert heard == ["one ", "two ", "three"] * 2 and panel.stream_pieces == 3
+
+
+def test_labels_keep_clear_of_labels_drawn_elsewhere() -> None:
+    from copilot.panel.labels import Box
+
+    key_slice = Box(6.0, 88.0, 120.0, 13.0)  # a key-slice line's label, where the pane writes it
+    [box] = place_labels([(60.0, 100.0)], ["focus"], 300.0, 300.0, fixed=[key_slice])
+    assert box is not None and not box.overlaps(key_slice)

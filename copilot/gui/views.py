@@ -11,7 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QWidget
 
-from copilot.panel.labels import place_labels
+from copilot.panel.labels import Box, place_labels
 from copilot.panel.layout import VIEW_TITLES
 from copilot.panel.orientation import edge_letters, marker_axes
 from copilot.panel.screen import Frame, split_pane
@@ -107,9 +107,11 @@ class PaneWidget(QWidget):
         selected = self.win.model.selected if self.win.model is not None else None
         fm = QFontMetricsF(p.font())
         pointed = [m for m in frame.markers if m.kind == "point"]  # labels placed clear of each other and the rings
+        lines = [Box(p0.x(), p0.y() - fm.ascent(), fm.horizontalAdvance(m.label), fm.height())
+                 for m in frame.markers if m.kind == "line" for p0 in (line_label_at(m, s),)]  # fmt: skip
         boxes = dict(zip(map(id, pointed), place_labels(
             [(m.coords[0] * s, m.coords[1] * s) for m in pointed], [m.label for m in pointed], self.width(),
-            self.height(), lambda t: (fm.horizontalAdvance(t), fm.height())), strict=True))  # fmt: skip
+            self.height(), lambda t: (fm.horizontalAdvance(t), fm.height()), fixed=lines), strict=True))  # fmt: skip
         ends: dict[int, list[Any]] = {}
         for m in pointed:  # a distance's two ends, joined by its line
             if m.index is not None and m.label.endswith((" A", " B")):
@@ -143,8 +145,7 @@ class PaneWidget(QWidget):
                 x0, y0, x1, y1 = (c * s for c in m.coords)
                 p.setPen(QPen(colour, 1, Qt.PenStyle.DashLine))
                 p.drawLine(QPointF(x0, y0), QPointF(x1, y1))
-                horizontal = abs(x1 - x0) >= abs(y1 - y0)
-                outlined_text(p, QPointF(6, y0 - 4) if horizontal else QPointF(x0 + 4, 30), m.label, colour)
+                outlined_text(p, line_label_at(m, s), m.label, colour)
             elif m.kind == "box":
                 x0, y0, x1, y1 = (c * s for c in m.coords)
                 p.setPen(QPen(QColor(80, 200, 255), 1, Qt.PenStyle.DashLine))
@@ -253,6 +254,12 @@ class SlicePane(PaneWidget):
                 length = float(np.linalg.norm(np.asarray(a) - np.asarray(b)))
                 outlined_text(p, QPointF(self._drag_end[0] * s + 8, self._drag_end[1] * s), f"{length:.1f} mm",
                               QColor(120, 255, 120))  # fmt: skip
+
+
+def line_label_at(m: Any, s: float) -> QPointF:
+    """Where a key-slice line's label is written: at the left end of a flat line, near the top of a steep one."""
+    x0, y0, x1, y1 = (c * s for c in m.coords)
+    return QPointF(6, y0 - 4) if abs(x1 - x0) >= abs(y1 - y0) else QPointF(x0 + 4, 30)
 
 
 def paint_edge_letters(p: QPainter, letters: dict[str, str], w: float, h: float) -> None:

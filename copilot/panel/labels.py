@@ -59,10 +59,13 @@ def _candidates(x: float, y: float, w: float, h: float, r: float) -> list[Box]:
 def place_labels(
     points: list[tuple[float, float]], texts: list[str], width: float, height: float,
     measure: Callable[[str], tuple[float, float]] = rough_size, radius: float = MARKER_RADIUS,
+    fixed: list[Box] | None = None,
 ) -> list[Box | None]:  # fmt: skip
-    """A box per label (None for an empty text) beside its point, clear of the other labels and of every point's
-    marker ring (radius `radius`), inside width×height when it can be."""
+    """A box per label (None for an empty text) beside its point, clear of the other labels, of every point's
+    marker ring (radius `radius`) and of the `fixed` boxes (labels drawn elsewhere), inside width×height when it
+    can be."""
     rings = [Box(px - radius - 1, py - radius - 1, 2 * radius + 2, 2 * radius + 2) for px, py in points]
+    rings += list(fixed or [])
     placed: list[Box] = []
     out: list[Box | None] = []
     for (px, py), text in zip(points, texts, strict=True):
