@@ -180,13 +180,12 @@ def _bench_montage(ns: argparse.Namespace) -> int:
 
 
 def _cases_adapt(ns: argparse.Namespace) -> int:
-    from copilot.adapters import ADAPTERS
-    from copilot.adapters.common import AdapterError
+    from copilot.adapters import adapter
 
     extra = [ns.csv] if ns.csv else []
     try:
-        report = ADAPTERS[ns.dataset](ns.src, ns.out, *extra, copy=ns.copy)
-    except AdapterError as exc:
+        report = adapter(ns.dataset)(ns.src, ns.out, *extra, copy=ns.copy)
+    except ValueError as exc:  # an AdapterError, or a dataset whose plug-in failed to load
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for path in report.cases:
@@ -423,6 +422,7 @@ def _gui_parser() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from copilot.adapters import dataset_names
     from copilot.medflow.policies import POLICY_HELP  # imported here: `gui` shows its window before these load
     from copilot.medflow.registry import modules
     from copilot.runtime import allow_store_option
@@ -442,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--mpp", type=float, default=None, help="slide µm per pixel (module default)")
     make.set_defaults(func=_cases_make)
     adapt = csub.add_parser("adapt", help="case packs from a public dataset in its published layout")
-    adapt.add_argument("--dataset", required=True, choices=["ucsf_pdgm", "lumiere", "nsclc", "bracs", "camelyon17"])
+    adapt.add_argument("--dataset", required=True, type=str.lower, choices=dataset_names())
     adapt.add_argument("--src", required=True, help="the dataset folder")
     adapt.add_argument("--out", required=True)
     adapt.add_argument("--csv", default=None, help="metadata / rating / clinical / stage CSV (or annotations dir)")

@@ -2,20 +2,25 @@
 
 Each kind names its viewer factory, its handler registry, the call that opens a case's inputs, the
 observation an agent starts from, the views and layout a desktop host shows, whether positions are slide pixels
-or RAS millimetres, the evidence lines an answer may state and what a study's privacy notes name. Callers look
-the kind up instead of switching on its name; a third kind is its viewer, its handlers and one declaration here
-(the fields after `slicer_api` have defaults, so a kind sets only those it uses).
+or RAS millimetres, the evidence lines an answer may state, what a study's privacy notes name and its system
+prompt. Callers look the kind up instead of switching on its name; a third kind is its viewer, its handlers and
+one declaration (the fields after `slicer_api` have defaults, so a kind sets only those it uses), offered by an
+entry point of the `medcopilot.kinds` group (the two below are the core's own, declared the same way in
+pyproject.toml) or registered in-process with `register_kind`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from copilot import plugins
 from copilot.engine.slide.viewer import EmbeddedSlideViewer
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
+from copilot.resources import declare_prompt
 from copilot.slicer_backend import slicer_viewer
 from copilot.tools import PATHOLOGY as PATHOLOGY_HANDLERS
 from copilot.tools import RADIOLOGY as RADIOLOGY_HANDLERS
@@ -43,6 +48,7 @@ class ViewerKind:
     evidence_lines: tuple[str, ...] = ()  # free-form EVIDENCE lines an answer may state (panel.answer_evidence)
     image_name: str = "image"  # what names its pictures, burnt into every render ('series', 'slide')
     shared_data: str = "rendered images and tool results"  # what a model service off this machine receives
+    system_prompt: str | Path = ""  # its benchmark system prompt: text, or a file ('': prompts/KIND_system.txt)
 
     def viewer(self, backend: str = "embedded") -> Viewer:
         """A fresh viewer of this kind on a backend ('embedded' by default)."""
@@ -85,28 +91,75 @@ PATHOLOGY_KIND = ViewerKind(
     image_name="slide",
     shared_data="rendered slide fields, tool results and the slide inventory (size, µm/px, levels)",
 )
-KINDS: dict[str, ViewerKind] = {}
+
+
+class _Kinds(dict[str, ViewerKind]):
+    """The declared kinds by name; the first look discovers the `medcopilot.kinds` entry points (once)."""
+
+    _discovered = False
+
+    def _ready(self) -> None:
+        if not self._discovered:
+            self._discovered = True
+            for name, kind in plugins.load(plugins.KINDS_GROUP).items():
+                try:
+                    _accept(name, kind)
+                except (TypeError, ValueError) as exc:
+                    plugins.refuse(plugins.KINDS_GROUP, name, exc)
+
+    def __contains__(self, name: object) -> bool:
+        self._ready()
+        return super().__contains__(name)
+
+    def __getitem__(self, name: str) -> ViewerKind:
+        self._ready()
+        return super().__getitem__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._ready()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._ready()
+        return super().__len__()
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        self._ready()
+        return super().get(name, default)
+
+
+KINDS: dict[str, ViewerKind] = _Kinds()
+
+
+def _accept(name: str, kind: object) -> None:
+    """Register a kind an entry point offers; its entry point's name must be the kind's."""
+    if not isinstance(kind, ViewerKind):
+        raise TypeError(f"expected a ViewerKind, got {type(kind).__name__}")
+    if kind.name != name:
+        raise ValueError(f"the entry point {name!r} offers the kind {kind.name!r}")
+    register_kind(kind)
 
 
 def register_kind(kind: ViewerKind) -> ViewerKind:
     """Declare a viewer kind (a third kind is this call and its viewer and handlers); a second kind of the same
     name, or a registry of another kind, is an error."""
-    if kind.name in KINDS and KINDS[kind.name] is not kind:
+    if dict.get(KINDS, kind.name, kind) is not kind:
         raise ValueError(f"viewer kind {kind.name!r} is declared twice")
     if kind.registry.kind != kind.name:
         raise ValueError(f"viewer kind {kind.name!r} has the handlers of {kind.registry.kind!r}")
     if kind.open_handler not in kind.registry:
         raise ValueError(f"viewer kind {kind.name!r}: its open handler {kind.open_handler!r} is not declared")
     KINDS[kind.name] = kind
+    plugins.declare(plugins.KINDS_GROUP, kind.name)
+    if kind.system_prompt:
+        declare_prompt(f"{kind.name}_system", kind.system_prompt)
     return kind
 
 
-for _kind in (RADIOLOGY_KIND, PATHOLOGY_KIND):
-    register_kind(_kind)
-
-
 def viewer_kind(name: str) -> ViewerKind:
-    """The kind of a name ('radiology', 'pathology'), or a ValueError naming the known ones."""
+    """The kind of a name ('radiology', 'pathology'), or a ValueError naming the known ones (and any plug-in of
+    kinds that failed to load)."""
     if name not in KINDS:
-        raise ValueError(f"unknown viewer kind {name!r}; known: {', '.join(KINDS)}")
+        note = plugins.failed_note(plugins.KINDS_GROUP)
+        raise ValueError(f"unknown viewer kind {name!r}; known: {', '.join(KINDS)}{note}")
     return KINDS[name]

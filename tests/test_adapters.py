@@ -15,10 +15,12 @@ import pytest
 import SimpleITK as sitk
 from pydicom.data import get_testdata_file
 
-from copilot.adapters import adapt_bracs, adapt_camelyon17, adapt_lumiere, adapt_nsclc, adapt_ucsf_pdgm
+from copilot.adapters.bracs import adapt_bracs
+from copilot.adapters.camelyon17 import adapt_camelyon17
 from copilot.adapters.common import AdapterError
-from copilot.adapters.nsclc import grade_letter, location_letter, t_letter
-from copilot.adapters.ucsf_pdgm import diagnosis_letter
+from copilot.adapters.lumiere import adapt_lumiere
+from copilot.adapters.nsclc import adapt_nsclc, grade_letter, location_letter, t_letter
+from copilot.adapters.ucsf_pdgm import adapt_ucsf_pdgm, diagnosis_letter
 from copilot.bench.rules import parse_rules
 from copilot.bench.scoring import summarise
 from copilot.cases.annotations import Annotation, to_geojson

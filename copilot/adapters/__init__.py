@@ -1,22 +1,42 @@
-"""Adapters that read the public datasets in their published layouts into MedFlow case packs."""
+"""Adapters that read the public datasets in their published layouts into MedFlow case packs.
+
+Each adapter is a function `(src, out, table=None, copy=False) -> AdapterReport` offered by an entry point of the
+`medcopilot.adapters` group (the core's five are declared the same way in pyproject.toml); `adapters()` lists them
+for `medcopilot cases adapt --dataset`, each loaded when first asked for.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from copilot.adapters.bracs import adapt_bracs
-from copilot.adapters.camelyon17 import adapt_camelyon17
+from copilot import plugins
 from copilot.adapters.common import AdapterReport
-from copilot.adapters.lumiere import adapt_lumiere
-from copilot.adapters.nsclc import adapt_nsclc
-from copilot.adapters.ucsf_pdgm import adapt_ucsf_pdgm
 
-ADAPTERS: dict[str, Callable[..., AdapterReport]] = {
-    "ucsf_pdgm": adapt_ucsf_pdgm,
-    "lumiere": adapt_lumiere,
-    "nsclc": adapt_nsclc,
-    "bracs": adapt_bracs,
-    "camelyon17": adapt_camelyon17,
-}
+Adapter = Callable[..., AdapterReport]
 
-__all__ = ["ADAPTERS", "adapt_bracs", "adapt_camelyon17", "adapt_lumiere", "adapt_nsclc", "adapt_ucsf_pdgm"]
+
+def adapters() -> dict[str, Adapter]:
+    """Every dataset adapter by name (lower case), the core's first; one that is not callable is reported by
+    `plugins.problems` and left out."""
+    found: dict[str, Adapter] = {}
+    for name, fn in plugins.load(plugins.ADAPTERS_GROUP).items():
+        if callable(fn):
+            found[name.lower()] = fn
+        else:
+            plugins.refuse(plugins.ADAPTERS_GROUP, name, TypeError(f"{type(fn).__name__} is not an adapter function"))
+    return found
+
+
+def dataset_names() -> list[str]:
+    """The `--dataset` choices, the core's first: the entry points' names, read without importing any plug-in."""
+    return list(dict.fromkeys(ep.name.lower() for ep in plugins.entry_points(plugins.ADAPTERS_GROUP)))
+
+
+def adapter(name: str) -> Adapter:
+    """The adapter of a dataset name (any case), or a ValueError naming the known ones and any that failed."""
+    known = adapters()
+    if name.lower() not in known:
+        note = plugins.failed_note(plugins.ADAPTERS_GROUP)
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(known)}{note}")
+    return known[name.lower()]
+

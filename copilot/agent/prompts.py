@@ -1,12 +1,15 @@
-"""The task prompts of Appendix H, filled per case from `resources/prompts/` and the case's `prompt` fields."""
+"""The task prompts of Appendix H, filled per case from `resources/prompts/` (or the template a module or kind
+declares itself) and the case's `prompt` fields."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from copilot import plugins
 from copilot.cases.pack import CasePack
-from copilot.resources import resources_dir
+from copilot.kinds import viewer_kind
+from copilot.resources import prompt_template, resources_dir
 
 DEFAULT_BUDGET = 20
 
@@ -17,12 +20,16 @@ class _Defaults(dict):
 
 
 def template(name: str, protocol: str | None = None) -> str:
-    """A prompt template; under the `paper` protocol, the paper's own (resources/prompts/paper/, see SOURCES.json)."""
+    """A prompt template; under the `paper` protocol, the paper's own (resources/prompts/paper/, see SOURCES.json);
+    a FileNotFoundError when nothing declares or holds one of that name."""
     if protocol == "paper":
         paper = resources_dir() / "prompts" / "paper" / f"{name}.txt"
         if paper.is_file():
             return paper.read_text(encoding="utf-8")
-    return (resources_dir() / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
+    text = prompt_template(name)
+    if text is None:
+        raise FileNotFoundError(f"no prompt {name!r}: no module or kind declares it and resources/prompts lacks it")
+    return text
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,10 @@ def _fields(case: CasePack, budget: int) -> dict[str, Any]:
 def task_prompt(case: CasePack, budget: int = DEFAULT_BUDGET, protocol: str | None = None) -> TaskPrompt:
     """System instruction and task text for a case (the scene inventory or screenshots are attached apart); the
     paper protocol has a system instruction per radiology module."""
-    if not (resources_dir() / "prompts" / f"{case.module}.txt").is_file() or not case.module:
+    viewer_kind(case.kind)  # a plug-in kind declares its system prompt when discovered
+    if case.module and prompt_template(case.module) is None:
+        plugins.load(plugins.MODULES_GROUP)  # a plug-in module declares its task prompt when discovered
+    if not case.module or prompt_template(case.module) is None:
         raise ValueError(
             f"no benchmark task for this study (module {case.module!r}); ask the model a question instead (study mode)"
         )

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from copilot import plugins
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
-KINDS = (RADIOLOGY, PATHOLOGY)
 CASE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -49,7 +49,7 @@ class CasePack:
     module: str
     inputs: dict[str, Any] = field(default_factory=dict)
     prompt: dict[str, Any] = field(default_factory=dict)
-    kind: str = "radiology"  # the viewer kind: radiology (volumes) or pathology (a slide)
+    kind: str = "radiology"  # the viewer kind: radiology (volumes), pathology (a slide) or a plug-in's
 
 
 def check_case_id(case_id: object, where: str = "case_id") -> str:
@@ -117,12 +117,19 @@ def load_case(case_dir: str | Path) -> CasePack:
         raise CaseError(f"{path}: 'module' must be a module name, got {str(data['module'])[:80]!r}")
     inputs = _check_inputs(data["inputs"], path)
     kind = data.get("kind", PATHOLOGY if "slide" in inputs else RADIOLOGY)
-    if kind not in KINDS:
-        raise CaseError(f"{path}: unknown kind {str(kind)[:40]!r}; expected one of {KINDS}")
+    known = known_kinds()
+    if not isinstance(kind, str) or kind not in known:
+        raise CaseError(f"{path}: unknown kind {str(kind)[:40]!r}; expected one of {', '.join(sorted(known))}")
     prompt = data.get("prompt", {})
     if not isinstance(prompt, dict):
         raise CaseError(f"{path}: 'prompt' must be an object, got {type(prompt).__name__}")
     return CasePack(root, case_id, data["module"], inputs, dict(prompt), kind)
+
+
+def known_kinds() -> set[str]:
+    """The viewer kinds a pack may name: the core's, the installed plug-ins' and those registered in-process (read
+    from the entry points' names; no plug-in is imported to check a pack)."""
+    return {RADIOLOGY, PATHOLOGY} | plugins.names(plugins.KINDS_GROUP)
 
 
 def _pack_folders(root: Path) -> list[Path]:
@@ -170,11 +177,19 @@ def find_cases(root: str | Path, problems: list[str] | None = None) -> list[Case
     return cases
 
 
-def write_pack(case: Path, module: str, inputs: dict[str, Any], prompt: dict[str, Any], truth: dict[str, Any]) -> Path:
-    """Write `case.json` (what a session may read) and `hidden/truth.json` (what only scoring reads)."""
+def write_pack(
+    case: Path,
+    module: str,
+    inputs: dict[str, Any],
+    prompt: dict[str, Any],
+    truth: dict[str, Any],
+    kind: str | None = None,
+) -> Path:
+    """Write `case.json` (what a session may read) and `hidden/truth.json` (what only scoring reads); the kind is
+    pathology for a slide and radiology otherwise unless named (a plug-in's)."""
     case = Path(case)
     (case / "hidden").mkdir(parents=True, exist_ok=True)
-    kind = PATHOLOGY if "slide" in inputs else RADIOLOGY
+    kind = kind or (PATHOLOGY if "slide" in inputs else RADIOLOGY)
     meta = {"case_id": case.name, "module": module, "kind": kind, "inputs": inputs, "prompt": prompt}
     (case / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     (case / "hidden" / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")

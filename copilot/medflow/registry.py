@@ -1,21 +1,21 @@
 """Benchmark-module descriptors and the one registry of them.
 
-A module is declared once, in its own file under `copilot/medflow/modules/`: how its cases are generated,
-its answer parser and scorer, its prior and baseline answers, its titles and places in the report tables, how
-its answer reads in words and the layout and preset a desktop opens it in. Everything that runs over "every
+A module is declared once, in its own file (the core's under `copilot/medflow/modules/`, a plug-in's in its own
+package, each offered by an entry point of the `medcopilot.modules` group): how its cases are generated, its task
+prompt, its answer parser and scorer, its prior and baseline answers, its titles and places in the report tables,
+how its answer reads in words and the layout and preset a desktop opens it in. Everything that runs over "every
 module" (case generation, scoring, policies, reports, the desktop, the command line) reads this registry;
 declaring a module hands what the scoring side needs down to `copilot.bench.module_facts`, which `bench/` reads.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from copilot import plugins
 from copilot.bench.module_facts import ModuleFacts, declare, withdraw
 from copilot.bench.report import Column
 from copilot.bench.rules import ScoringRules
@@ -23,6 +23,7 @@ from copilot.bench.scoring import CaseScore, Truth
 from copilot.cases.pack import CasePack, load_case
 from copilot.cases.progress import report
 from copilot.kinds import KINDS
+from copilot.resources import declare_prompt
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,11 @@ class BenchModule(ModuleFacts):
     answer_words: Callable[[str], list[str]] | None = None  # an answer in words for the clinician (None: none)
     layout: str | None = None  # the desktop layout its cases open in (None: the viewer kind's)
     preset: str | None = None  # the window/level preset its cases open with (None: the volume's own)
+    prompt: str | Path = ""  # its task prompt, text or a file beside it ('': resources/prompts/NAME.txt)
 
 
 _MODULES: dict[str, BenchModule] = {}
+_DISCOVERED: list[bool] = []  # whether the entry points were read (once per process)
 
 
 def register(m: BenchModule) -> BenchModule:
@@ -61,6 +64,9 @@ def register(m: BenchModule) -> BenchModule:
     if m.kind not in KINDS:
         raise ValueError(f"benchmark module {m.name!r}: unknown viewer kind {m.kind!r}")
     _MODULES[m.name] = m
+    plugins.declare(plugins.MODULES_GROUP, m.name)
+    if m.prompt:
+        declare_prompt(m.name, m.prompt)
     facts = {f.name: getattr(m, f.name) for f in fields(ModuleFacts)}
     declare(ModuleFacts(**{**facts, "title": m.table_title or m.title, "viewer": KINDS[m.kind].host_app}))
     return m
@@ -73,19 +79,26 @@ def unregister(name: str) -> None:
 
 
 def modules() -> dict[str, BenchModule]:
-    """Every declared module, in declaration order (the files of `copilot/medflow/modules/` are imported once)."""
-    if not _MODULES:
-        package = importlib.import_module("copilot.medflow.modules")
-        for info in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"copilot.medflow.modules.{info.name}")
+    """Every declared module in table order (the `medcopilot.modules` entry points are read once; one that fails
+    to load or register is reported by `plugins.problems`, the others stay)."""
+    if not _DISCOVERED:
+        _DISCOVERED.append(True)
+        for name, m in plugins.load(plugins.MODULES_GROUP).items():
+            try:
+                if not isinstance(m, BenchModule) or m.name != name:
+                    raise TypeError(f"expected the BenchModule {name!r}, got {getattr(m, 'name', type(m).__name__)!r}")
+                register(m)
+            except (TypeError, ValueError) as exc:
+                plugins.refuse(plugins.MODULES_GROUP, name, exc)
     return dict(sorted(_MODULES.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
 def module(name: str) -> BenchModule:
-    """The module of a name, or a ValueError naming the known ones."""
+    """The module of a name, or a ValueError naming the known ones (and any plug-in module that failed to load)."""
     known = modules()
     if name not in known:
-        raise ValueError(f"unknown benchmark module {name!r}; known: {', '.join(known)}")
+        note = plugins.failed_note(plugins.MODULES_GROUP)
+        raise ValueError(f"unknown benchmark module {name!r}; known: {', '.join(known)}{note}")
     return known[name]
 
 

@@ -1,0 +1,102 @@
+"""Plug-ins by Python entry points: viewer kinds, benchmark modules and dataset adapters, the core's own included.
+
+A package adds one by declaring an entry point in one of `GROUPS` (`[project.entry-points."medcopilot.kinds"]`
+and so on) whose object is the descriptor or the adapter function. Each group is loaded lazily, once per
+process; an entry point that fails to load is reported by name (`problems`) and never stops the core. When the
+installed metadata of this project predates its own declarations (a source checkout, an old editable install),
+the core's own entry points are read from the `pyproject.toml` beside `copilot/`, the one place they are stated.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import logging
+import tomllib
+from pathlib import Path
+from typing import Any
+
+KINDS_GROUP = "medcopilot.kinds"
+MODULES_GROUP = "medcopilot.modules"
+ADAPTERS_GROUP = "medcopilot.adapters"
+GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP)
+CORE_PACKAGE = "copilot"
+
+_LOADED: dict[str, dict[str, Any]] = {}
+_PROBLEMS: dict[str, str] = {}  # "group:name" -> why it did not load
+_DECLARED: dict[str, set[str]] = {group: set() for group in GROUPS}  # names registered in-process, not by metadata
+
+
+def _core_declarations(group: str) -> list[metadata.EntryPoint]:
+    """The core's own entry points of a group as `pyproject.toml` beside the package states them (none when the
+    package is installed without its source tree)."""
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if not pyproject.is_file():
+        return []
+    try:
+        declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"].get("entry-points", {})
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return []
+    return [metadata.EntryPoint(name, value, group) for name, value in declared.get(group, {}).items()]
+
+
+def entry_points(group: str) -> list[metadata.EntryPoint]:
+    """The entry points of a group, the core's first and then the installed plug-ins' by name (nothing loaded)."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown plug-in group {group!r}; one of {', '.join(GROUPS)}")
+    found = list(metadata.entry_points(group=group))
+    core = [ep for ep in found if _package(ep) == CORE_PACKAGE]
+    if not core:  # installed metadata older than the declarations, or no installation at all
+        core = _core_declarations(group)
+    return core + sorted((ep for ep in found if _package(ep) != CORE_PACKAGE), key=lambda ep: ep.name)
+
+
+def _package(ep: metadata.EntryPoint) -> str:
+    """The top-level package an entry point's object lives in."""
+    return ep.value.split(":")[0].split(".")[0].strip()
+
+
+def names(group: str) -> set[str]:
+    """The names a group offers without loading anything: declared entry points and names registered here."""
+    return {ep.name for ep in entry_points(group)} | _DECLARED[group]
+
+
+def declare(group: str, name: str) -> None:
+    """Note a name registered in-process (a descriptor declared by code, not by an entry point)."""
+    _DECLARED[group].add(name)
+
+
+def load(group: str) -> dict[str, Any]:
+    """Every entry point of a group loaded once: name -> object (the first of a name wins). One that fails to load
+    is kept in `problems` and left out, never raised."""
+    if group in _LOADED:
+        return dict(_LOADED[group])
+    loaded: dict[str, Any] = {}
+    _LOADED[group] = loaded  # set first: an entry point whose import asks for its own group sees it as loading
+    for ep in entry_points(group):
+        if ep.name in loaded:
+            refuse(group, ep.name, ValueError(f"{ep.value} is a second entry point of that name (the first kept)"))
+            continue
+        try:
+            loaded[ep.name] = ep.load()
+        except Exception as exc:  # a broken plug-in is reported by name; the core and other plug-ins go on
+            refuse(group, ep.name, exc, ep.value)
+    return dict(loaded)
+
+
+def refuse(group: str, name: str, exc: BaseException, where: str = "") -> None:
+    """Record a plug-in that failed to load or to register (its name and error), and log it once."""
+    key = f"{group}:{name}"
+    _PROBLEMS[key] = f"{where + ': ' if where else ''}{type(exc).__name__}: {exc}"
+    _LOADED.get(group, {}).pop(name, None)
+    logging.getLogger(__name__).warning("plug-in %s not loaded: %s", key, _PROBLEMS[key])
+
+
+def problems(group: str | None = None) -> dict[str, str]:
+    """Plug-ins that failed to load so far ('group:name' -> the error), of one group or of all."""
+    return {k: v for k, v in _PROBLEMS.items() if group is None or k.startswith(f"{group}:")}
+
+
+def failed_note(group: str) -> str:
+    """A sentence naming a group's plug-ins that failed to load ('' when none did), for an unknown-name error."""
+    failed = problems(group)
+    return f"; plug-ins not loaded: {'; '.join(f'{k} ({v})' for k, v in failed.items())}" if failed else ""

@@ -1,0 +1,174 @@
+"""Plug-ins by entry points: a package outside the core (tests/toy_plugin, its own pyproject.toml) installed into a
+temporary site adds a viewer kind, a benchmark module with its own prompt and a dataset adapter, and every command
+sees them in a fresh process with no file of `copilot/` or `resources/` changed; a broken plug-in is reported by
+name and the core goes on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from copilot import plugins
+
+ROOT = Path(__file__).resolve().parent.parent
+TOY = ROOT / "tests" / "toy_plugin"
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def install_metadata(site: Path, name: str, entry_points: dict[str, dict[str, str]]) -> None:
+    """What an installer leaves for `importlib.metadata`: a dist-info with METADATA and entry_points.txt."""
+    info = site / f"{name.replace('-', '_')}-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n", encoding="utf-8")
+    lines = [line for group, eps in entry_points.items() for line in (f"[{group}]", *(f"{k} = {v}" for k, v in
+             eps.items()), "")]  # fmt: skip
+    (info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
+
+
+def tree_digest(*folders: Path) -> str:
+    """One hash of every file under the folders (caches left out): any edit, addition or removal changes it."""
+    h = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def commands(site: Path, *extra_path: Path) -> Run:
+    """`medcopilot ARGS` in a fresh process that sees the temporary site (and the extra import folders)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (site, *extra_path))), "MEDCOPILOT_DEBUG": "1"}
+
+    def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "copilot.cli", *map(str, args)], env=env, cwd=site,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        return done
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy package installed into a temporary site from its own pyproject.toml (metadata; code by path)."""
+    site = tmp_path_factory.mktemp("site")
+    project = tomllib.loads((TOY / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    install_metadata(site, project["name"], project["entry-points"])
+    return site
+
+
+def test_a_plugin_package_adds_a_kind_a_module_and_an_adapter(toy_site: Path, tmp_path: Path) -> None:
+    before = tree_digest(ROOT / "copilot", ROOT / "resources")
+    run = commands(toy_site, TOY)
+    made = run("cases", "make", "--module", "toy_count", "--n", "3", "--seed", "0", "--out", tmp_path / "cases")
+    folders = [Path(line) for line in made.stdout.split()]
+    assert [p.name for p in folders] == ["toy_count_000_0000", "toy_count_000_0001", "toy_count_000_0002"]
+    pack = json.loads((folders[1] / "case.json").read_text(encoding="utf-8"))
+    assert pack["kind"] == "toy" and json.loads((folders[1] / "hidden" / "truth.json").read_text())["label"] == 2
+
+    bench = run("bench", "run", "--cases", tmp_path / "cases", "--policy", "prior", "--out", tmp_path / "run",
+                "--workers", "1")  # fmt: skip
+    assert "A prior toy_count: n=3 Task=0.33 Strict=0.33 Loc=—" in bench.stdout  # the prior says 2: one of three
+    report = run("bench", "report", tmp_path / "run", "--format", "md")
+    assert "Toy squares" in report.stdout
+
+    release = tmp_path / "release"
+    (release / "pictures").mkdir(parents=True)
+    Image.fromarray(np.full((32, 32), 200, np.uint8)).save(release / "pictures" / "p1.png")
+    (release / "labels.csv").write_text("name,squares\np1,3\np2,9\n", encoding="utf-8")
+    adapted = run("cases", "adapt", "--dataset", "TOY", "--src", release, "--out", tmp_path / "adapted")
+    assert "toy: 1 cases written; 1 skipped (label '9' is not 1 to 4 1)" in adapted.stdout
+    assert json.loads((tmp_path / "adapted" / "toy_p1" / "case.json").read_text())["kind"] == "toy"
+
+    traces = sorted((tmp_path / "run").rglob("trace.jsonl"))
+    assert len(traces) == 3
+    replayed = run("replay", traces[0].parent)  # a new process finds the kind through its entry point alone
+    assert replayed.stdout.startswith("replay ok:")
+    episode = run("run", "--case", tmp_path / "adapted" / "toy_p1", "--policy", "prior", "--out", tmp_path / "t1")
+    assert "ANSWER: 2" in episode.stdout
+    assert run("replay", tmp_path / "t1").stdout.startswith("replay ok:")
+
+    assert tree_digest(ROOT / "copilot", ROOT / "resources") == before  # nothing inside the core was edited
+    assert not list((ROOT / "resources" / "prompts").glob("toy*"))  # the module owns its prompt
+
+
+def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Path) -> None:
+    """The module's prompt file and the kind's system prompt fill the task an agent is given."""
+    run = commands(toy_site, TOY)
+    run("cases", "make", "--module", "toy_count", "--n", "1", "--seed", "2", "--out", tmp_path)
+    case = str(tmp_path / "toy_count_002_0000")
+    script = ("from copilot.agent.prompts import task_prompt; from copilot.cases.pack import load_case; "
+              f"p = task_prompt(load_case({case!r}), 7); print(p.system); print(p.user)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (toy_site, TOY)))}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "You read one greyscale picture" in out.stdout and "at most 7 tool calls" in out.stdout
+    assert "Case toy_count_002_0000: how many bright squares" in out.stdout
+
+
+def test_a_broken_plugin_is_named_and_the_core_goes_on(tmp_path: Path) -> None:
+    """Entry points whose code is missing or is not a descriptor: each reported by group and name; the core's
+    kinds, modules and adapters all stay, and asking for the broken one says why it is not there."""
+    site = tmp_path / "site"
+    (site / "bad_plugin").mkdir(parents=True)
+    (site / "bad_plugin" / "__init__.py").write_text("NOT_A_KIND = 42\n", encoding="utf-8")
+    install_metadata(site, "bad-plugin", {
+        plugins.KINDS_GROUP: {"ghost": "no_such_package.kind:KIND", "number": "bad_plugin:NOT_A_KIND"},
+        plugins.MODULES_GROUP: {"ghost_module": "no_such_package.module:MODULE"},
+        plugins.ADAPTERS_GROUP: {"ghost_data": "bad_plugin:NOT_A_KIND"},
+    })  # fmt: skip
+    script = """
+import json
+from copilot import plugins
+from copilot.adapters import adapters
+from copilot.kinds import KINDS, viewer_kind
+from copilot.medflow.registry import modules
+out = {"kinds": list(KINDS), "modules": list(modules()), "adapters": list(adapters())}
+try:
+    viewer_kind("number")
+except ValueError as exc:
+    out["error"] = str(exc)
+out["problems"] = plugins.problems()
+print(json.dumps(out))
+"""
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["kinds"] == ["radiology", "pathology"]
+    assert out["modules"] == ["longitudinal_mri", "brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"]
+    assert out["adapters"] == ["ucsf_pdgm", "lumiere", "nsclc", "bracs", "camelyon17"]
+    assert sorted(out["problems"]) == ["medcopilot.adapters:ghost_data", "medcopilot.kinds:ghost",
+                                       "medcopilot.kinds:number", "medcopilot.modules:ghost_module"]  # fmt: skip
+    assert "No module named 'no_such_package'" in out["problems"]["medcopilot.kinds:ghost"]
+    assert re.search(r"expected a ViewerKind, got int", out["problems"]["medcopilot.kinds:number"])
+    assert out["error"].startswith("unknown viewer kind 'number'; known: radiology, pathology; plug-ins not loaded:")
+    assert "plug-in medcopilot.kinds:ghost not loaded" in done.stderr  # logged once, by name
+
+
+def test_the_core_declares_its_own_through_the_same_groups() -> None:
+    """The core's kinds, modules and adapters are entry points in pyproject.toml, each naming the object it is."""
+    from copilot.adapters import adapters
+    from copilot.kinds import KINDS
+    from copilot.medflow.registry import modules
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    assert set(declared) >= set(plugins.GROUPS)
+    assert list(declared[plugins.KINDS_GROUP]) == [n for n in KINDS if n in declared[plugins.KINDS_GROUP]]
+    assert set(declared[plugins.MODULES_GROUP]) <= set(modules())
+    assert list(declared[plugins.ADAPTERS_GROUP]) == [n for n in adapters() if n in declared[plugins.ADAPTERS_GROUP]]
+    for group in plugins.GROUPS:
+        loaded = plugins.load(group)
+        assert all(name in loaded for name in declared[group]), plugins.problems(group)
+        assert plugins.load(group) == loaded  # loaded once: the same objects again
