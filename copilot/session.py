@@ -158,13 +158,13 @@ class Session:
         """Whether a handler is of the second kind (writes outside the session); False for an unknown name."""
         return name in self.registry and self.registry.get(name).writes is not None
 
-    def plan_write(self, name: str, args: dict[str, Any] | None = None) -> WritePlan | None:
+    def plan_write(self, name: str, args: dict[str, Any] | None = None, actor: str = "agent") -> WritePlan | None:
         """What a call of the second kind would write outside the session and where (for the clinician's dialog),
         writing nothing; None for a call that only looks, or one that would be refused anyway (the call says why)."""
         with self._lock:
             try:
                 spec = self.registry.get(name)
-                if spec.writes is None or self.track not in spec.tracks:
+                if spec.writes is None or not self._offered(spec, actor):
                     return None
                 kwargs = spec.validate(args)
                 with case_folder(self._ctx.case_root):
@@ -246,6 +246,11 @@ class Session:
             self._trace.close(final)
 
     # ----- inside -----
+    def _offered(self, spec: HandlerSpec, actor: str) -> bool:
+        """Whether this actor may call the handler in this track: the track's handlers, and for the clinician also
+        the exports (their own Store, which still needs their yes to its plan)."""
+        return self.track in spec.tracks or (actor == "clinician" and spec.writes is not None)
+
     def _authorize(
         self, spec: HandlerSpec, args: dict[str, Any] | None, kwargs: dict[str, Any], actor: str, consent: Any
     ) -> None:
@@ -274,7 +279,7 @@ class Session:
     ) -> CallOutcome:
         try:
             spec = self.registry.get(name)
-            if self.track not in spec.tracks:
+            if not self._offered(spec, actor):
                 raise HandlerError("not_in_track", f"{name} is not available in track {self.track}")
             kwargs = spec.validate(args)
             if spec.writes is not None:

@@ -127,7 +127,9 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
             retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders, deadline)
         )
     cache.evict(keep=folders)
-    write_origin(study_dir, origin_of(ref))
+    derived = [{k: s[k] for k in ("uid", "modality", "description", "number", "instances")} for s in listed
+               if str(s["modality"] or "").upper() in NOT_IMAGES]  # listed apart as the study's derived results
+    write_origin(study_dir, {**origin_of(ref), "derived": derived})
     return LocalStudy(study_dir, origin_of(ref))
 
 

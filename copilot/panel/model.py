@@ -114,6 +114,8 @@ class PanelModel:
         self._stream_lock = threading.Lock()
         self._question_from = 0  # where the timeline of the current question begins (rounds count per question)
         self.session_usage: dict[str, Any] | None = None  # tokens and cost of every question so far
+        self.answered: list[tuple[str, str]] = []  # (question, answer) of each question answered, for a Store
+        self._question = ""
         session.subscribe(self._on_call)
         self.history = UndoHistory(session)  # the agent's and the clinician's changes, undone most recent first
 
@@ -197,6 +199,7 @@ class PanelModel:
             self.messages.append(("clinician", f"Run {name} on {self.case.case_id}"))
         self.policy = policy
         self.session.note("clinician_instruction", {"text": instruction, "policy": name})
+        self._question = instruction
         if instruction:
             self.messages.append(("clinician", instruction))
             notice = removal_notice(policy, instruction)
@@ -219,6 +222,7 @@ class PanelModel:
                 self.messages.append(("system", "stopped by the clinician"))
             else:
                 self.messages.append(("agent", result.response))
+                self.answered.append((self._question, str(result.response or "")))
                 self.take_answer(result.response)
             if result.usage is not None:  # a model's tokens and cost for this question, shown by the panel
                 self.usage = dict(result.usage)

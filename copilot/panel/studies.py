@@ -30,6 +30,11 @@ SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mr
 MAX_DICOM_FILES = 20000  # a series scan reads headers only, but stops somewhere
 RECENT_MAX = 12
 UID_TAIL = 6  # digits of a series UID shown in the picker
+DERIVED_MODALITIES = frozenset({"SEG", "SR", "KO", "PR", "RTSTRUCT", "RTPLAN", "REG", "DOC"})  # an RT Dose is a volume
+NON_IMAGE_CLASSES = (  # SOP classes of non-image objects: SEG and registrations, SR (all), KO, PR, RT structures
+    "1.2.840.10008.5.1.4.1.1.66", "1.2.840.10008.5.1.4.1.1.88.", "1.2.840.10008.5.1.4.1.1.11.",
+    "1.2.840.10008.5.1.4.1.1.481.3", "1.2.840.10008.5.1.4.1.1.481.5", "1.2.840.10008.5.1.4.1.1.104.",
+)  # fmt: skip
 
 
 class StudyError(ValueError):
@@ -165,7 +170,8 @@ def _first_dicom(folder: Path) -> Path | None:
 
 
 def dicom_series(folder: str | Path) -> list[Series]:
-    """The image series under a folder (headers only), in series-number order."""
+    """The image series under a folder (headers only), in series-number order; segmentations, reports, key
+    object selections and presentation states are derived results (`study_derived`), never image series."""
     import pydicom
 
     groups: dict[tuple[str, Path], list[Any]] = {}
@@ -174,7 +180,7 @@ def dicom_series(folder: str | Path) -> list[Series]:
             ds = pydicom.dcmread(f, stop_before_pixels=True)
         except Exception:  # a non-DICOM or broken file among the images: skipped, like a viewer's import
             continue
-        if "PixelData" not in ds and getattr(ds, "Rows", None) is None:
+        if getattr(ds, "Rows", None) is None or is_derived_object(ds):
             continue
         groups.setdefault((str(getattr(ds, "SeriesInstanceUID", "")), f.parent), []).append(ds)
     out = []
@@ -190,6 +196,13 @@ def dicom_series(folder: str | Path) -> list[Series]:
                    _dicom_date(date), _dicom_time(str(getattr(ds, "SeriesTime", "") or "")))
         )  # fmt: skip
     return sorted(out, key=lambda s: (s.number is None, s.number or 0, s.description, s.time, s.uid))
+
+
+def is_derived_object(ds: Any) -> bool:
+    """Whether a DICOM header is a non-image object (SEG, SR, KO, PR, RT objects, documents) by its modality or
+    its SOP class (a SEG or SR whose Modality is missing or wrong is still not an image)."""
+    sop = str(getattr(ds, "SOPClassUID", "") or "")
+    return str(getattr(ds, "Modality", "") or "").upper() in DERIVED_MODALITIES or sop.startswith(NON_IMAGE_CLASSES)
 
 
 def _frames(ds: Any) -> int:

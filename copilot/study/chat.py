@@ -2,7 +2,9 @@
 
 Interactive: type a question; the model's messages and each call with its result are printed as they come;
 `/approve`, `/reject REASON` answer a proposal (with --approve), `/stop` ends the running question,
-`/report [FILE]` writes the session report, `/quit` (or end of input) ends the session. With `--ask`, one
+`/report [FILE]` writes the session report, `/store` stores the evidence with the last question and answer
+(and any segment) to the study's PACS, or as files, after showing what and where and asking, `/quit` (or end
+of input) ends the session. With `--ask`, one
 question per turn and no terminal: the answers and their evidence are printed, and the exit status is 1 when
 the model service failed (the reason in one line), 2 for a study or setting that cannot be used.
 """
@@ -62,6 +64,16 @@ def _resolve_local(path: str, series: str | None) -> Any:
         if len(found) > 1:
             raise StudyError(f"{place_label(path)} holds {len(found)} series; pick one with --series: {_titles(found)}")
     return study_for(path)
+
+
+def derived_results(study: Any) -> str:
+    """The line naming a DICOM study's derived results (SEG, SR, KO, PR), '' for anything else or none."""
+    from copilot.panel.derived import derived_line
+
+    inputs = getattr(study, "inputs", None) or {}
+    if not ("series_uid" in inputs or "series_uids" in inputs) or not Path(study.root).is_dir():
+        return ""
+    return derived_line(study.root)
 
 
 def _titles(found: list[Any]) -> str:
@@ -243,6 +255,9 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
             term.say(f"hanging protocol: {rule.name}")
     for line in study_summary(session, study):
         term.say(f"study {line}")
+    derived = derived_results(study)
+    if derived:
+        term.say(derived)  # segmentations and reports of the study: listed apart, never opened as images
     model = PanelModel(session, study, ns.budget)
     model.set_approve_mode(ns.approve)
 
@@ -272,7 +287,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
 
 def _interactive(model: Any, policy: Any, term: Terminal) -> int:
     code = EXIT_OK
-    term.say("Ask about the study (/report [FILE], /quit).")
+    term.say("Ask about the study (/report [FILE], /store, /quit).")
     while True:
         term.out.write("you> ")
         term.out.flush()
@@ -286,7 +301,30 @@ def _interactive(model: Any, policy: Any, term: Terminal) -> int:
         if line.startswith("/report"):
             target = line.partition(" ")[2].strip() or str(Path(model.session.trace_dir or ".") / "report.html")
             term.say(f"report: {model.export_report(target)}")
+        elif line == "/store":
+            store_command(model, term)
         elif line.startswith("/"):
-            term.say("commands: /report [FILE], /quit; /approve, /reject REASON, /stop while a question runs")
+            term.say("commands: /report [FILE], /store, /quit; /approve, /reject REASON, /stop while a question runs")
         elif ask(model, policy, line, term) == "error":
             code = EXIT_SERVICE
+
+
+def store_command(model: Any, term: Terminal) -> None:
+    """`/store`: list what the clinician's Store would write and where, then write it on `/approve` only."""
+    from copilot.panel.store import StorePlan, outcome_words, store_with
+
+    def confirm(plan: StorePlan) -> tuple[str, str]:
+        for line in plan.lines():
+            term.say(f"  {line}")
+        term.say(f"{plan.title()}: writes outside the session as listed — /approve, or /reject REASON")
+        answer = (term.next_line() or "").strip()
+        if answer in ("/approve", "y", "yes"):
+            return "approve", ""
+        term.say("not stored")
+        return "reject", answer.partition(" ")[2]
+
+    plan, outcomes = store_with(model, confirm)
+    if not plan.steps:
+        term.say("nothing to store: " + "; ".join(plan.problems))
+    for out in outcomes:
+        term.say(f"  {outcome_words(out)}")

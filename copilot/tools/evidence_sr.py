@@ -6,16 +6,19 @@ Key slices become measurement groups (TID 1501) referencing the image at the vie
 distances become planar ROI groups (TID 1410) whose SCOORD3D regions are in the patient coordinate system
 (LPS: RAS with the first two axes negated) of the source frame of reference, a distance with its length in mm.
 A key slice on a multi-frame source references its frame by number. Evidence on volumes that were not loaded
-from a DICOM series (NIfTI files, derived volumes) and bookmarks are left out, and counted.
+from a DICOM series (NIfTI files, derived volumes) and bookmarks are left out, and counted. The question asked
+and the answer given, when passed, are TEXT items (Request, Finding) of the report's Qualitative Evaluations
+container (TID 1500 allows TEXT there), so the care team reads them beside the measurements.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pydicom
+from pydantic import Field
 
 import copilot
 from copilot.engine.volume.dicom_multiframe import frame_count
@@ -29,6 +32,7 @@ from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.writes import WritePlan, file_destination, pacs_destination
 
 OBSERVER_UID = pydicom.uid.generate_uid(entropy_srcs=["MedCopilot observer device"])
+Text = Annotated[str, Field(max_length=20000, description="Text the report carries verbatim ('' for none).")]
 
 
 def ras_to_lps(ras: list[float]) -> list[float]:
@@ -114,8 +118,28 @@ def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], di
     return groups, list(used.values()), counts, labels
 
 
-def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str, int]]:
-    """The Comprehensive 3D SR of the session's evidence, and what it holds."""
+def _texts(question: str, answer: str) -> Any:
+    """The Qualitative Evaluations container (TID 1500) holding the question (Request) and the answer (Finding) as
+    TEXT items; None when both are empty."""
+    import highdicom as hd
+    from pydicom.sr.codedict import codes
+    from pydicom.sr.coding import Code
+
+    items = [(codes.DCM.Request, question.strip()), (codes.DCM.Finding, answer.strip())]
+    container = hd.sr.ContainerContentItem(
+        name=Code("C0034375", "UMLS", "Qualitative Evaluations"), relationship_type="CONTAINS"
+    )
+    container.ContentSequence = hd.sr.ContentSequence(
+        [hd.sr.TextContentItem(name=name, value=text, relationship_type="CONTAINS") for name, text in items if text]
+    )
+    return container if len(container.ContentSequence) else None
+
+
+def build_evidence_sr(
+    ctx: RadiologyContext, title: str, question: str = "", answer: str = ""
+) -> tuple[Any, dict[str, int]]:
+    """The Comprehensive 3D SR of the session's evidence (and the question and answer, when given), and what it
+    holds."""
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
@@ -132,6 +156,9 @@ def build_evidence_sr(ctx: RadiologyContext, title: str) -> tuple[Any, dict[str,
         observation_context=context, procedure_reported=codes.SCT.ImagingProcedure,
         imaging_measurements=groups, referenced_images=_library(sources),
     )  # fmt: skip
+    texts = _texts(question, answer)
+    if texts is not None:
+        report[0].ContentSequence.append(texts)
     sr = hd.sr.Comprehensive3DSR(
         evidence=sources, content=report, series_instance_uid=hd.UID(), series_number=901,
         sop_instance_uid=hd.UID(), instance_number=1, manufacturer="MedCopilot",
@@ -170,8 +197,9 @@ def _output_file(ctx: RadiologyContext, output_name: str) -> Path:
     return out
 
 
-def plan_evidence_sr(ctx: RadiologyContext, output_name: str) -> WritePlan:
-    """What `export_evidence_sr` would write (the report's groups and labels, its study) and where, writing nothing."""
+def plan_evidence_sr(ctx: RadiologyContext, output_name: str, question: str = "", answer: str = "") -> WritePlan:
+    """What `export_evidence_sr` would write (the report's groups and labels, its text, its study) and where,
+    writing nothing."""
     out = _output_file(ctx, output_name)
     _, sources, counts, labels = _checked_groups(ctx)
     study = str(sources[0].StudyInstanceUID)
@@ -180,18 +208,23 @@ def plan_evidence_sr(ctx: RadiologyContext, output_name: str) -> WritePlan:
         f"DICOM measurement report (Comprehensive 3D SR) {output_name!r} of study {study}: {counts['key_slices']} key "
         f"slice(s), {counts['points']} point(s), {counts['distances']} distance(s)"
         + (f" ({counts['left_out']} evidence item(s) left out)" if counts["left_out"] else "")
-        + f"; labels: {'; '.join(labels)}; a copy kept as derived/{out.name}"
+        + f"; labels: {'; '.join(labels)}"
+        + (f"; question: «{question.strip()}»" if question.strip() else "")
+        + (f"; answer: «{answer.strip()}»" if answer.strip() else "")
+        + f"; a copy kept as derived/{out.name}"
     )
     where = pacs_destination(target) if target else file_destination(out)
     return WritePlan("export_evidence_sr", what, (where,))
 
 
 @handler(**OPERATOR, writes=plan_evidence_sr)
-def export_evidence_sr(ctx: RadiologyContext, output_name: NewName) -> HandlerOutput:
+def export_evidence_sr(
+    ctx: RadiologyContext, output_name: NewName, question: Text = "", answer: Text = ""
+) -> HandlerOutput:
     """Write the session's evidence (key slices, points, distances) as a DICOM measurement report referencing
-    the source images; stored to the study's PACS when it came from one."""
+    the source images, with the question and answer as its text; stored to the study's PACS when it came from one."""
     out = _output_file(ctx, output_name)
-    sr, counts = build_evidence_sr(ctx, output_name)
+    sr, counts = build_evidence_sr(ctx, output_name, question, answer)
     out.parent.mkdir(parents=True, exist_ok=True)
     sr.save_as(out)
     stored = store_back(ctx.case_inputs.get("origin"), [sr], [out])

@@ -1,0 +1,151 @@
+"""The clinician's Store (Qt-free): the session's evidence with the last question and its answer as a measurement
+report (Comprehensive 3D SR), and each segment as a DICOM SEG, back to the study's PACS (or as files when the
+study did not come from one).
+
+The same audited calls as a model's export: `plan_store` takes the answer's evidence into the session as the
+clinician's records and asks each export's planner what it would write and where; the host shows those plans;
+`run_store` then makes the calls as the clinician with consent to exactly those plans, or traces the refusal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from copilot.tools.writes import WritePlan, consent
+from copilot.trace.outcome import CallOutcome
+
+REPORT = "export_evidence_sr"
+SEG = "export_dicom_seg"
+
+
+@dataclass(frozen=True)
+class StoreStep:
+    """One export the Store would make: handler, arguments and what it would write where."""
+
+    handler: str
+    args: dict[str, Any]
+    plan: WritePlan
+
+
+@dataclass
+class StorePlan:
+    """Every export of one Store, and why an object could not be planned (e.g. no evidence yet)."""
+
+    steps: list[StoreStep] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def to_pacs(self) -> bool:
+        """Whether anything goes to a PACS (else only files are written)."""
+        return any(not d.startswith("file:") for s in self.steps for d in s.plan.destinations)
+
+    def title(self) -> str:
+        return "Store to PACS" if self.to_pacs else "Export files"
+
+    def lines(self) -> list[str]:
+        """What the dialog lists: each object and where it goes, then what cannot be stored."""
+        return [f"{n}. {s.plan.text()}" for n, s in enumerate(self.steps, 1)] + [f"not stored: {p}" for p in
+                                                                               self.problems]  # fmt: skip
+
+
+def take_answer_evidence(model: Any) -> int:
+    """Record the answer's stated points, distances and key slices in the session as the clinician's evidence (so
+    the report holds them); they leave the answer-only list. How many were recorded."""
+    kept: list[dict[str, Any]] = []
+    taken = 0
+    for item in model.answer_items:
+        label = str(item.get("label") or "answer")[:200]
+        if item.get("kind") == "point":
+            out = model.act("record_point", {"ras": item["ras"], "label": label})
+        elif item.get("kind") == "distance":
+            out = model.act("measure_distance", {"ras_a": item["a"]["ras"], "ras_b": item["b"]["ras"],
+                                                 "label": label})  # fmt: skip
+        elif item.get("kind") == "key_slice":
+            out = model.act("record_key_slice", {"view": item["view"], "offset": item["offset_mm"], "label": label})
+        else:
+            kept.append(item)
+            continue
+        if out.ok:
+            taken += 1
+        else:
+            kept.append(item)
+    model.answer_items = kept
+    return taken
+
+
+def free_name(model: Any, stem: str) -> str:
+    """An output name not yet written in the session's derived folder (`stem`, `stem_2`, …)."""
+    folder = (model.session.trace_dir / "derived") if model.session.trace_dir is not None else None
+    n = 1
+    while True:
+        name = stem if n == 1 else f"{stem}_{n}"
+        if folder is None or not (folder / f"{name}.dcm").exists():
+            return name
+        n += 1
+
+
+def plan_store(model: Any) -> StorePlan:
+    """What the clinician's Store would write and where: the report (with the last question and answer) and a SEG
+    per segment; nothing is written."""
+    session = model.session
+    take_answer_evidence(model)
+    question, answer = model.answered[-1] if model.answered else ("", "")
+    store = StorePlan()
+    wanted: list[tuple[str, dict[str, Any]]] = [
+        (REPORT, {"output_name": free_name(model, "clinician_report"), "question": question, "answer": answer})
+    ]
+    for seg in session.snapshot().get("segments") or []:
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", str(seg["name"])).strip("_")[:40] or "segment"
+        wanted.append((SEG, {"segment": seg["id"], "output_name": free_name(model, f"{stem}_seg")}))
+    for handler, args in wanted:
+        plan = session.plan_write(handler, args, actor="clinician")
+        if plan is not None:
+            store.steps.append(StoreStep(handler, args, plan))
+        else:  # the planner refuses: say why, from the same check the call would make
+            store.problems.append(_why(session, handler, args))
+    return store
+
+
+def _why(session: Any, handler: str, args: dict[str, Any]) -> str:
+    """Why an export cannot be planned: the call's own refusal (traced like any refused call; nothing written)."""
+    out = session.call(handler, args, actor="clinician")
+    what = "the report" if handler == REPORT else f"segment {args.get('segment')}"
+    return f"{what}: {(out.error or {}).get('message', 'refused')}"
+
+
+def run_store(model: Any, store: StorePlan, decision: str, reason: str = "") -> list[CallOutcome]:
+    """The clinician's answer to the Store dialog: `approve` makes each call with consent to the plan shown;
+    `reject` (or `stop`) writes nothing and traces each declined write. Outcomes of the calls made."""
+    session = model.session
+    plans = [{"handler": s.handler, "args": s.args, "write": s.plan.to_json()} for s in store.steps]
+    if decision != "approve":
+        for step in store.steps:
+            session.note_declined_write(step.plan, step.args, "clinician", "rejected" if decision == "reject"
+                                        else "stopped")  # fmt: skip
+        session.note("clinician_rejection", {"handler": "store", "writes": plans, "reason": reason or "declined"})
+        return []
+    session.note("clinician_approval", {"handler": "store", "writes": plans})
+    return [session.call(s.handler, s.args, actor="clinician", consent=consent(s.plan, s.args))
+            for s in store.steps]  # fmt: skip
+
+
+def store_with(model: Any, confirm: Callable[[StorePlan], tuple[str, str]]) -> tuple[StorePlan, list[CallOutcome]]:
+    """The Store as a host runs it: plan, let `confirm` show the plan and return (approve | reject | stop, reason),
+    then write exactly that or nothing. Nothing to store: `confirm` is not asked."""
+    plan = plan_store(model)
+    if not plan.steps:
+        return plan, []
+    decision, reason = confirm(plan)
+    return plan, run_store(model, plan, decision, reason)
+
+
+def outcome_words(outcome: CallOutcome) -> str:
+    """One line on a Store call: the file and where it went, or why it was refused."""
+    if outcome.ok:
+        result = outcome.result or {}
+        where = "stored in the PACS" if result.get("stored_to") == "pacs" else "written"
+        return f"{result.get('file', outcome.name)}: {where}"
+    return f"{outcome.name}: refused: {(outcome.error or {}).get('message', '')}"

@@ -1,0 +1,208 @@
+"""The clinician stores results: `/store` in `chat` and the desktop's Store write the session's evidence with the
+question and answer as a measurement report (and a segment as a SEG), after showing exactly what goes where, into
+the study's private Orthanc (or as files); what was stored comes back listed as a derived result, apart from the
+image series, and the study still opens its images."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import queue
+import shutil
+import threading
+from pathlib import Path
+
+import pydicom
+
+from copilot.pacs.client import PacsClient
+from copilot.pacs.orthanc import LocalOrthanc
+from copilot.pacs.sample import write_ct_series
+from tests import test_pacs
+from tests.dicom_validator import assert_valid_dicom
+from tests.fake_openai import FakeOpenAI, tool
+
+pacs, pacs_env = test_pacs.pacs, test_pacs.pacs_env  # the suite's private Orthanc and PACS environment
+
+QUESTION = "Is there a bright structure in the chest?"
+ANSWER = "A bright block lies in the axial slice shown.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 15.0"
+
+
+def upload(pacs: LocalOrthanc, folder: Path) -> list[pydicom.Dataset]:
+    """A fresh CT study of its own on the PACS (each test stores into its own study)."""
+    datasets = write_ct_series(folder)
+    PacsClient(pacs.dicomweb).store(datasets, datasets[0].StudyInstanceUID)
+    return datasets
+
+
+def texts(ds: pydicom.Dataset) -> dict[str, str]:
+    """The question and answer an SR carries: its Request and Finding TEXT items."""
+    found: dict[str, str] = {}
+    pending = list(ds.ContentSequence)
+    while pending:
+        item = pending.pop()
+        if item.ValueType == "TEXT" and item.ConceptNameCodeSequence[0].CodeMeaning in ("Request", "Finding"):
+            found[item.ConceptNameCodeSequence[0].CodeMeaning] = item.TextValue
+        pending.extend(getattr(item, "ContentSequence", []))
+    return found
+
+
+def chat_lines(argv: list[str], lines: list[str]) -> tuple[int, str]:
+    """`medcopilot chat ARGS` at a terminal where the clinician types `lines`."""
+    from copilot.study.chat import Terminal, add_parser, run_chat
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    out = io.StringIO()
+    term = Terminal(out=out, err=io.StringIO())
+    term.lines = queue.Queue()
+    term._reader = threading.current_thread()  # lines come from the test, not stdin
+    for line in [*lines, None]:
+        term.lines.put(line)  # type: ignore[arg-type]
+    rc = run_chat(parser.parse_args(["chat", *argv]), term)
+    return rc, out.getvalue()
+
+
+def test_chat_store_puts_the_answer_and_a_segment_on_the_pacs(pacs: LocalOrthanc, tmp_path: Path) -> None:
+    """`/store` after an answer lists the report (with the question and answer) and the SEG with the PACS URL,
+    stores both on `/approve`; the SR carries the texts and the answer's key slice and passes dciodvfy; the SEG is
+    then a derived result of the study, and chat on the study URL still opens its CT."""
+    from copilot.pacs.fetch import local_study
+    from copilot.panel.derived import overlays_for, study_derived
+    from copilot.panel.studies import dicom_series
+    from copilot.replay import read_events
+
+    datasets = upload(pacs, tmp_path / "ct")
+    study = datasets[0].StudyInstanceUID
+    url = f"{pacs.dicomweb}/studies/{study}"
+    fake = FakeOpenAI([
+        {"tool_calls": [tool("segment_threshold", {"volume": "chest axial", "output_segment": "block",
+                                                   "lower": 1100, "upper": 5000})]},
+        {"content": ANSWER},
+    ])  # fmt: skip
+    try:
+        rc, out = chat_lines([url, "--track", "B", "--base-url", fake.base_url, "--trace-dir", str(tmp_path / "t")],
+                             [QUESTION, "/store", "/approve"])  # fmt: skip
+    finally:
+        fake.stop()
+    assert rc == 0, out
+    assert f"→ {pacs.dicomweb}" in out and "question: «Is there a bright structure" in out and "DICOM SEG" in out
+    assert "clinician_report.dcm: stored in the PACS" in out and "block_seg.dcm: stored in the PACS" in out
+    events, _ = read_events(tmp_path / "t")
+    writes = [e for e in events if e["type"] == "write_attempt"]
+    assert [(w["handler"], w["decision"], w["by"], w["actor"]) for w in writes] == [
+        ("export_evidence_sr", "approved", "clinician", "clinician"),
+        ("export_dicom_seg", "approved", "clinician", "clinician"),
+    ]
+    client = PacsClient(pacs.dicomweb)
+    by_modality = {s["modality"]: s for s in client.series(study)}
+    assert set(by_modality) == {"CT", "SR", "SEG"}
+    (sr,) = list(client.iter_series(study, by_modality["SR"]["uid"]))
+    assert texts(sr) == {"Request": QUESTION, "Finding": ANSWER}
+    assert sr.StudyInstanceUID == study and sr.SeriesDescription == "clinician_report"
+    sr.save_as(tmp_path / "sr.dcm", enforce_file_format=True)
+    assert_valid_dicom(tmp_path / "sr.dcm")
+
+    # the study again: the SEG is a derived result, never an image series; chat opens the CT
+    folder = local_study(url).path
+    assert [s.modality for s in dicom_series(str(folder))] == ["CT"]
+    derived = study_derived(str(folder))
+    assert {(d.modality, d.description, d.folder) for d in derived} == {("SR", "clinician_report", None),
+                                                                        ("SEG", "block_seg", None)}  # fmt: skip
+    # the stored SEG beside its CT in a folder: still one image series, the SEG offered on it
+    shutil.copy(tmp_path / "t" / "derived" / "block_seg.dcm", tmp_path / "ct" / "seg.dcm")
+    assert [s.modality for s in dicom_series(tmp_path / "ct")] == ["CT"]
+    (seg,) = overlays_for(study_derived(tmp_path / "ct"), datasets[0].SeriesInstanceUID)
+    assert seg.source_series == (datasets[0].SeriesInstanceUID,) and seg.title.startswith("SEG #")
+    fake = FakeOpenAI([{"content": "Nothing else.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 15.0"}])
+    try:
+        rc, out = chat_lines([url, "--base-url", fake.base_url, "--trace-dir", str(tmp_path / "t2")], ["Anything?"])
+    finally:
+        fake.stop()
+    assert rc == 0 and "answer: Nothing else." in out, out
+    assert "derived results: " in out and "SR #901 clinician_report (on the PACS)" in out and "SEG #" in out
+
+
+def test_a_store_the_clinician_rejects_writes_nothing_and_is_traced(pacs: LocalOrthanc, tmp_path: Path) -> None:
+    """`/reject` in the Store: no object reaches the PACS or the derived folder; each write traced as rejected."""
+    from copilot.replay import read_events
+
+    datasets = upload(pacs, tmp_path / "ct")
+    study = datasets[0].StudyInstanceUID
+    fake = FakeOpenAI([{"content": ANSWER}])
+    try:
+        rc, out = chat_lines([f"{pacs.dicomweb}/studies/{study}", "--base-url", fake.base_url, "--trace-dir",
+                              str(tmp_path / "t")], [QUESTION, "/store", "/reject not yet"])  # fmt: skip
+    finally:
+        fake.stop()
+    assert rc == 0 and "not stored" in out
+    assert {s["modality"] for s in PacsClient(pacs.dicomweb).series(study)} == {"CT"}
+    assert not list((tmp_path / "t").glob("derived/*.dcm"))
+    events, _ = read_events(tmp_path / "t")
+    assert [(e["handler"], e["decision"]) for e in events if e["type"] == "write_attempt"] == [
+        ("export_evidence_sr", "rejected")
+    ]
+    rejection = next(e for e in events if e["type"] == "clinician_rejection")
+    assert rejection["reason"] == "not yet"
+
+
+def test_desktop_store_on_a_pacs_study_asks_and_stores(pacs: LocalOrthanc, tmp_path: Path) -> None:
+    """The desktop's Store (its Qt-free action): the dialog is shown the plan — the report and the PACS — before
+    anything is written; approved, the report is on the PACS, valid, with the conversation's text."""
+    from copilot.panel.model import PanelModel
+    from copilot.panel.store import StorePlan, outcome_words, store_with
+    from copilot.panel.studies import open_study, study_at
+    from copilot.study.policies import conversation, model_settings
+
+    datasets = upload(pacs, tmp_path / "ct")
+    study_uid = datasets[0].StudyInstanceUID
+    study = study_at(f"{pacs.dicomweb}/studies/{study_uid}")
+    session = open_study(study, tmp_path / "t")
+    model = PanelModel(session, study)
+    fake = FakeOpenAI([{"content": ANSWER}])
+    try:
+        policy = conversation(model_settings("openai:scripted-model", base_url=fake.base_url), study, study.kind)
+        model.run_episode(policy, QUESTION)
+        assert model.wait(30) and model.status == "done"
+    finally:
+        fake.stop()
+    shown: list[StorePlan] = []
+
+    def dialog(plan: StorePlan) -> tuple[str, str]:
+        assert {s["modality"] for s in PacsClient(pacs.dicomweb).series(study_uid)} == {"CT"}  # nothing yet
+        shown.append(plan)
+        return "approve", ""
+
+    plan, outcomes = store_with(model, dialog)
+    session.close()
+    assert shown == [plan] and plan.title() == "Store to PACS"
+    assert [s.handler for s in plan.steps] == ["export_evidence_sr"]
+    assert plan.steps[0].plan.destinations == (pacs.dicomweb,) and "1 key slice(s)" in plan.lines()[0]
+    assert [outcome_words(o) for o in outcomes] == ["clinician_report.dcm: stored in the PACS"]
+    client = PacsClient(pacs.dicomweb)
+    (series,) = [s for s in client.series(study_uid) if s["modality"] == "SR"]
+    (sr,) = list(client.iter_series(study_uid, series["uid"]))
+    assert texts(sr)["Finding"] == ANSWER
+    sr.save_as(tmp_path / "sr.dcm", enforce_file_format=True)
+    assert_valid_dicom(tmp_path / "sr.dcm")
+
+
+def test_store_without_a_pacs_writes_files(tmp_path: Path) -> None:
+    """A study from a folder: the plan names `file:` destinations, approved the SR is written there (owner-only)."""
+    from copilot.panel.model import PanelModel
+    from copilot.panel.store import store_with
+    from copilot.panel.studies import open_study, study_for
+
+    write_ct_series(tmp_path / "ct")
+    study = study_for(str(tmp_path / "ct"))
+    session = open_study(study, tmp_path / "t")
+    model = PanelModel(session, study)
+    model.answered.append((QUESTION, "See the key slice."))
+    assert session.call("record_key_slice", {"view": "red", "offset": 15.0, "label": "block"}, actor="clinician").ok
+    plan, outcomes = store_with(model, lambda p: ("approve", ""))
+    session.close()
+    (step,) = plan.steps
+    assert plan.title() == "Export files" and step.plan.destinations[0].startswith("file:")
+    written = tmp_path / "t" / "derived" / "clinician_report.dcm"
+    assert outcomes[0].ok and written.is_file() and (written.stat().st_mode & 0o077) == 0
+    assert texts(pydicom.dcmread(written)) == {"Request": QUESTION, "Finding": "See the key slice."}
+    assert_valid_dicom(written)
