@@ -39,6 +39,7 @@ from copilot.gui import reading, startup
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.patient_bar import PatientBar
 from copilot.gui.startup import display_problem
+from copilot.gui.store_dialog import store_results
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
@@ -157,6 +158,7 @@ class MainWindow(QMainWindow):
             ("PACS browser", self.show_pacs_browser, None),
             ("Save screenshot…", self._save_screenshot, None),
             ("Export session report…", self._export_report, None),
+            ("Store to PACS / Export…", lambda: store_results(self), None),
         ):
             action = QAction(text, self)
             action.triggered.connect(slot)
@@ -870,11 +872,13 @@ def main(
             print(f"medcopilot gui: {problem}", file=sys.stderr)
             return 2
     window.show()  # first: the start-up message shows while the study opens
-    startup.close_splash()
-    if target is not None and series is not None and classify(target) != "dicom":
+    startup.close_splash(keep_image=True)  # the study's first image stays until the viewer has painted it
+    if target is not None and series is not None and not is_dicomweb_url(target) and classify(target) != "dicom":
         print("medcopilot gui: --series applies to a DICOM folder", file=sys.stderr)
         return 2
-    if target is not None and not window.open_path(target, trace_dir=trace_dir, series_spec=series, frame=frame):
+    opened = target is not None and window.open_path(target, trace_dir=trace_dir, series_spec=series, frame=frame)
+    QTimer.singleShot(0 if not opened else 1500, startup.close_splash)  # at the latest: a study without panes
+    if target is not None and not opened:
         return 2 if screenshot else int(app.exec())  # an unreadable study is bad input: exit code 2, as everywhere
     if layout:
         window.set_layout(layout)

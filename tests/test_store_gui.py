@@ -1,0 +1,67 @@
+"""The desktop's File → Store to PACS / Export (pytest-qt, offscreen) against a private Orthanc: the dialog lists
+the report with the question and answer and the PACS it goes to, nothing is stored before Store is pressed, and
+then the report is on the PACS; `gui STUDY_URL --series N` opens that series of the PACS study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication
+
+from copilot.gui.app import MainWindow
+from copilot.gui.store_dialog import StoreDialog
+from copilot.pacs.client import PacsClient
+from copilot.pacs.orthanc import LocalOrthanc, missing
+from copilot.pacs.sample import write_ct_series
+from copilot.panel.studies import RecentStudies
+
+pytestmark = [pytest.mark.gui, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+
+def test_store_dialog_asks_then_stores_and_a_url_opens_with_series(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot.gui import app
+
+    with LocalOrthanc() as pacs:
+        monkeypatch.setenv("MEDCOPILOT_PACS_USER", pacs.user)
+        monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", pacs.password)
+        monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        datasets = write_ct_series(tmp_path / "ct")
+        study = datasets[0].StudyInstanceUID
+        client = PacsClient(pacs.dicomweb)
+        client.store(datasets, study)
+        url = f"{pacs.dicomweb}/studies/{study}"
+        shot = tmp_path / "shot.png"  # the URL with --series 3 (the CT's series number) opens, no `http:/` mangling
+        assert app.main(url, screenshot=str(shot), series="3", trace_dir=str(tmp_path / "t0")) == 0 and shot.is_file()
+
+        win = MainWindow(recent=RecentStudies(tmp_path / "recent.json"))
+        win.quiet = True
+        qtbot.addWidget(win)
+        assert win.open_path(url, trace_dir=tmp_path / "t") and win.model is not None
+        assert win.model.act("record_key_slice", {"view": "red", "offset": 15.0, "label": "block"}).ok
+        win.model.answered.append(("Is there a bright block?", "Yes, in the key slice."))
+        seen: list[str] = []
+
+        def press_store() -> None:
+            dialog = QApplication.activeModalWidget()
+            assert isinstance(dialog, StoreDialog)
+            seen.append(dialog.text.toPlainText())
+            seen.append(",".join(sorted({s["modality"] for s in client.series(study)})))  # nothing stored yet
+            dialog.store_button.click()
+
+        QTimer.singleShot(200, press_store)
+        action = next(a for a in win.findChildren(QAction) if a.text().startswith("Store to PACS"))
+        action.trigger()
+        assert seen and f"→ {pacs.dicomweb}" in seen[0] and "question: «Is there a bright block?»" in seen[0]
+        assert "answer: «Yes, in the key slice.»" in seen[0] and seen[1] == "CT"
+        assert {s["modality"] for s in client.series(study)} == {"CT", "SR"}
+        win.close()
