@@ -11,6 +11,7 @@ pyproject.toml) or registered in-process with `register_kind`.
 
 from __future__ import annotations
 
+from _collections_abc import dict_items, dict_keys, dict_values
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,9 +124,21 @@ class _Kinds(dict[str, ViewerKind]):
         self._ready()
         return super().__len__()
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: ViewerKind | None = None) -> ViewerKind | None:  # type: ignore[override]
         self._ready()
         return super().get(name, default)
+
+    def keys(self) -> dict_keys[str, ViewerKind]:
+        self._ready()
+        return super().keys()
+
+    def values(self) -> dict_values[str, ViewerKind]:
+        self._ready()
+        return super().values()
+
+    def items(self) -> dict_items[str, ViewerKind]:
+        self._ready()
+        return super().items()
 
 
 KINDS: dict[str, ViewerKind] = _Kinds()

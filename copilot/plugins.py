@@ -21,6 +21,7 @@ ADAPTERS_GROUP = "medcopilot.adapters"
 GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP)
 CORE_PACKAGE = "copilot"
 
+_FOUND: dict[str, list[metadata.EntryPoint]] = {}
 _LOADED: dict[str, dict[str, Any]] = {}
 _PROBLEMS: dict[str, str] = {}  # "group:name" -> why it did not load
 _DECLARED: dict[str, set[str]] = {group: set() for group in GROUPS}  # names registered in-process, not by metadata
@@ -40,14 +41,17 @@ def _core_declarations(group: str) -> list[metadata.EntryPoint]:
 
 
 def entry_points(group: str) -> list[metadata.EntryPoint]:
-    """The entry points of a group, the core's first and then the installed plug-ins' by name (nothing loaded)."""
+    """The entry points of a group, the core's first and then the installed plug-ins' by name (nothing loaded;
+    read once per process)."""
     if group not in GROUPS:
         raise ValueError(f"unknown plug-in group {group!r}; one of {', '.join(GROUPS)}")
-    found = list(metadata.entry_points(group=group))
-    core = [ep for ep in found if _package(ep) == CORE_PACKAGE]
-    if not core:  # installed metadata older than the declarations, or no installation at all
-        core = _core_declarations(group)
-    return core + sorted((ep for ep in found if _package(ep) != CORE_PACKAGE), key=lambda ep: ep.name)
+    if group not in _FOUND:
+        found = list(metadata.entry_points(group=group))
+        core = [ep for ep in found if _package(ep) == CORE_PACKAGE]
+        if not core:  # installed metadata older than the declarations, or no installation at all
+            core = _core_declarations(group)
+        _FOUND[group] = core + sorted((ep for ep in found if _package(ep) != CORE_PACKAGE), key=lambda ep: ep.name)
+    return list(_FOUND[group])
 
 
 def _package(ep: metadata.EntryPoint) -> str:
