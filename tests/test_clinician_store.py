@@ -206,3 +206,44 @@ def test_store_without_a_pacs_writes_files(tmp_path: Path) -> None:
     assert outcomes[0].ok and written.is_file() and (written.stat().st_mode & 0o077) == 0
     assert texts(pydicom.dcmread(written)) == {"Request": QUESTION, "Finding": "See the key slice."}
     assert_valid_dicom(written)
+
+
+def test_the_host_panels_store_button(tmp_path: Path) -> None:
+    """The Slicer/QuPath panel's Store (its Qt-free view-model) on a host conversation: enabled once the answer is
+    in; the plan shown names the answer's key slice and the question; approved, the SR is written as a file."""
+    from copilot.agent.loop import ChatAgent
+    from copilot.agent.settings import AgentSettings
+    from copilot.cases.pack import CasePack
+    from copilot.host.conversation import HostConversation
+    from copilot.host.panel import panel_state
+    from copilot.host.store import host_store
+    from copilot.panel.store import StorePlan
+    from copilot.panel.studies import open_study, study_for
+
+    write_ct_series(tmp_path / "ct")
+    study = study_for(str(tmp_path / "ct"))
+    session = open_study(study, tmp_path / "t")
+    fake = FakeOpenAI([{"content": ANSWER}])
+    try:
+        settings = AgentSettings(base_url=fake.base_url, model="m", max_retries=0)
+        own = CasePack(Path("."), "own-study", "host_radiology", {}, {}, "radiology")  # as a host adopts its scene
+        conv = HostConversation(session, own, lambda: ChatAgent(settings), budget=5)
+        conv.approve_each = False
+        conv.ask(QUESTION)
+        assert conv.wait(30) and conv.turns[-1].status == "done", conv.turns[-1].answer
+    finally:
+        fake.stop()
+    assert panel_state(conv).can_store
+    shown: list[StorePlan] = []
+
+    def dialog(plan: StorePlan) -> tuple[str, str]:
+        shown.append(plan)
+        return "approve", ""
+
+    said = host_store(conv, dialog)
+    session.close()
+    assert said == ["clinician_report.dcm: written"]
+    assert "1 key slice(s)" in shown[0].lines()[0] and f"question: «{QUESTION}»" in shown[0].lines()[0]
+    assert conv.answer_items == [] and [e["kind"] for e in session.evidence()] == ["key_slice"]
+    written = tmp_path / "t" / "derived" / "clinician_report.dcm"
+    assert texts(pydicom.dcmread(written)) == {"Request": QUESTION, "Finding": ANSWER}

@@ -28,6 +28,7 @@ class PanelState:
     trace: str = ""
     errors: list[str] = field(default_factory=list)
     banner: str = ""  # whose study it is: for the clinician, never sent to the model
+    can_store: bool = False  # the Store button: a session, the agent not working
 
 
 def action_line(n: int, a: Action) -> str:
@@ -74,6 +75,7 @@ def panel_state(conversation: HostConversation | None, inventory: list[str] | No
         trace=trace,
         errors=list(errors or []),
         banner=banner,
+        can_store=not busy,
     )
 
 

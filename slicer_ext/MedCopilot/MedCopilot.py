@@ -167,6 +167,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         self.ui.rejectButton.connect("clicked(bool)", self.onReject)
         self.ui.stopButton.connect("clicked(bool)", self.onStop)
         self.ui.exportButton.connect("clicked(bool)", self.onExport)
+        self.ui.storeButton.connect("clicked(bool)", self.onStore)
         self.ui.evidenceList.connect("currentRowChanged(int)", self.onEvidence)
         self.ui.openButton.connect("clicked(bool)", self.onOpen)
         self.ui.runButton.connect("clicked(bool)", self.onRun)
@@ -237,6 +238,22 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         path = qt.QFileDialog.getSaveFileName(None, "Export evidence report", "medcopilot-report.html", "HTML (*.html)")
         if path:
             self.logic.host.conversation.export_report(path)
+
+    def onStore(self) -> None:
+        """Store to PACS / Export: exactly what and where shown first; written only on Yes."""
+        from copilot.host.store import host_store
+
+        if self.logic.host is None:
+            return
+
+        def confirm(plan: Any) -> tuple[str, str]:
+            yes = slicer.util.confirmYesNoDisplay(
+                f"{plan.title()}: writes outside the session exactly this:", detailedText="\n\n".join(plan.lines())
+            )
+            return ("approve", "") if yes else ("reject", "declined in the Store dialog")
+
+        slicer.util.infoDisplay("\n".join(host_store(self.logic.host.conversation, confirm)))
+        self.refresh()
 
     # ----- benchmark cases -----
     def onOpen(self) -> None:

@@ -46,4 +46,6 @@ class PanelView:
         for button in (ui.approveButton, ui.rejectButton):
             button.setEnabled(state.can_decide)
         ui.stopButton.setEnabled(state.can_stop)
+        if hasattr(ui, "storeButton"):
+            ui.storeButton.setEnabled(state.can_store)
         self.last = state
