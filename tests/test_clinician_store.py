@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pydicom
+import pytest
 
 from copilot.pacs.client import PacsClient
 from copilot.pacs.orthanc import LocalOrthanc
@@ -62,10 +63,14 @@ def chat_lines(argv: list[str], lines: list[str]) -> tuple[int, str]:
     return rc, out.getvalue()
 
 
-def test_chat_store_puts_the_answer_and_a_segment_on_the_pacs(pacs: LocalOrthanc, tmp_path: Path) -> None:
+def test_chat_store_puts_the_answer_and_a_segment_on_the_pacs(
+    pacs: LocalOrthanc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`/store` after an answer lists the report (with the question and answer) and the SEG with the PACS URL,
     stores both on `/approve`; the SR carries the texts and the answer's key slice and passes dciodvfy; the SEG is
     then a derived result of the study, and chat on the study URL still opens its CT."""
+    from copilot.cli import main
+    from copilot.errors import HandlerError
     from copilot.pacs.fetch import local_study
     from copilot.panel.derived import overlays_for, study_derived
     from copilot.panel.studies import dicom_series
@@ -103,6 +108,12 @@ def test_chat_store_puts_the_answer_and_a_segment_on_the_pacs(pacs: LocalOrthanc
     assert_valid_dicom(tmp_path / "sr.dcm")
 
     # the study again: the SEG is a derived result, never an image series; chat opens the CT
+    with pytest.raises(HandlerError) as refused:
+        local_study(by_modality["SEG"]["url"])  # a derived result's series URL is not opened as an image
+    assert refused.value.code == "not_an_image"
+    assert main(["pacs", "search", pacs.dicomweb, "--patient-id", datasets[0].PatientID]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ") and "—" in line]
+    assert {line.split()[0] for line in listed if " SEG " in line or " SR " in line} == {"derived"}
     folder = local_study(url).path
     assert [s.modality for s in dicom_series(str(folder))] == ["CT"]
     derived = study_derived(str(folder))

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from copilot.pacs.auth import default_server
+from copilot.pacs.fetch import DERIVED_RESULTS
 
 URL_ROLE = Qt.ItemDataRole.UserRole
 
@@ -74,8 +75,10 @@ class PacsDock(QDockWidget):
             for s in study["series"]:
                 number = f"#{s['number']} " if s["number"] is not None else ""
                 text = f"{number}{s['modality'] or '?'} {s['description'] or ''}".strip()
-                child = QTreeWidgetItem([text, "", str(s["instances"] if s["instances"] is not None else "")])
-                child.setData(0, URL_ROLE, s["url"])
+                derived = str(s["modality"] or "").upper() in DERIVED_RESULTS  # a SEG, SR, KO, PR: listed, never opened
+                child = QTreeWidgetItem([f"derived result: {text}" if derived else text, "",
+                                         str(s["instances"] if s["instances"] is not None else "")])  # fmt: skip
+                child.setData(0, URL_ROLE, None if derived else s["url"])
                 top.addChild(child)
             self.results.addTopLevelItem(top)
             top.setExpanded(True)

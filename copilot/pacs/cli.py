@@ -28,6 +28,7 @@ def _search(ns: argparse.Namespace) -> int:
 
     from copilot.pacs.auth import default_server
     from copilot.pacs.client import PacsClient
+    from copilot.pacs.fetch import DERIVED_RESULTS
 
     url = ns.url or default_server()
     if not url:
@@ -45,10 +46,12 @@ def _search(ns: argparse.Namespace) -> int:
         print(f"study {s['url']}")
         print(f"  date {s['date'] or '—'}  patient {s['patient_id'] or '—'} {s['patient_name'] or ''}  "
               f"accession {s['accession'] or '—'}  {s['description'] or ''}")  # fmt: skip
-        for se in s["series"]:
+        derived = [se for se in s["series"] if str(se["modality"] or "").upper() in DERIVED_RESULTS]
+        for se in [se for se in s["series"] if se not in derived] + derived:  # derived results after the images
             number = f"#{se['number']} " if se["number"] is not None else ""
-            print(f"  series {number}{se['modality'] or '?'} {se['description'] or '(no description)'} — "
-                  f"{se['instances'] if se['instances'] is not None else '?'} images\n    {se['url']}")  # fmt: skip
+            what, count = ("derived", "objects") if se in derived else ("series", "images")
+            print(f"  {what} {number}{se['modality'] or '?'} {se['description'] or '(no description)'} — "
+                  f"{se['instances'] if se['instances'] is not None else '?'} {count}\n    {se['url']}")  # fmt: skip
     if page.left_out:
         print(f"{page.left_out} entries of the answer without a valid study UID left out")
     print(line)

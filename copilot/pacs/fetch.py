@@ -24,6 +24,7 @@ from copilot.pacs.writer import SeriesWriter
 from copilot.privatefs import private_dir
 
 NOT_IMAGES = frozenset({"SR", "KO", "PR", "SEG", "RTSTRUCT", "RTPLAN", "RTDOSE", "REG", "DOC", "OT_PDF", "AU"})
+DERIVED_RESULTS = frozenset({"SEG", "SR", "KO", "PR", "RTSTRUCT", "RTPLAN", "REG", "DOC"})  # never opened as images
 S = TypeVar("S")
 
 
@@ -115,6 +116,9 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
         match = [s for s in listed if s["uid"] == ref.series]
         if not match:
             raise HandlerError("not_found", "the PACS holds no such series in that study")
+        if str(match[0]["modality"] or "").upper() in DERIVED_RESULTS:  # an RT Dose series opens as a volume
+            raise HandlerError("not_an_image", f"that series is a derived result ({match[0]['modality']}), not an "
+                               "image series: open the study or its source series")  # fmt: skip
         folder = retrieve_series(client, ref, cache, match[0]["instances"], deadline=deadline)
         return LocalStudy(folder, origin_of(ref))
     images = [s for s in listed if str(s["modality"] or "").upper() not in NOT_IMAGES]

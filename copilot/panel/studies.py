@@ -19,7 +19,7 @@ from copilot.cases.pack import CasePack, load_case
 from copilot.engine.volume.headers import is_dicom
 from copilot.engine.volume.image import VOLUME_SUFFIXES
 from copilot.pacs.cache import read_origin
-from copilot.pacs.fetch import local_study, with_origin
+from copilot.pacs.fetch import DERIVED_RESULTS, local_study, with_origin
 from copilot.pacs.wsi import dicom_wsi_file
 from copilot.privatefs import private_dir, write_private
 from copilot.runtime import open_session
@@ -30,7 +30,6 @@ SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mr
 MAX_DICOM_FILES = 20000  # a series scan reads headers only, but stops somewhere
 RECENT_MAX = 12
 UID_TAIL = 6  # digits of a series UID shown in the picker
-DERIVED_MODALITIES = frozenset({"SEG", "SR", "KO", "PR", "RTSTRUCT", "RTPLAN", "REG", "DOC"})  # an RT Dose is a volume
 NON_IMAGE_CLASSES = (  # SOP classes of non-image objects: SEG and registrations, SR (all), KO, PR, RT structures
     "1.2.840.10008.5.1.4.1.1.66", "1.2.840.10008.5.1.4.1.1.88.", "1.2.840.10008.5.1.4.1.1.11.",
     "1.2.840.10008.5.1.4.1.1.481.3", "1.2.840.10008.5.1.4.1.1.481.5", "1.2.840.10008.5.1.4.1.1.104.",
@@ -202,7 +201,7 @@ def is_derived_object(ds: Any) -> bool:
     """Whether a DICOM header is a non-image object (SEG, SR, KO, PR, RT objects, documents) by its modality or
     its SOP class (a SEG or SR whose Modality is missing or wrong is still not an image)."""
     sop = str(getattr(ds, "SOPClassUID", "") or "")
-    return str(getattr(ds, "Modality", "") or "").upper() in DERIVED_MODALITIES or sop.startswith(NON_IMAGE_CLASSES)
+    return str(getattr(ds, "Modality", "") or "").upper() in DERIVED_RESULTS or sop.startswith(NON_IMAGE_CLASSES)
 
 
 def _frames(ds: Any) -> int:
