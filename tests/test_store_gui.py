@@ -22,9 +22,10 @@ from copilot.pacs.orthanc import LocalOrthanc, missing
 from copilot.pacs.sample import write_ct_series
 from copilot.panel.studies import RecentStudies
 
-pytestmark = [pytest.mark.gui, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+pytestmark = pytest.mark.gui
 
 
+@pytest.mark.skipif(missing() is not None, reason=str(missing()))
 def test_store_dialog_asks_then_stores_and_a_url_opens_with_series(
     qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,3 +66,27 @@ def test_store_dialog_asks_then_stores_and_a_url_opens_with_series(
         assert "answer: «Yes, in the key slice.»" in seen[0] and seen[1] == "CT"
         assert {s["modality"] for s in client.series(study)} == {"CT", "SR"}
         win.close()
+
+
+def test_the_series_picker_lists_a_segmentation_apart_and_on_its_series(qtbot, tmp_path: Path) -> None:
+    """A CT folder holding a SEG made on it: the picker lists one series, named with its SEG, and the SEG below as a
+    derived result (never a series to open)."""
+    from copilot.gui.series_dialog import SeriesDialog
+    from copilot.panel.derived import study_derived
+    from copilot.panel.studies import dicom_series, open_study, study_for
+
+    write_ct_series(tmp_path / "ct")
+    session = open_study(study_for(str(tmp_path / "ct")), tmp_path / "t", track="B")
+    session.allow_store = (str(tmp_path / "t"),)  # headless: files under the trace folder
+    volume = str(session.snapshot()["volumes"][0]["name"])
+    assert session.call("segment_threshold", {"volume": volume, "output_segment": "block", "lower": 1100,
+                                              "upper": 5000}).ok  # fmt: skip
+    assert session.call("export_dicom_seg", {"segment": "block", "output_name": "block_seg"}).ok
+    session.close()
+    (tmp_path / "t" / "derived" / "block_seg.dcm").rename(tmp_path / "ct" / "seg.dcm")
+    found = dicom_series(tmp_path / "ct")
+    dialog = SeriesDialog(found, None, study_derived(tmp_path / "ct"))
+    qtbot.addWidget(dialog)
+    assert [s.modality for s in found] == ["CT"] and dialog.list.count() == 1
+    assert dialog.list.item(0).text().endswith("· with SEG block_seg")
+    assert dialog.derived.text().startswith("Derived results (not images): SEG #") and not dialog.derived.isHidden()

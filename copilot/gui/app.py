@@ -44,6 +44,7 @@ from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
 from copilot.panel.banner import place_label, study_banner
+from copilot.panel.derived import Derived, study_derived
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
 from copilot.panel.model import PanelModel
 from copilot.panel.pointer import PointerReadout
@@ -106,6 +107,7 @@ class MainWindow(QMainWindow):
         self.layout_name = "three_up"
         self.quiet = False  # no message boxes (screenshots, tests)
         self.no_dialogs = False  # no series picker either: the first series (screenshots)
+        self.derived: list[Derived] = []  # the open folder's derived results (SEG, SR, …), listed apart
         self.focus = "red"
         self.pair: tuple[str, str] | None = None
         self.panes: dict[str, PaneWidget] = {}
@@ -307,7 +309,7 @@ class MainWindow(QMainWindow):
         """The series picker: one series, or several shown together."""
         from copilot.gui.series_dialog import SeriesDialog
 
-        dialog = SeriesDialog(found, self)
+        dialog = SeriesDialog(found, self, self.derived)
         if dialog.exec() != SeriesDialog.DialogCode.Accepted or not dialog.chosen():
             return None
         return dialog.chosen()
@@ -362,6 +364,7 @@ class MainWindow(QMainWindow):
             found = dicom_series(path)
             if not found:
                 raise StudyError(f"{place_label(path)}: no image series")
+            self.derived = study_derived(path)  # listed apart in the picker, never as series
             series = found[0] if len(found) == 1 and pick is None else (pick or self.pick_series)(found)
             if series is None:
                 return False
