@@ -1,6 +1,6 @@
 """Per-episode measures of the related benchmarks, stored with the episode's process metrics (`process`):
 failure labels, stage sequence, checkpoints and S, claim-boundary violations, CWAS-3, R6, the seven
-dimensions, guard interventions, the 003 hierarchical hits, and token, time and cost totals."""
+dimensions, guard interventions, the 003 hierarchical hits, the reflection rounds, and token, time and cost totals."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from copilot.bench.failures import (
     supported,
     unobserved_items,
 )
+from copilot.bench.reflection import episode_reflection
 from copilot.bench.scoring import Truth
 from copilot.bench.trace_facts import fault_reactions, workflow_faults
 from copilot.cases.pack import CasePack
@@ -154,6 +155,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "interventions": interventions,
         "faults": faults,
         "milestones": D.milestones(events, faults),
+        "reflection": episode_reflection(events, case, truth, sum(1 for x in stages if x["stage"] == "reflect")),
         "usage": usage(events),
         "confidence": W.answer_confidence(response),
     }

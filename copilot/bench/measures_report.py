@@ -14,6 +14,7 @@ from copilot.bench.agreement import repeat_agreement
 from copilot.bench.exploration import hit_rates
 from copilot.bench.failures import NAMES
 from copilot.bench.perturb import fault_statistics, statistics_html
+from copilot.bench.reflection import reflection_html, reflection_summary
 
 FAILURE_CODES = tuple(NAMES)
 
@@ -54,6 +55,7 @@ def episode_json(r: dict[str, Any]) -> dict[str, Any]:
         "dimension_support": {d: (dims.get(d) or {}).get("support", 0) for d in D.DIMENSIONS},
         "interventions": p.get("interventions", []),
         "hierarchical_hits": p.get("hierarchical_hits"),
+        "reflection": p.get("reflection"),
         "confidence": p.get("confidence"),
         "usage": {**(p.get("usage") or {}), "duration_s": r.get("duration_s")},
     }
@@ -151,6 +153,7 @@ def measures_json(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
         "models": model_json(rows),
         "diagnostic_results": W.diagnostic_results(rows),
         "repeat_agreement": repeat_agreement(rows),
+        "reflection": reflection_summary(rows),
         "exploration": hit_rates(rows),
         "native_vs_harness": protocol_funnels(rows),
         "perturbations": fault_statistics(rows, perturbed) if perturbed else perturbations(rows),
@@ -258,6 +261,7 @@ def measures_html(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
             "module</th><th>repeats</th><th>cases</th><th>Cohen κ</th><th>Fleiss κ</th><th>Krippendorff α</th>"
             f"</tr>{arows}</table>"
         )
+    parts.append(reflection_html(data["reflection"]))
     if perturbed:
         parts.append(statistics_html(data["perturbations"]))
     return "".join(parts)
