@@ -90,3 +90,26 @@ def test_the_series_picker_lists_a_segmentation_apart_and_on_its_series(qtbot, t
     assert [s.modality for s in found] == ["CT"] and dialog.list.count() == 1
     assert dialog.list.item(0).text().endswith("· with SEG block_seg")
     assert dialog.derived.text().startswith("Derived results (not images): SEG #") and not dialog.derived.isHidden()
+
+
+def test_a_pacs_study_that_cannot_open_is_named_by_its_study(qtbot, tmp_path: Path) -> None:
+    """A cached PACS study whose series is incomplete: the refusal names the patient and study, not the hashed
+    cache folder."""
+    import json
+
+    folder = tmp_path / "0123456789abcdef"
+    write_ct_series(folder / "fedcba9876543210")
+    root = "http://pacs.invalid/dicom-web"
+    origin = {"dicomweb": root, "study": "1.2.3", "url": f"{root}/studies/1.2.3"}
+    (folder / "origin.json").write_text(json.dumps(origin))
+    (folder / "fedcba9876543210" / "origin.json").write_text(json.dumps(
+        {**origin, "series": "1.2.3.4", "url": f"{root}/studies/1.2.3/series/1.2.3.4", "complete": False,
+         "instances": 8, "expected": 9}))  # fmt: skip
+    win = MainWindow(recent=RecentStudies(tmp_path / "recent.json"))
+    win.quiet = True
+    qtbot.addWidget(win)
+    assert not win.open_path(folder)
+    text = win.readout.text()
+    assert "Testpatient" in text and "pacs_incomplete" not in text and "0123456789abcdef" not in text, text
+    assert "1 of 9 instances missing" in text
+    win.close()

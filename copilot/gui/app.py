@@ -329,8 +329,9 @@ class MainWindow(QMainWindow):
         try:
             opened = self.open_study_path(path, series, trace_dir, pick=pick, frame=frame)
         except Exception as exc:  # shown to the clinician, never a crash
-            self.readout.setText(f"cannot open {path}: {exc}")
-            print(f"medcopilot gui: cannot open {path}: {exc}", file=sys.stderr)
+            named = path if is_dicomweb_url(path) else place_label(path)  # a PACS cache folder by its study
+            self.readout.setText(f"cannot open {named}: {exc}")
+            print(f"medcopilot gui: cannot open {named}: {exc}", file=sys.stderr)
             if not self.quiet:
                 QMessageBox.warning(self, "Cannot open", f"{place_label(path)}: {exc}")
             return False
