@@ -198,7 +198,9 @@ def test_desktop_store_on_a_pacs_study_asks_and_stores(pacs: LocalOrthanc, tmp_p
 
 
 def test_store_without_a_pacs_writes_files(tmp_path: Path) -> None:
-    """A study from a folder: the plan names `file:` destinations, approved the SR is written there (owner-only)."""
+    """A study from a folder: the plan names `file:` destinations, approved the SR is written there (owner-only);
+    the session replays."""
+    from copilot.replay import replay
     from copilot.panel.model import PanelModel
     from copilot.panel.store import store_with
     from copilot.panel.studies import open_study, study_for
@@ -217,6 +219,7 @@ def test_store_without_a_pacs_writes_files(tmp_path: Path) -> None:
     assert outcomes[0].ok and written.is_file() and (written.stat().st_mode & 0o077) == 0
     assert texts(pydicom.dcmread(written)) == {"Request": QUESTION, "Finding": "See the key slice."}
     assert_valid_dicom(written)
+    assert replay(tmp_path / "t").ok  # the clinician's export in Track A replays (checked, not written again)
 
 
 def test_the_host_panels_store_button(tmp_path: Path) -> None:
