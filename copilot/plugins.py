@@ -41,8 +41,8 @@ def _core_declarations(group: str) -> list[metadata.EntryPoint]:
 
 
 def entry_points(group: str) -> list[metadata.EntryPoint]:
-    """The entry points of a group, the core's first and then the installed plug-ins' by name (nothing loaded;
-    read once per process)."""
+    """The entry points of a group, the core's first and then the installed plug-ins', each by name (an order that
+    does not depend on how the metadata was written; nothing loaded; read once per process)."""
     if group not in GROUPS:
         raise ValueError(f"unknown plug-in group {group!r}; one of {', '.join(GROUPS)}")
     if group not in _FOUND:
@@ -50,7 +50,8 @@ def entry_points(group: str) -> list[metadata.EntryPoint]:
         core = [ep for ep in found if _package(ep) == CORE_PACKAGE]
         if not core:  # installed metadata older than the declarations, or no installation at all
             core = _core_declarations(group)
-        _FOUND[group] = core + sorted((ep for ep in found if _package(ep) != CORE_PACKAGE), key=lambda ep: ep.name)
+        others = [ep for ep in found if _package(ep) != CORE_PACKAGE]
+        _FOUND[group] = sorted(core, key=lambda ep: ep.name) + sorted(others, key=lambda ep: ep.name)
     return list(_FOUND[group])
 
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -42,7 +43,7 @@ def tree_digest(*folders: Path) -> str:
     for folder in folders:
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
-                h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+                h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 
@@ -68,9 +69,22 @@ def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+def core_copy(dest: Path) -> Path:
+    """The core as it stands (copilot/, resources/, pyproject.toml) copied apart, so that what the commands might
+    change in it is told from edits made to the working tree meanwhile; imported ahead of the installed one."""
+    for name in ("copilot", "resources"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
 def test_a_plugin_package_adds_a_kind_a_module_and_an_adapter(toy_site: Path, tmp_path: Path) -> None:
-    before = tree_digest(ROOT / "copilot", ROOT / "resources")
-    run = commands(toy_site, TOY)
+    core = core_copy(tmp_path / "core")
+    before = tree_digest(core / "copilot", core / "resources")
+    run = commands(toy_site, core, TOY)
+    where = subprocess.run([sys.executable, "-c", "import copilot; print(copilot.__file__)"], cwd=toy_site,
+                           env={**os.environ, "PYTHONPATH": str(core)}, capture_output=True, text=True)  # fmt: skip
+    assert where.stdout.strip() == str(core / "copilot" / "__init__.py")  # the copy is what the commands run
     made = run("cases", "make", "--module", "toy_count", "--n", "3", "--seed", "0", "--out", tmp_path / "cases")
     folders = [Path(line) for line in made.stdout.split()]
     assert [p.name for p in folders] == ["toy_count_000_0000", "toy_count_000_0001", "toy_count_000_0002"]
@@ -99,8 +113,8 @@ def test_a_plugin_package_adds_a_kind_a_module_and_an_adapter(toy_site: Path, tm
     assert "ANSWER: 2" in episode.stdout
     assert run("replay", tmp_path / "t1").stdout.startswith("replay ok:")
 
-    assert tree_digest(ROOT / "copilot", ROOT / "resources") == before  # nothing inside the core was edited
-    assert not list((ROOT / "resources" / "prompts").glob("toy*"))  # the module owns its prompt
+    assert tree_digest(core / "copilot", core / "resources") == before  # nothing inside the core was edited
+    assert not list((core / "resources" / "prompts").glob("toy*"))  # the module owns its prompt
 
 
 def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Path) -> None:
@@ -111,7 +125,8 @@ def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Pa
     script = ("from copilot.agent.prompts import task_prompt; from copilot.cases.pack import load_case; "
               f"p = task_prompt(load_case({case!r}), 7); print(p.system); print(p.user)")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (toy_site, TOY)))}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "You read one greyscale picture" in out.stdout and "at most 7 tool calls" in out.stdout
     assert "Case toy_count_002_0000: how many bright squares" in out.stdout
@@ -143,32 +158,51 @@ out["problems"] = plugins.problems()
 print(json.dumps(out))
 """
     env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=site, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["kinds"] == ["radiology", "pathology"]
+    assert out["kinds"] == ["pathology", "radiology"]
     assert out["modules"] == ["longitudinal_mri", "brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"]
-    assert out["adapters"] == ["ucsf_pdgm", "lumiere", "nsclc", "bracs", "camelyon17"]
+    assert out["adapters"] == ["bracs", "camelyon17", "lumiere", "nsclc", "ucsf_pdgm"]
     assert sorted(out["problems"]) == ["medcopilot.adapters:ghost_data", "medcopilot.kinds:ghost",
                                        "medcopilot.kinds:number", "medcopilot.modules:ghost_module"]  # fmt: skip
     assert "No module named 'no_such_package'" in out["problems"]["medcopilot.kinds:ghost"]
     assert re.search(r"expected a ViewerKind, got int", out["problems"]["medcopilot.kinds:number"])
-    assert out["error"].startswith("unknown viewer kind 'number'; known: radiology, pathology; plug-ins not loaded:")
+    assert out["error"].startswith("unknown viewer kind 'number'; known: pathology, radiology; plug-ins not loaded:")
     assert "plug-in medcopilot.kinds:ghost not loaded" in done.stderr  # logged once, by name
 
 
-def test_the_core_declares_its_own_through_the_same_groups() -> None:
-    """The core's kinds, modules and adapters are entry points in pyproject.toml, each naming the object it is."""
-    from copilot.adapters import adapters
-    from copilot.kinds import KINDS
-    from copilot.medflow.registry import modules
+LISTS = """
+import json
+from importlib import metadata
+from copilot.adapters import dataset_names
+from copilot.kinds import KINDS
+from copilot.medflow.registry import modules
+installed = any(ep.value.startswith("copilot.") for ep in metadata.entry_points(group="medcopilot.kinds"))
+print(json.dumps({"installed": installed, "lists": [list(KINDS), list(modules()), dataset_names()]}))
+"""
 
+
+def core_lists(pythonpath: Path | None) -> dict[str, object]:
+    """The kinds, modules and dataset names a fresh process finds (and whether from installed metadata)."""
+    env = {**os.environ, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {})}
+    done = subprocess.run([sys.executable, "-c", LISTS], env=env, cwd=pythonpath or ROOT / "tests", capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_the_core_declares_its_own_through_the_same_groups(tmp_path: Path) -> None:
+    """The core's kinds, modules and adapters are entry points of pyproject.toml; installed metadata (written
+    here as an installer writes it, groups and names sorted) and the source declarations give the same lists."""
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
     assert set(declared) >= set(plugins.GROUPS)
-    assert list(declared[plugins.KINDS_GROUP]) == [n for n in KINDS if n in declared[plugins.KINDS_GROUP]]
-    assert set(declared[plugins.MODULES_GROUP]) <= set(modules())
-    assert list(declared[plugins.ADAPTERS_GROUP]) == [n for n in adapters() if n in declared[plugins.ADAPTERS_GROUP]]
     for group in plugins.GROUPS:
         loaded = plugins.load(group)
-        assert all(name in loaded for name in declared[group]), plugins.problems(group)
+        assert set(loaded) == set(declared[group]), plugins.problems(group)
         assert plugins.load(group) == loaded  # loaded once: the same objects again
+    install_metadata(tmp_path, "medcopilot", {g: dict(sorted(eps.items())) for g, eps in sorted(declared.items())})
+    fresh_install, here = core_lists(tmp_path), core_lists(None)
+    assert fresh_install["installed"] and fresh_install["lists"] == here["lists"]
+    modules = ["longitudinal_mri", "brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"]
+    assert here["lists"] == [["pathology", "radiology"], modules, sorted(declared[plugins.ADAPTERS_GROUP])]
