@@ -78,6 +78,7 @@ def core_copy(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow  # seven commands in fresh processes, a benchmark run among them (about 10 s)
 def test_a_plugin_package_adds_a_kind_a_module_and_an_adapter(toy_site: Path, tmp_path: Path) -> None:
     core = core_copy(tmp_path / "core")
     before = tree_digest(core / "copilot", core / "resources")
