@@ -279,9 +279,11 @@ def _models(ns: argparse.Namespace) -> int:
 
 
 def _gui(ns: argparse.Namespace) -> int:
-    from copilot.gui.startup import close_splash, progress
+    from copilot.gui.startup import close_splash, progress, show_first_image
 
     try:
+        if ns.screenshot is None and ns.qupath is None:
+            show_first_image(ns.path or ns.case)  # the study's middle slice while the viewer loads
         progress("Loading the viewer…")
         return _gui_main(ns)
     finally:

@@ -34,7 +34,10 @@ def test_a_start_shows_progress_before_the_first_frame(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     events = [line.split("startup ", 1)[1].split()[:2] for line in proc.stderr.splitlines() if " startup " in line]
     names = [name for name, _ in events]
-    assert names[:2] == ["terminal", "message"] and names[-1] == "first-frame"  # the terminal line before Qt loads
+    assert names[:2] == ["terminal", "message"] and names[-1] == "viewer"  # the terminal line before Qt loads
     assert "progress" in names[1:-1] and any("Opening patient_t2.nii.gz" in line for line in proc.stderr.splitlines())
+    loading = next(n for n, line in enumerate(proc.stderr.splitlines()) if "Loading the viewer" in line)
+    framed = next(n for n, line in enumerate(proc.stderr.splitlines()) if " startup first-frame " in line)
+    assert names.count("first-frame") == 1 and framed < loading  # the study's image before the viewer's modules
     times = [float(t.rstrip(":")) for _, t in events]
     assert times == sorted(times) and times[0] < times[-1]

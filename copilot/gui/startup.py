@@ -1,9 +1,12 @@
-"""Desktop start-up feedback: a small window with a progress message as soon as Qt is imported, before the
-viewer's heavy modules load; the messages follow the start-up until the main window shows.
+"""Desktop start-up feedback: a small window with a progress message as soon as Qt is imported, then the study's
+first image in it (its middle slice or a slide's lowest level, read with numpy alone) before the viewer's heavy
+modules load; the messages follow the start-up, and the window goes once the viewer has painted the study.
 
 With MEDCOPILOT_STARTUP_PROBE=1 every start-up event is also written to stderr as
-"medcopilot gui: startup <event> <seconds since the process started>: <message>", and the app exits as soon
-as the first frame of a study is painted (benchmarks/desktop_start.py reads these lines).
+"medcopilot gui: startup <event> <seconds since the process started> cpu <CPU seconds>: <message>"; the events
+are terminal, message, progress, first-frame (the study's first image painted, in the start-up window or in the
+viewer) and viewer (the viewer's panes painted with the study), and the app exits right after the viewer event
+(benchmarks/desktop_start.py reads these lines).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
-_state: dict[str, Any] = {"splash": None, "label": None, "framed": False}
+_state: dict[str, Any] = {"splash": None, "label": None, "image": None, "framed": False, "viewer": False}
 
 
 def probing() -> bool:
@@ -43,7 +46,9 @@ _LOADED = time.perf_counter()
 def log(event: str, message: str = "") -> None:
     """One start-up event on stderr when probing."""
     if probing():
-        print(f"medcopilot gui: startup {event} {since_start():.3f}: {message}", file=sys.stderr, flush=True)
+        cpu = time.process_time()
+        print(f"medcopilot gui: startup {event} {since_start():.3f} cpu {cpu:.3f}: {message}", file=sys.stderr,
+              flush=True)  # fmt: skip
 
 
 def display_problem() -> str | None:
@@ -71,18 +76,66 @@ def show_splash(message: str = "Starting MedCopilot…") -> None:
     if display_problem() is not None:
         return
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication, QLabel
+    from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = QWidget()
+    window.setWindowFlags(Qt.WindowType.SplashScreen | Qt.WindowType.FramelessWindowHint)
+    window.setStyleSheet("color: #f0f0f0; background: #1c1c24; font-size: 15px;")
+    window.setMinimumWidth(420)
+    box = QVBoxLayout(window)
+    box.setContentsMargins(22, 22, 22, 22)
+    image = QLabel()
+    image.setObjectName("first-image")
+    image.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    image.hide()
     label = QLabel(message)
-    label.setWindowFlags(Qt.WindowType.SplashScreen | Qt.WindowType.FramelessWindowHint)
     label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    label.setStyleSheet("color: #f0f0f0; background: #1c1c24; padding: 22px; font-size: 15px;")
-    label.setMinimumWidth(420)
-    label.show()
-    _state["splash"], _state["label"] = label, label
+    box.addWidget(image)
+    box.addWidget(label)
+    window.show()
+    _state["splash"], _state["label"], _state["image"] = window, label, image
+    watch_first_frame()
     app.processEvents()
     log("message", message)
+
+
+def show_first_image(path: str | None, side: int = 512) -> bool:
+    """Paint the study's first image in the start-up window (numpy and the file's bytes only, no viewer module);
+    False when there is no window or no such image (a URL, a compressed DICOM series, several series…)."""
+    image = _state.get("image")
+    if image is None or not path or "://" in path:
+        return False
+    from copilot.engine.first_image import first_image
+
+    found = first_image(path)
+    if found is None:
+        return False
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage, QPixmap
+    from PySide6.QtWidgets import QApplication
+
+    pixels = found.pixels
+    rows, cols = pixels.shape[:2]
+    fmt = QImage.Format.Format_RGB888 if pixels.ndim == 3 else QImage.Format.Format_Grayscale8
+    qimage = QImage(pixels.data, cols, rows, pixels.strides[0], fmt).copy()  # owns its bytes
+    height = max(1, round(rows * found.pixel_aspect))
+    scale = side / max(cols, height)
+    pixmap = QPixmap.fromImage(qimage).scaled(max(1, round(cols * scale)), max(1, round(height * scale)),
+                                              Qt.AspectRatioMode.IgnoreAspectRatio,
+                                              Qt.TransformationMode.SmoothTransformation)  # fmt: skip
+    image.setPixmap(pixmap)
+    image.setToolTip(found.caption)
+    image.show()
+    window = _state["splash"]
+    window.adjustSize()
+    screen = window.screen().availableGeometry() if window.screen() is not None else None
+    if screen is not None:
+        window.move(screen.center() - window.rect().center())
+    app = QApplication.instance()
+    if app is not None:
+        app.processEvents()
+    return True
 
 
 def progress(message: str) -> None:
@@ -98,40 +151,48 @@ def progress(message: str) -> None:
     log("progress", message)
 
 
-def close_splash() -> None:
-    """The main window is up: the splash goes."""
-    label = _state.get("splash")
-    _state["splash"] = _state["label"] = None
-    if label is not None:
-        label.close()
-        label.deleteLater()
+def close_splash(keep_image: bool = False) -> None:
+    """The main window is up: the start-up window goes (with `keep_image`, not while it shows the study's first
+    image: it then stays over the viewer until the study is open there)."""
+    window = _state.get("splash")
+    image = _state.get("image")
+    if window is None or (keep_image and image is not None and not image.isHidden()):
+        return
+    _state["splash"] = _state["label"] = _state["image"] = None
+    window.close()
+    window.deleteLater()
 
 
 def watch_first_frame() -> None:
-    """Log the first paint of a view pane that holds an image (and, when probing, exit right after it)."""
+    """Log the first paint of the study's image (in the start-up window or a view pane) and the first paint of a
+    view pane that holds an image (when probing, exit right after that)."""
     from PySide6.QtCore import QEvent, QObject, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from copilot.gui.views import PaneWidget
-
     app = QApplication.instance()
-    if app is None:
+    if app is None or _state.get("watcher") is not None:
         return
 
     class _FirstFrame(QObject):
         def eventFilter(self, obj: Any, event: Any) -> bool:
-            if (
-                not _state["framed"]
-                and event.type() == QEvent.Type.Paint
-                and isinstance(obj, PaneWidget)
-                and getattr(obj, "_image", None) is not None
-            ):
+            if _state["viewer"] or event.type() != QEvent.Type.Paint:
+                return False
+            views = sys.modules.get("copilot.gui.views")  # the panes' module: loaded with the viewer, not here
+            pane = views is not None and isinstance(obj, views.PaneWidget) and getattr(obj, "_image", None) is not None
+            shown: Any = _state.get("image")
+            preview = shown is not None and obj is shown and not shown.isHidden()
+            if (pane or preview) and not _state["framed"]:
                 _state["framed"] = True
+                log("first-frame", "the study's first frame is painted")
+            if pane:
+                _state["viewer"] = True
                 QTimer.singleShot(0, _painted)
             return False
 
     def _painted() -> None:
-        log("first-frame", "the study's first frame is painted")
+        log("viewer", "the viewer shows the study")
+        app.removeEventFilter(watcher)
+        close_splash()
         if probing():
             sys.stderr.flush()
             os._exit(0)  # a probe: nothing else to measure
