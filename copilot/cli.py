@@ -145,7 +145,7 @@ def _bench_report(ns: argparse.Namespace) -> int:
     run_dir = run if run.is_dir() else run.parent
     if ns.format == "html":
         path = Path(ns.output) if ns.output else run_dir / "report.html"
-        write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages)
+        write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages, galleries=True)
         print(path)
         return 0
     if ns.format == "json":

@@ -285,6 +285,7 @@ def render_episode(
         f"Strict {row['strict']:.2f}, Loc {loc}"
         f"{'; parse error: ' + html.escape(row['parse_error']) if row.get('parse_error') else ''}. "
         f'<a href="trace.jsonl">trace.jsonl</a></p>',
+        _gallery_link(trace_dir, row),
     ]
     parts.append(_model_line(events, process.get("usage") or {}))
     if prompt is None:
@@ -387,6 +388,14 @@ def _process_html(process: dict[str, Any]) -> str:
             f"<td><code>{html.escape(json.dumps(rest, ensure_ascii=False))}</code></td></tr>"
         )
     return "<table class=process><tr><th>metric</th><th>score</th><th>detail</th></tr>" + "".join(rows) + "</table>"
+
+
+def _gallery_link(trace_dir: Path, row: dict[str, Any]) -> str:
+    """The marker the galleries link at, with the link when the episode's gallery is already written."""
+    from copilot.bench.gallery import MARK, link_html
+
+    run_dir = trace_dir.parents[len(Path(row["trace_dir"]).parts) - 1] if row.get("trace_dir") else None
+    return MARK + (link_html(run_dir, row) if run_dir is not None else "")
 
 
 def _back_link(trace_dir: Path, row: dict[str, Any]) -> str:

@@ -165,7 +165,9 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
     from copilot.bench.perturb import read_perturbations
 
     measures = measures_html(rows, read_perturbations(run))
-    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}{measures}<h2>Episodes</h2>")
+    from copilot.bench.gallery import index_html
+
+    parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}{measures}{index_html(rows, run)}<h2>Episodes</h2>")
     head = "".join(
         f"<th>{h}</th>"
         for h in ("case", "module", "model", "track", "budget", "repeat", "status", "Task", "Strict", "Loc",
@@ -193,9 +195,15 @@ def write_report(
     columns: dict[str, Column],
     run_dir: str | Path | None = None,
     pages: bool = False,
+    galleries: bool = False,
 ) -> Path:
-    """Write report.html; with `pages`, (re)write every episode's audit page from its trace first."""
+    """Write report.html; with `pages`, (re)write every episode's audit page from its trace first; with
+    `galleries` (or `pages`), the final-view galleries of every configuration and case, linked from the pages."""
     path = Path(path)
+    if (galleries or pages) and run_dir is not None:
+        from copilot.bench.gallery import write_galleries
+
+        write_galleries(rows, run_dir)
     if pages and run_dir is not None:
         from copilot.bench.episode_page import write_episode_page
 
