@@ -200,10 +200,10 @@ def test_desktop_store_on_a_pacs_study_asks_and_stores(pacs: LocalOrthanc, tmp_p
 def test_store_without_a_pacs_writes_files(tmp_path: Path) -> None:
     """A study from a folder: the plan names `file:` destinations, approved the SR is written there (owner-only);
     the session replays."""
-    from copilot.replay import replay
     from copilot.panel.model import PanelModel
     from copilot.panel.store import store_with
     from copilot.panel.studies import open_study, study_for
+    from copilot.replay import replay
 
     write_ct_series(tmp_path / "ct")
     study = study_for(str(tmp_path / "ct"))
@@ -261,3 +261,24 @@ def test_the_host_panels_store_button(tmp_path: Path) -> None:
     assert conv.answer_items == [] and [e["kind"] for e in session.evidence()] == ["key_slice"]
     written = tmp_path / "t" / "derived" / "clinician_report.dcm"
     assert texts(pydicom.dcmread(written)) == {"Request": QUESTION, "Finding": ANSWER}
+
+
+def test_non_image_objects_are_known_by_modality_or_sop_class() -> None:
+    """A SEG, SR, KO or PR is a derived result by its modality, or by its SOP class when the modality is wrong; an
+    RT Dose and a CT are images."""
+    from pydicom.dataset import Dataset
+
+    from copilot.panel.studies import is_derived_object
+
+    def header(modality: str, sop: str) -> Dataset:
+        ds = Dataset()
+        ds.Modality, ds.SOPClassUID = modality, sop
+        return ds
+
+    derived = [("SEG", "1.2.840.10008.5.1.4.1.1.66.4"), ("OT", "1.2.840.10008.5.1.4.1.1.66.4"),
+               ("OT", "1.2.840.10008.5.1.4.1.1.88.34"), ("KO", "1.2.840.10008.5.1.4.1.1.88.59"),
+               ("OT", "1.2.840.10008.5.1.4.1.1.11.1"), ("SR", "")]  # fmt: skip
+    images = [("CT", "1.2.840.10008.5.1.4.1.1.2"), ("RTDOSE", "1.2.840.10008.5.1.4.1.1.481.2"),
+              ("SM", "1.2.840.10008.5.1.4.1.1.77.1.6")]  # fmt: skip
+    assert all(is_derived_object(header(m, s)) for m, s in derived)
+    assert not any(is_derived_object(header(m, s)) for m, s in images)
