@@ -1,12 +1,16 @@
 """Desktop start-up: time from the `medcopilot gui STUDY` command to its first line on the terminal, to the first
-progress message in a window and to the first frame of the study painted, for a DICOM folder, a NIfTI file and a
-slide (Qt offscreen).
+progress message in a window, to the study's first frame painted (its first image in the start-up window) and to
+the viewer's panes painted with the study, for a DICOM folder, a NIfTI file and a slide (Qt offscreen); beside
+the floor any Python desktop app stands on, measured in the same run: the interpreter's start, `import
+PySide6.QtWidgets`, and a PySide6 window painted.
 
 Each start runs in a fresh process with MEDCOPILOT_STARTUP_PROBE=1: the app then writes one stderr line per
-start-up event ("medcopilot gui: startup <event> <seconds since the process started>: <message>") and quits
-once the first frame of the study is painted. The times printed here are those of the lines' arrival, from the
-moment the command was started (interpreter start-up included), so they are what a clinician waits.
-The studies are generated into a temporary folder, deleted after.
+start-up event ("medcopilot gui: startup <event> <seconds since the process started> cpu <CPU s>: <message>")
+and quits once the viewer has painted the study. The times printed here are those of the lines' arrival, from
+the moment the command was started (interpreter start-up included), so they are what a clinician waits; the
+CPU seconds the process had used at its first frame are printed too (on a loaded machine they show what a quiet
+one would wait). The load average is printed before and after. The studies are generated into a temporary
+folder, deleted after.
 
 Run: `.venv/bin/python benchmarks/desktop_start.py [--repeats N]`.
 """
@@ -65,35 +69,74 @@ def start(path: Path, home: Path) -> dict[str, float]:
     command = [sys.executable, "-m", "copilot.cli", "gui", str(path), "--trace-dir", str(home / "trace")]
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     seen: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     watchdog = threading.Timer(120, proc.kill)  # the app stays open on an error: the probe's exit never comes
     watchdog.start()
     assert proc.stderr is not None
     for line in proc.stderr:
         now = time.perf_counter() - t0
         if "startup " in line:
-            event = line.split("startup ", 1)[1].split()[0]
-            seen.setdefault(event, now)
-            seen.setdefault("first line", now)
+            words = line.split("startup ", 1)[1].split()
+            seen.setdefault(words[0], now)
+            if len(words) > 3 and words[2] == "cpu":
+                cpu.setdefault(words[0], float(words[3].rstrip(":")))
     proc.wait()
     watchdog.cancel()
-    if "first-frame" not in seen:
+    if "viewer" not in seen and "first-frame" in seen and not cpu:  # an older probe: its first frame was the viewer's
+        seen["viewer"] = seen["first-frame"]
+    if "viewer" not in seen or "first-frame" not in seen:
         raise RuntimeError(f"{path.name}: no first frame (exit {proc.returncode})")
+    seen["first-frame cpu"] = cpu.get("first-frame", float("nan"))
     return seen
+
+
+REFERENCES = {
+    "interpreter start": "pass",
+    "import PySide6.QtWidgets": "import PySide6.QtWidgets",
+    "PySide6 window painted": (
+        "import sys\nfrom PySide6.QtWidgets import QApplication, QLabel\napp = QApplication(sys.argv[:1])\n"
+        "w = QLabel('x')\nw.show()\napp.processEvents()\n"
+    ),
+}
+
+
+def reference(code: str) -> float:
+    """Seconds from starting a fresh interpreter running `code` to its exit (Qt offscreen)."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile (nearest rank: the largest of up to 20 values)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(np.ceil(0.95 * len(ordered))) - 1))]
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "n/a"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ns = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="desktop_start_"))
     try:
         made = studies(out)
-        print(f"{'study':14} {'terminal line':>22} {'window message':>22} {'first frame':>22}   "
-              f"(median / max of {ns.repeats} starts, s)")  # fmt: skip
+        print(f"load average {load()} on {os.cpu_count()} cores; median / p95 of {ns.repeats} starts, s")
+        events = ("terminal", "message", "first-frame", "viewer")
+        print(f"{'':26}" + "".join(f"{e:>16}" for e in ("terminal line", "window message", "first frame",
+                                                          "viewer")) + f"{'CPU at 1st frame':>18}")  # fmt: skip
+        for label, code in REFERENCES.items():
+            times = [reference(code) for _ in range(ns.repeats)]
+            print(f"{label:26}{statistics.median(times):9.3f} / {p95(times):4.2f}")
         for label, path in made.items():
             runs = [start(path, out / f"home-{label.split()[0]}-{n}") for n in range(ns.repeats)]
-            cols = [[r[event] for r in runs] for event in ("terminal", "message", "first-frame")]
-            print(f"{label:14}" + "".join(f" {statistics.median(c):14.3f} / {max(c):5.3f}" for c in cols))
+            cols = [[r[event] for r in runs] for event in (*events, "first-frame cpu")]
+            print(f"{label:26}" + "".join(f"{statistics.median(c):9.3f} / {p95(c):4.2f}" for c in cols))
+        print(f"load average {load()}")
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return 0
