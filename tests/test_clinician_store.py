@@ -18,6 +18,7 @@ import pytest
 from copilot.pacs.client import PacsClient
 from copilot.pacs.orthanc import LocalOrthanc
 from copilot.pacs.sample import write_ct_series
+from copilot.panel.studies import open_study, study_for
 from tests import test_pacs
 from tests.dicom_validator import assert_valid_dicom
 from tests.fake_openai import FakeOpenAI, tool
@@ -282,3 +283,27 @@ def test_non_image_objects_are_known_by_modality_or_sop_class() -> None:
               ("SM", "1.2.840.10008.5.1.4.1.1.77.1.6")]  # fmt: skip
     assert all(is_derived_object(header(m, s)) for m, s in derived)
     assert not any(is_derived_object(header(m, s)) for m, s in images)
+
+
+def test_an_answer_without_evidence_is_stored_as_text_alone(tmp_path: Path) -> None:
+    """A negative answer states no evidence: the report carries the question and answer alone (TID 1500's
+    Qualitative Evaluations), refers to the series shown, and passes dciodvfy; with no text either, nothing."""
+    from copilot.panel.model import PanelModel
+    from copilot.panel.store import plan_store, store_with
+
+    datasets = write_ct_series(tmp_path / "ct")
+    study = study_for(str(tmp_path / "ct"))
+    session = open_study(study, tmp_path / "t")
+    model = PanelModel(session, study)
+    empty = plan_store(model)
+    assert empty.steps == [] and "no key slice, point or distance" in empty.problems[0]
+    model.answered.append(("Is there a fracture?", "No fracture is seen."))
+    plan, outcomes = store_with(model, lambda p: ("approve", ""))
+    session.close()
+    assert "no evidence: the text alone" in plan.lines()[0] and outcomes[0].ok
+    sr = pydicom.dcmread(tmp_path / "t" / "derived" / "clinician_report.dcm")
+    assert texts(sr) == {"Request": "Is there a fracture?", "Finding": "No fracture is seen."}
+    refs = {i.ReferencedSOPInstanceUID for s in sr.CurrentRequestedProcedureEvidenceSequence
+            for r in s.ReferencedSeriesSequence for i in r.ReferencedSOPSequence}  # fmt: skip
+    assert refs == {d.SOPInstanceUID for d in datasets}
+    assert_valid_dicom(tmp_path / "t" / "derived" / "clinician_report.dcm")

@@ -127,7 +127,9 @@ def _texts(question: str, answer: str) -> Any:
 
     items = [(codes.DCM.Request, question.strip()), (codes.DCM.Finding, answer.strip())]
     container = hd.sr.ContainerContentItem(
-        name=Code("C0034375", "UMLS", "Qualitative Evaluations"), relationship_type="CONTAINS"
+        name=Code("C0034375", "UMLS", "Qualitative Evaluations"),
+        relationship_type="CONTAINS",
+        is_content_continuous=False,
     )
     container.ContentSequence = hd.sr.ContentSequence(
         [hd.sr.TextContentItem(name=name, value=text, relationship_type="CONTAINS") for name, text in items if text]
@@ -143,7 +145,7 @@ def build_evidence_sr(
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
-    groups, sources, counts, _ = _checked_groups(ctx)
+    groups, sources, counts, _ = _checked_groups(ctx, bool(question.strip() or answer.strip()))
     device = hd.sr.DeviceObserverIdentifyingAttributes(
         uid=OBSERVER_UID, name="MedCopilot", manufacturer_name="MedCopilot", model_name="MedCopilot"
     )
@@ -152,13 +154,17 @@ def build_evidence_sr(
             observer_type=codes.DCM.Device, observer_identifying_attributes=device
         )
     )
+    placeholder = [hd.sr.MeasurementsAndQualitativeEvaluations(hd.sr.TrackingIdentifier(uid=hd.UID(), identifier="-"))]
     report = hd.sr.MeasurementReport(
         observation_context=context, procedure_reported=codes.SCT.ImagingProcedure,
-        imaging_measurements=groups, referenced_images=_library(sources),
+        imaging_measurements=groups or placeholder, referenced_images=_library(sources),
     )  # fmt: skip
+    root = report[0].ContentSequence
+    if not groups:  # the text alone: TID 1500 needs one of its containers, the Qualitative Evaluations will do
+        root[:] = [item for item in root if item.ConceptNameCodeSequence[0].CodeValue != "126010"]
     texts = _texts(question, answer)
     if texts is not None:
-        report[0].ContentSequence.append(texts)
+        root.append(texts)
     sr = hd.sr.Comprehensive3DSR(
         evidence=sources, content=report, series_instance_uid=hd.UID(), series_number=901,
         sop_instance_uid=hd.UID(), instance_number=1, manufacturer="MedCopilot",
@@ -176,10 +182,25 @@ def _library(sources: list[pydicom.Dataset]) -> list[pydicom.Dataset] | None:
     return single or None
 
 
-def _checked_groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
-    """`_groups`, refused by name when there is nothing to report or the evidence spans several studies."""
+def _shown_sources(ctx: RadiologyContext) -> list[pydicom.Dataset]:
+    """The instances of every volume loaded from a DICOM series: what a report of text alone refers to."""
+    cache: dict[str, list[SourceFrame] | None] = {}
+    found: dict[str, pydicom.Dataset] = {}
+    for vol in ctx.viewer.state().get("volumes") or []:
+        for source in _source_series(ctx, str(vol["id"]), cache) or []:
+            found[str(source.dataset.SOPInstanceUID)] = source.dataset
+    return list(found.values())
+
+
+def _checked_groups(
+    ctx: RadiologyContext, text: bool = False
+) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
+    """`_groups`, refused by name when there is nothing to report or the evidence spans several studies; with
+    `text` (a question or answer to carry), no evidence is a report on the DICOM series shown."""
     groups, sources, counts, labels = _groups(ctx)
-    if not groups:
+    if not groups and text:
+        sources = _shown_sources(ctx)
+    if not groups and not sources:
         raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
     complete_sources(sources, "the evidence's source series")  # before any UID is read: missing ones refused by name
     if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
@@ -201,14 +222,14 @@ def plan_evidence_sr(ctx: RadiologyContext, output_name: str, question: str = ""
     """What `export_evidence_sr` would write (the report's groups and labels, its text, its study) and where,
     writing nothing."""
     out = _output_file(ctx, output_name)
-    _, sources, counts, labels = _checked_groups(ctx)
+    _, sources, counts, labels = _checked_groups(ctx, bool(question.strip() or answer.strip()))
     study = str(sources[0].StudyInstanceUID)
     target = store_target(ctx.case_inputs.get("origin"), [study])
     what = (
         f"DICOM measurement report (Comprehensive 3D SR) {output_name!r} of study {study}: {counts['key_slices']} key "
         f"slice(s), {counts['points']} point(s), {counts['distances']} distance(s)"
         + (f" ({counts['left_out']} evidence item(s) left out)" if counts["left_out"] else "")
-        + f"; labels: {'; '.join(labels)}"
+        + (f"; labels: {'; '.join(labels)}" if labels else "; no evidence: the text alone, on the series shown")
         + (f"; question: «{question.strip()}»" if question.strip() else "")
         + (f"; answer: «{answer.strip()}»" if answer.strip() else "")
         + f"; a copy kept as derived/{out.name}"
