@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Step = dict[str, Any]
-Event = tuple[str | None, dict[str, Any]]  # (SSE event name, data)
+Event = tuple[str | None, dict[str, Any] | str]  # (SSE event name, data: a JSON object or a literal like [DONE])
 
 
 def tool(name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
@@ -77,7 +77,8 @@ class FakeOpenAI:
         return self._completion(body, step)
 
     def events(self, body: dict[str, Any], step: Step) -> list[Event]:
-        return [(None, c) for c in self._chunks(body, step)] + [(None, "[DONE]")]  # type: ignore[list-item]
+        events: list[Event] = [(None, c) for c in self._chunks(body, step)]
+        return [*events, (None, "[DONE]")]
 
     # ----- the shared server -----
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
