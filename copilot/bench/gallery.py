@@ -23,6 +23,7 @@ from copilot.cases.pack import CasePack, load_case
 FOLDER = "gallery"
 MARK = "<!-- gallery -->"  # where an episode page carries its gallery link
 VIEWS = {"red": "S", "yellow": "R", "green": "A"}  # axial, sagittal, coronal
+ORDER = {name: n for n, name in enumerate(VIEWS)}
 SIZE = 160
 
 
@@ -115,7 +116,7 @@ def _column(run_dir: Path, row: dict[str, Any], case: CasePack | None, truth: Tr
     final = final_view(read_trace(trace_dir))
     shown = "".join(
         f'<img src="{html.escape(up)}/{html.escape(a)}" alt="{html.escape(v)}" title="{html.escape(v)}">'
-        for v, a in sorted(final["images"].items())
+        for v, a in sorted(final["images"].items(), key=lambda kv: (ORDER.get(kv[0], len(ORDER)), kv[0]))
     ) or '<span class="na">no image shown</span>'
     if case is None or truth is None:
         return head, shown, '<span class="na">case pack not readable from here</span>'
