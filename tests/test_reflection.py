@@ -100,3 +100,27 @@ def test_summary_per_configuration_and_na() -> None:
     assert "+0.25" in reflection_html(reflection_summary(rows))
     assert reflection_summary([row("d", None)]) == {}
     assert "N/A" in reflection_html({})
+
+
+def test_a_scripted_episode_that_revises_its_point(brain_case: Path, tmp_path: Path) -> None:
+    """A scripted episode (offline: each call its own round) records a point 40 mm off the lesion at call 1 and
+    one in the lesion at call 2: rounds 1 and 2 score 0 and 1, Δ = +1, improved; the run's summary counts it."""
+    import json
+
+    from copilot.batch import run_batch
+
+    truth = Truth(load_case(brain_case))
+    m = truth.mask.ijk_to_ras  # type: ignore[union-attr]
+    inside = [round(float(v), 3) for v in (np.r_[truth.mask_voxels[len(truth.mask_voxels) // 2], 1.0] @ m.T)[:3]]
+    off = [inside[0] + 40.0 if inside[0] < 0 else inside[0] - 40.0, *inside[1:]]
+    script = tmp_path / "revise.json"
+    script.write_text(json.dumps({"calls": [{"handler": "record_point", "args": {"ras": off}},
+                                            {"handler": "record_point", "args": {"ras": inside}}],
+                                  "answer": "ANSWER: A"}))  # fmt: skip
+    (row,) = run_batch(brain_case, f"scripted:{script}", tmp_path / "run", progress=None, model="revise")
+    rec = row["process"]["reflection"]
+    assert truth.ras_hit(tuple(inside)) and not truth.ras_hit(tuple(off))
+    assert (rec["rounds"], rec["output_rounds"], rec["family"]) == (2, 2, "point")
+    assert (rec["first"], rec["last"], rec["delta"], rec["outcome"]) == (0.0, 1.0, 1.0, "improved")
+    (summary,) = reflection_summary([row]).values()
+    assert (summary["improved"], summary["comparable"], summary["mean_delta"]) == (1, 1, 1.0)

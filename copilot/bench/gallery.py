@@ -91,7 +91,7 @@ def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict
     draw = ImageDraw.Draw(thumb, "RGBA")
     for ann in truth.annotations:
         pts = [(float(px) * s, float(py) * s) for px, py in np.asarray(ann.exterior)]
-        draw.polygon(pts, outline=(120, 120, 120, 255) if ann.cls.lower() == "exclusion" else (0, 190, 0, 255))
+        draw.polygon(pts, outline=(120, 120, 120, 255) if ann.cls.lower() == "exclusion" else (0, 190, 0, 255), width=2)
     region = final["state"].get("visible_region")
     if isinstance(region, list) and len(region) == 4:  # level-0 x0, y0, x1, y1
         draw.rectangle([float(v) * s for v in region], outline=(40, 110, 230, 255), width=2)
