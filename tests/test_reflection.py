@@ -119,7 +119,7 @@ def test_a_scripted_episode_that_revises_its_point(brain_case: Path, tmp_path: P
                                   "answer": "ANSWER: A"}))  # fmt: skip
     (row,) = run_batch(brain_case, f"scripted:{script}", tmp_path / "run", progress=None, model="revise")
     rec = row["process"]["reflection"]
-    assert truth.ras_hit(tuple(inside)) and not truth.ras_hit(tuple(off))
+    assert truth.ras_hit((inside[0], inside[1], inside[2])) and not truth.ras_hit((off[0], off[1], off[2]))
     assert (rec["rounds"], rec["output_rounds"], rec["family"]) == (2, 2, "point")
     assert (rec["first"], rec["last"], rec["delta"], rec["outcome"]) == (0.0, 1.0, 1.0, "improved")
     (summary,) = reflection_summary([row]).values()
