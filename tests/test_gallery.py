@@ -59,7 +59,8 @@ def _green(uri: str) -> int:
 def test_gallery_of_two_repeats(brain_case: Path, tmp_path: Path) -> None:
     """Two baseline runs of the brain case: one gallery with two run columns, each linking its episode page;
     each run's final axial plane (through the lesion: baseline Loc 1) drawn with the hidden mask in green; the
-    report lists the gallery and each episode page links it."""
+    report lists the gallery and each episode page links it. A report over the same runs keeps the gallery; one
+    over other runs redraws it."""
     run = tmp_path / "run"
     run_batch(brain_case, "baseline", run, progress=None, repeats=2)
     db = ResultsDB(run / "results.sqlite")
@@ -79,3 +80,8 @@ def test_gallery_of_two_repeats(brain_case: Path, tmp_path: Path) -> None:
         episode = (run / r["trace_dir"] / "episode.html").read_text(encoding="utf-8")
         (href,) = re.findall(r'class="gallery" href="([^"]+)"', episode)
         assert (run / r["trace_dir"] / href).resolve() == gallery.resolve()
+    gallery.write_text(page + "<!-- kept -->", encoding="utf-8")  # the same runs again: not redrawn
+    write_report(rows, run / "report.html", report_columns(), run_dir=run, galleries=True)
+    assert gallery.read_text(encoding="utf-8").endswith("<!-- kept -->")
+    write_report(rows[:1], run / "report.html", report_columns(), run_dir=run, galleries=True)  # runs changed
+    assert gallery.read_text(encoding="utf-8").count("/episode.html\">repeat ") == 1

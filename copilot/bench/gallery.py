@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import os
 import re
 from collections import defaultdict
@@ -169,8 +170,6 @@ def _case_root(run_dir: Path, row: dict[str, Any]) -> Path | None:
     trace = run_dir / row["trace_dir"] / "trace.jsonl"
     if not trace.is_file():
         return None
-    import json
-
     with trace.open(encoding="utf-8") as f:
         head = json.loads(f.readline() or "{}")
     root = head.get("case_root")
@@ -186,8 +185,15 @@ def link_html(run_dir: Path, row: dict[str, Any]) -> str:
     return f'<p><a class="gallery" href="{html.escape(href)}">Final views of every run of this case (Figs 8–9)</a></p>'
 
 
+def _stamp(group: list[dict[str, Any]]) -> str:
+    """A comment naming the runs a gallery was drawn from (trace folder, finish time, status)."""
+    key = json.dumps([[r.get("trace_dir"), r.get("finished_at"), r.get("status")] for r in group], default=str)
+    return f"<!-- runs {hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
+
+
 def write_galleries(rows: list[dict[str, Any]], run_dir: str | Path) -> list[str]:
-    """Write a gallery per configuration and case, and link each episode page that exists to its gallery."""
+    """Write a gallery per configuration and case (redrawn only when its runs changed), and link each episode
+    page that exists to its gallery."""
     from copilot.bench.episode_page import PAGE
 
     run = Path(run_dir)
@@ -198,8 +204,10 @@ def write_galleries(rows: list[dict[str, Any]], run_dir: str | Path) -> list[str
     for gallery, group in sorted(groups.items()):
         group.sort(key=lambda r: (r.get("repeat", 0), r.get("seed", 0)))
         path = run / gallery
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_gallery(run, group, gallery), encoding="utf-8")
+        stamp = _stamp(group)
+        if not (path.is_file() and stamp in path.read_text(encoding="utf-8")):  # unchanged runs: not redrawn
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render_gallery(run, group, gallery) + stamp, encoding="utf-8")
         for r in group:
             page = run / r["trace_dir"] / PAGE
             if page.is_file():
