@@ -2,19 +2,63 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 import SimpleITK as sitk
 
+Region = tuple[slice, ...]  # a box of the template grid, [k, j, i]
+WHOLE: Region = (slice(None), slice(None), slice(None))
+
 
 @dataclass
 class Anatomy:
-    """Template maps on one grid (SimpleITK reference image + arrays [k, j, i])."""
+    """Template maps on one grid (arrays [k, j, i]) and a one-voxel SimpleITK image that carries the grid's origin,
+    spacing and direction (the geometry, without a volume's worth of voxels)."""
 
     reference: sitk.Image
     t1: np.ndarray
     gm: np.ndarray
     wm: np.ndarray
-    csf: np.ndarray
+    hull: np.ndarray  # inside the brain's closed outline
     head: np.ndarray
+
+    def csf(self, region: Region = WHOLE) -> np.ndarray:
+        """CSF fraction in a box: what the brain hull holds beyond grey and white matter (computed, not stored)."""
+        return np.clip(1.0 - self.gm[region] - self.wm[region], 0, 1) * self.hull[region]
+
+    def brain(self, region: Region = WHOLE) -> np.ndarray:
+        """Brain fraction (grey + white matter + CSF) in a box."""
+        return self.gm[region] + self.wm[region] + self.csf(region)
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+
+
+def big_arrays_unmapped() -> None:
+    """Have every block of 1 MB or more mapped on its own, so that a freed slab or mask goes back to the system at
+    once (glibc otherwise raises that bound as blocks are freed, and a volume's worth of freed slabs stays in
+    the heap); nothing off glibc."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
+
+
+def return_freed_memory() -> None:
+    """Hand the heap's freed pages back to the system (glibc keeps freed mid-size blocks, such as the masks a
+    template step drops, in the process); nothing off glibc."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)

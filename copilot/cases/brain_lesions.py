@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from copilot.cases.anatomy import Anatomy
+from copilot.cases.anatomy import Anatomy, Region, return_freed_memory
 from copilot.engine.geometry import lps_to_ras, ras_to_lps
 
 # intensity as a multiple of normal white matter on each sequence
@@ -40,9 +40,12 @@ ANCHORS_RAS = {  # MNI RAS mm (right hemisphere; mirrored for the left), jitter 
 
 @dataclass
 class Compartment:
+    """A lesion compartment: its voxels as a mask over a box of the template grid (empty everywhere else)."""
+
     label: int
     kind: str
     mask: np.ndarray
+    region: Region
 
 
 @dataclass
@@ -82,71 +85,105 @@ def choose_lesion(letter: str, anat: Anatomy, rng: np.random.Generator) -> Lesio
     centre = ras_to_index(anat, (side * r + rng.uniform(-jitter, jitter), a + rng.uniform(-jitter, jitter),
                                  s + rng.uniform(-jitter, jitter)))  # fmt: skip
     if letter == "F":  # snap to the most CSF-filled point nearby (the ventricle)
-        centre = _snap(anat.csf, centre, round(8 / spacing))
+        centre = _snap(anat, centre, round(8 / spacing))
     radius = {"B": (12, 18), "D": (8, 12), "E": (13, 18), "F": (9, 13)}[letter]
     return LesionSpec(letter, centre, float(rng.uniform(*radius)), int(rng.integers(1 << 30)))
 
 
-def _snap(field: np.ndarray, centre: np.ndarray, reach: int) -> np.ndarray:
+def _snap(anat: Anatomy, centre: np.ndarray, reach: int) -> np.ndarray:
     i, j, k = (round(v) for v in centre)
     sl = tuple(slice(max(0, c - reach), c + reach + 1) for c in (k, j, i))
-    local = ndimage.uniform_filter(field[sl], 3)
+    local = ndimage.uniform_filter(anat.csf(sl), 3)
     kk, jj, ii = np.unravel_index(int(np.argmax(local)), local.shape)
     return np.array([ii + sl[2].start, jj + sl[1].start, kk + sl[0].start], dtype=float)
 
 
-def _radius_field(shape: tuple[int, ...], spec: LesionSpec, spacing: float, scale: float) -> np.ndarray:
-    """Distance from the centre in units of the (irregular) lesion radius."""
+def _box(shape: tuple[int, ...], centre: np.ndarray, half: np.ndarray) -> Region:
+    """The grid box [k, j, i] holding every voxel within `half` voxels of `centre` (i, j, k) along each axis."""
+    lo = np.floor(centre - half).astype(int) - 1
+    hi = np.ceil(centre + half).astype(int) + 2
+    return tuple(slice(max(0, int(lo[a])), max(0, min(shape[2 - a], int(hi[a])))) for a in (2, 1, 0))
+
+
+def _union(a: Region, b: Region) -> Region:
+    return tuple(slice(min(x.start, y.start), max(x.stop, y.stop)) for x, y in zip(a, b, strict=True))
+
+
+def _radius_field(
+    shape: tuple[int, ...], spec: LesionSpec, spacing: float, scale: float, extra: Region | None = None
+) -> tuple[Region, np.ndarray]:
+    """Distance from the centre in units of the (irregular) lesion radius, over the box beyond which it is
+    infinite (widened to hold `extra`): the box and the field in it."""
     rng = np.random.default_rng(spec.shape_seed)
     axes = rng.uniform(0.8, 1.2, size=3)
     c = spec.centre_ijk
     radius_vox = spec.radius_mm * scale / spacing
     reach = int(np.ceil(radius_vox * 2.2 * axes.max())) + 2
-    kk, jj, ii = np.ogrid[: shape[0], : shape[1], : shape[2]]
+    region = _box(shape, c, reach * axes)
+    region = region if extra is None else _union(region, extra)
+    noise = ndimage.gaussian_filter(_standard_normal(rng, shape), max(1.0, 3.0 / spacing))
+    spread = max(float(noise.std()), 1e-6)
+    local = noise[region] / spread
+    del noise
+    return_freed_memory()
+    kk, jj, ii = np.ogrid[region[0], region[1], region[2]]
     r = np.sqrt(((ii - c[0]) / axes[0]) ** 2 + ((jj - c[1]) / axes[1]) ** 2 + ((kk - c[2]) / axes[2]) ** 2)
-    noise = ndimage.gaussian_filter(rng.standard_normal(shape).astype(np.float32), max(1.0, 3.0 / spacing))
-    noise /= max(float(noise.std()), 1e-6)
-    field = r / max(radius_vox, 1e-6) * (1.0 + 0.08 * noise)
+    field = r / max(radius_vox, 1e-6) * (1.0 + 0.08 * local)
     field[r > reach] = np.inf
-    return field
+    return region, field
+
+
+def _standard_normal(rng: np.random.Generator, shape: tuple[int, ...], depth: int = 16) -> np.ndarray:
+    """One draw of standard normal noise over `shape` as float32, made slab by slab (no float64 volume)."""
+    out = np.empty(shape, np.float32)
+    for k in range(0, shape[0], depth):
+        out[k : k + depth] = rng.standard_normal(out[k : k + depth].shape)
+    return out
 
 
 def compartments(spec: LesionSpec | None, anat: Anatomy, scale: float = 1.0) -> list[Compartment]:
-    """The lesion's compartments at a size `scale` (1 = as specified; 0 = gone)."""
+    """The lesion's compartments at a size `scale` (1 = as specified; 0 = gone), each over the lesion's box."""
     if spec is None or scale <= 0:
         return []
     spacing = anat.reference.GetSpacing()[0]
-    r = _radius_field(anat.t1.shape, spec, spacing, scale)
-    brain = (anat.gm + anat.wm + anat.csf) > 0.3
-    tissue = (anat.gm + anat.wm) > 0.3
+    shape = anat.t1.shape
+    nod = spec.centre_ijk + np.array([0.6, 0.0, 0.2]) * spec.radius_mm * scale / spacing  # E's mural nodule
+    nodule_box = _box(shape, nod, np.full(3, 0.45 * spec.radius_mm * scale / spacing))
+    region, r = _radius_field(shape, spec, spacing, scale, nodule_box if spec.letter == "E" else None)
+    brain = anat.brain(region) > 0.3
+    tissue = (anat.gm[region] + anat.wm[region]) > 0.3
+
+    def part(label: int, kind: str, mask: np.ndarray) -> Compartment:
+        return Compartment(label, kind, mask, region)
+
     if spec.letter == "A":
-        return [Compartment(2, "oedema", (r < 1.9) & (r >= 1.0) & tissue),
-                Compartment(4, "enhancing", (r < 1.0) & (r >= 0.55) & brain),
-                Compartment(1, "necrosis", (r < 0.55) & brain)]  # fmt: skip
+        return [part(2, "oedema", (r < 1.9) & (r >= 1.0) & tissue),
+                part(4, "enhancing", (r < 1.0) & (r >= 0.55) & brain),
+                part(1, "necrosis", (r < 0.55) & brain)]  # fmt: skip
     if spec.letter == "B":
-        return [Compartment(2, "oedema", (r < 1.25) & (r >= 1.0) & tissue),
-                Compartment(1, "nonenhancing", (r < 1.0) & brain)]  # fmt: skip
+        return [part(2, "oedema", (r < 1.25) & (r >= 1.0) & tissue),
+                part(1, "nonenhancing", (r < 1.0) & brain)]  # fmt: skip
     if spec.letter == "D":
         rng = np.random.default_rng(spec.shape_seed + 1)
-        bubbles = ndimage.gaussian_filter(rng.standard_normal(anat.t1.shape).astype(np.float32), 1.2) > 0.0
+        bubbles = ndimage.gaussian_filter(_standard_normal(rng, shape), 1.2)[region] > 0.0
         inner = (r < 0.85) & brain
-        return [Compartment(1, "cyst_rim", (r < 1.0) & (r >= 0.85) & brain | (inner & ~bubbles)),
-                Compartment(1, "cyst", inner & bubbles)]  # fmt: skip
+        return [part(1, "cyst_rim", (r < 1.0) & (r >= 0.85) & brain | (inner & ~bubbles)),
+                part(1, "cyst", inner & bubbles)]  # fmt: skip
     if spec.letter == "E":
-        nod = spec.centre_ijk + np.array([0.6, 0.0, 0.2]) * spec.radius_mm * scale / spacing
-        kk, jj, ii = np.ogrid[: r.shape[0], : r.shape[1], : r.shape[2]]
+        kk, jj, ii = np.ogrid[region[0], region[1], region[2]]
         nodule = ((ii - nod[0]) ** 2 + (jj - nod[1]) ** 2 + (kk - nod[2]) ** 2) < (
             0.45 * spec.radius_mm * scale / spacing
         ) ** 2
         cyst = (r < 1.0) & brain
-        return [Compartment(1, "cyst", cyst & ~nodule), Compartment(4, "nodule", nodule & brain)]
+        return [part(1, "cyst", cyst & ~nodule), part(4, "nodule", nodule & brain)]
     if spec.letter == "F":
-        return [Compartment(4, "ventricular", (r < 1.0) & brain)]
+        return [part(4, "ventricular", (r < 1.0) & brain)]
     raise ValueError(f"unknown option {spec.letter!r}")
 
 
 def label_map(parts: list[Compartment], shape: tuple[int, ...]) -> np.ndarray:
+    """The hidden mask: each compartment's label over its voxels, later compartments over earlier ones."""
     labels = np.zeros(shape, dtype=np.uint8)
     for part in parts:
-        labels[part.mask] = part.label
+        labels[part.region][part.mask] = part.label
     return labels

@@ -9,12 +9,14 @@ decide it, as some LUMIERE ratings are.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import SimpleITK as sitk
 
+from copilot.cases.anatomy import Anatomy
 from copilot.cases.answers import RANO_FIELDS, RANO_OPTIONS
 from copilot.cases.brain import _write, load_anatomy, synthesise, write_sequences
 from copilot.cases.brain_lesions import LesionSpec, choose_lesion, compartments, index_to_ras, label_map
@@ -24,7 +26,10 @@ LUMIERE_SEQUENCES = {"T1c": "CT1", "T1": "T1", "T2": "T2", "FLAIR": "FLAIR"}
 SCALE = {"A": 1.35, "B": 1.03, "C": 0.6, "D": 0.0}  # diameter ratio CURRENT / OLD
 
 
-def _study(anat, specs: list[tuple[LesionSpec, float]], rng: np.random.Generator) -> tuple[dict, np.ndarray]:
+def _study(
+    anat: Anatomy, specs: list[tuple[LesionSpec, float]], rng: np.random.Generator
+) -> tuple[Iterator[tuple[str, np.ndarray]], np.ndarray]:
+    """A study's sequences (made as they are taken: write one before the next) and its label map."""
     parts = [p for spec, scale in specs for p in compartments(spec, anat, scale)]
     return synthesise(anat, parts, rng), label_map(parts, anat.t1.shape)
 
@@ -51,13 +56,15 @@ def make_longitudinal_case(
         extra = choose_lesion("A", anat, rng)
         assert extra is not None
         cur_specs.append((LesionSpec("A", extra.centre_ijk, 7.0, extra.shape_seed), 1.0))
-    old, _ = _study(anat, old_specs, rng)
-    cur, cur_labels = _study(anat, cur_specs, rng)
     case = out_dir / case_id
     (case / "hidden").mkdir(parents=True, exist_ok=True)
+    old, old_labels = _study(anat, old_specs, rng)
+    del old_labels
     files = write_sequences(case, anat, old, {s: f"OLD_{n}" for s, n in LUMIERE_SEQUENCES.items()})
-    files += write_sequences(case, anat, cur, {s: f"CURRENT_{n}" for s, n in LUMIERE_SEQUENCES.items()})
+    cur, cur_labels = _study(anat, cur_specs, rng)  # after the old study's draws, as before
     _write(cur_labels, anat.reference, case / "hidden" / "mask.nii.gz", sitk.sitkUInt8)
+    del cur_labels
+    files += write_sequences(case, anat, cur, {s: f"CURRENT_{n}" for s, n in LUMIERE_SEQUENCES.items()})
     has_target = letter != "D"
     fields: dict[str, str | None] = {
         "NON_MEASURABLE_LESION": "YES" if satellite and letter != "D" else "NO",
