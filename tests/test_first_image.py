@@ -121,6 +121,11 @@ def test_a_case_pack_shows_its_default_volume(tmp_path: Path) -> None:
                                     '"default_volume": "FLAIR"}}')  # fmt: skip
     found = first_image(case)
     assert found is not None and found.caption == "FLAIR.nii.gz: slice 5 of 9"
+    shutil.copytree(case, tmp_path / "a_case")  # a folder of case packs: its first
+    (tmp_path / "a_case" / "images" / "FLAIR.nii.gz").unlink()
+    (tmp_path / "a_case" / "case.json").write_text('{"inputs": {"volumes": ["images/T1.nii.gz"]}}')
+    first = first_image(tmp_path)
+    assert first is not None and first.caption == "T1.nii.gz: slice 5 of 9"
 
 
 def test_reading_the_first_image_loads_no_viewer_module(tmp_path: Path) -> None:

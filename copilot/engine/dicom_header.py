@@ -102,9 +102,10 @@ def read_header(path: Path) -> DicomHeader | None:
     """The header of a little-endian uncompressed DICOM file, or None (not DICOM, or another transfer syntax)."""
     try:
         with open(path, "rb") as fh:
-            buf = fh.read(HEAD_BYTES)
+            buf = fh.read(132)  # the preamble and its mark first: other files cost one small read
             if buf[128:132] != b"DICM":
                 return None
+            buf += fh.read(HEAD_BYTES)
             try:
                 return _parse(path, buf)
             except _Short:

@@ -23,7 +23,7 @@ import numpy as np
 from copilot.engine.dicom_header import read_header
 
 NIFTI_DTYPES = {2: "u1", 4: "i2", 8: "i4", 16: "f4", 64: "f8", 256: "i1", 512: "u2", 768: "u4"}
-MAX_DICOM_FILES = 4000  # a larger folder waits for the viewer
+MAX_DICOM_FILES = 4000  # a folder with more files than this waits for the viewer
 MAX_SLIDE_PIXELS = 4096 * 4096  # the lowest level of a slide larger than this is not read here
 # the screen's right and down directions (RAS) of each plane, as the viewer's slice views show them
 SCREEN = {
@@ -50,6 +50,9 @@ def first_image(path: str | Path) -> FirstImage | None:
             case = p / "case.json"
             if case.is_file():
                 return _case_pack(p, case)
+            packs = sorted(c for c in p.iterdir() if c.is_dir() and (c / "case.json").is_file())
+            if packs:  # a folder of case packs opens at its first
+                return _case_pack(packs[0], packs[0] / "case.json")
             return dicom_middle_slice(p)
         name = p.name.lower()
         if name.endswith((".nii", ".nii.gz")):
@@ -121,16 +124,16 @@ def _nifti_axes(head: bytes, order: str, pixdim: tuple[float, ...]) -> np.ndarra
 
 def dicom_middle_slice(folder: Path) -> FirstImage | None:
     """The middle slice (along the slice normal) of a folder's one uncompressed single-frame series."""
-    headers = []
+    headers, seen = [], 0
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if d != "hidden" and not d.startswith("."))
+        seen += len(filenames)
+        if seen > MAX_DICOM_FILES:
+            return None
         for name in sorted(filenames):
             header = read_header(Path(dirpath) / name)
-            if header is None:
-                continue
-            headers.append(header)
-            if len(headers) > MAX_DICOM_FILES:
-                return None
+            if header is not None:
+                headers.append(header)
     images = [h for h in headers if h.pixel_offset is not None]
     if not images or len({h.series_uid for h in images}) != 1 or any(h.frames > 1 for h in images):
         return None  # several series: the clinician (or --series) chooses; multi-frame: the viewer reads it
