@@ -35,9 +35,6 @@ class Anatomy:
         return self.gm[region] + self.wm[region] + self.csf(region)
 
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-
-
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
@@ -45,15 +42,6 @@ def _libc() -> ctypes.CDLL | None:
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
         return None
-
-
-def big_arrays_unmapped() -> None:
-    """Have every block of 1 MB or more mapped on its own, so that a freed slab or mask goes back to the system at
-    once (glibc otherwise raises that bound as blocks are freed, and a volume's worth of freed slabs stays in
-    the heap); nothing off glibc."""
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
 
 
 def return_freed_memory() -> None:

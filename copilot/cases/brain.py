@@ -18,7 +18,7 @@ import numpy as np
 import SimpleITK as sitk
 from scipy import ndimage
 
-from copilot.cases.anatomy import Anatomy, Region, big_arrays_unmapped, return_freed_memory
+from copilot.cases.anatomy import Anatomy, Region, return_freed_memory
 from copilot.cases.answers import BRAIN_OPTIONS
 from copilot.cases.brain_lesions import CONTRAST, Compartment, choose_lesion, compartments, index_to_ras, label_map
 from copilot.cases.pack import write_pack
@@ -43,7 +43,6 @@ def template_dir() -> Path:
 def load_anatomy(spacing: float = 1.0) -> Anatomy:
     """Template T1/GM/WM, resampled to an isotropic spacing when it is not 1 mm, plus the brain hull and head
     masks; one template image in memory at a time (CSF is computed from the maps where it is needed)."""
-    big_arrays_unmapped()
     folder = template_dir()
     first = sitk.ReadImage(str(folder / TEMPLATE_FILES["t1"]), sitk.sitkFloat32)
     grid: sitk.Image | None = None
@@ -183,6 +182,7 @@ def write_sequences(
     for seq, voxels in seqs:
         _write(voxels, anat.reference, folder / f"images/{names[seq]}.nii.gz", sitk.sitkInt16)
         del voxels  # before the next sequence is made
+        return_freed_memory()
     return [f"images/{name}.nii.gz" for name in names.values()]
 
 
