@@ -25,6 +25,7 @@ from copilot.engine.dicom_header import read_header
 NIFTI_DTYPES = {2: "u1", 4: "i2", 8: "i4", 16: "f4", 64: "f8", 256: "i1", 512: "u2", 768: "u4"}
 MAX_DICOM_FILES = 4000  # a folder with more files than this waits for the viewer
 MAX_SLIDE_PIXELS = 4096 * 4096  # the lowest level of a slide larger than this is not read here
+MAX_INFLATE = 128 << 20  # a compressed NIfTI file is inflated up to its middle slice only when that is nearer
 # the screen's right and down directions (RAS) of each plane, as the viewer's slice views show them
 SCREEN = {
     "axial": ((-1.0, 0.0, 0.0), (0.0, -1.0, 0.0)),
@@ -91,7 +92,10 @@ def nifti_middle_slice(path: Path) -> FirstImage | None:
         nx, ny, nz = dim[1], dim[2], dim[3] if dim[0] >= 3 else 1
         dtype = np.dtype(order + NIFTI_DTYPES[code])
         size = nx * ny * dtype.itemsize
-        fh.seek(offset + (nz // 2) * size)
+        start = offset + (nz // 2) * size
+        if opener is gzip.open and start > MAX_INFLATE:
+            return None  # seconds of inflating: the viewer's own read comes soon enough
+        fh.seek(start)
         data = fh.read(size)
     if len(data) < size or nx < 1 or ny < 1:
         return None
