@@ -392,7 +392,7 @@ def _process_html(process: dict[str, Any]) -> str:
 
 def _gallery_link(trace_dir: Path, row: dict[str, Any]) -> str:
     """The marker the galleries link at, with the link when the episode's gallery is already written."""
-    from copilot.bench.gallery import MARK, link_html
+    from copilot.bench.gallery_paths import MARK, link_html
 
     run_dir = trace_dir.parents[len(Path(row["trace_dir"]).parts) - 1] if row.get("trace_dir") else None
     return MARK + (link_html(run_dir, row) if run_dir is not None else "")

@@ -9,7 +9,6 @@ import hashlib
 import html
 import json
 import os
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -18,25 +17,13 @@ import numpy as np
 from PIL import ImageDraw
 
 from copilot.bench.configs import config_of, label
+from copilot.bench.gallery_paths import MARK, gallery_path, link_html
 from copilot.bench.scoring import Truth
 from copilot.cases.pack import CasePack, load_case
 
-FOLDER = "gallery"
-MARK = "<!-- gallery -->"  # where an episode page carries its gallery link
 VIEWS = {"red": "S", "yellow": "R", "green": "A"}  # axial, sagittal, coronal
 ORDER = {name: n for n, name in enumerate(VIEWS)}
 SIZE = 160
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:60]
-
-
-def gallery_path(row: dict[str, Any]) -> str:
-    """The gallery of a row's configuration and case, relative to the run folder."""
-    key = label(config_of(row))
-    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-    return f"{FOLDER}/{_slug(key)}-{digest}/{_slug(str(row['case_id']))}.html"
 
 
 def final_view(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -174,15 +161,6 @@ def _case_root(run_dir: Path, row: dict[str, Any]) -> Path | None:
         head = json.loads(f.readline() or "{}")
     root = head.get("case_root")
     return Path(root) if root and Path(root, "case.json").is_file() else None
-
-
-def link_html(run_dir: Path, row: dict[str, Any]) -> str:
-    """The episode page's link to its gallery ('' when none was written)."""
-    gallery = gallery_path(row)
-    if not (run_dir / gallery).is_file():
-        return ""
-    href = os.path.relpath(run_dir / gallery, run_dir / row["trace_dir"]).replace(os.sep, "/")
-    return f'<p><a class="gallery" href="{html.escape(href)}">Final views of every run of this case (Figs 8–9)</a></p>'
 
 
 def _stamp(group: list[dict[str, Any]]) -> str:
