@@ -9,13 +9,13 @@ requires alternating roles; tools → `{name, description, input_schema}`.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
 
 from copilot.llm.convert import arguments_object, data_url, parts_of, system_text
+from copilot.llm.inflight import InFlight
 from copilot.llm.spec import ModelSpec
 from copilot.llm.types import ChatRequest, Message, ModelError, Reply, ToolCall, Usage, classify_status
 
@@ -76,8 +76,7 @@ class AnthropicMessages:
         self.spec = spec
         self.client = client or anthropic.Anthropic(api_key=spec.api_key or "not-set", base_url=spec.base_url,
                                                     timeout=timeout_s, max_retries=0)  # fmt: skip
-        self._open: Any = None
-        self._lock = threading.Lock()
+        self.inflight = InFlight()
 
     def list_models(self) -> list[str]:
         try:
@@ -86,10 +85,7 @@ class AnthropicMessages:
             raise _error(exc) from exc
 
     def abort(self) -> None:
-        with self._lock:
-            stream, self._open = self._open, None
-        if stream is not None:
-            stream.close()
+        self.inflight.abort()
 
     def complete(self, request: ChatRequest, on_text: Callable[[str], None] | None = None) -> Reply:
         kwargs: dict[str, Any] = {
@@ -104,13 +100,7 @@ class AnthropicMessages:
                                for t in request.tools]  # fmt: skip
         try:
             stream = self.client.messages.create(**kwargs, stream=True)
-            with self._lock:
-                self._open = stream
-            try:
-                return self._read(stream, on_text)
-            finally:
-                with self._lock:
-                    self._open = None
+            return self.inflight.read(stream, lambda s: self._read(s, on_text))
         except anthropic.AnthropicError as exc:
             raise _error(exc) from exc
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from google import genai
 from google.genai import errors, types
 
 from copilot.llm.convert import arguments_object, data_url, new_call_id, parts_of, system_text, tool_names
+from copilot.llm.inflight import InFlight
 from copilot.llm.spec import ModelSpec
 from copilot.llm.types import ChatRequest, Message, ModelError, Reply, ToolCall, Usage, classify_status
 
@@ -86,8 +86,7 @@ class GeminiChat:
         options = types.HttpOptions(base_url=spec.base_url, timeout=int(timeout_s * 1000),
                                     retry_options=types.HttpRetryOptions(attempts=1))  # fmt: skip
         self.client = client or genai.Client(api_key=spec.api_key or "not-set", http_options=options)
-        self._open: Any = None
-        self._lock = threading.Lock()
+        self.inflight = InFlight()
 
     def list_models(self) -> list[str]:
         try:
@@ -96,11 +95,7 @@ class GeminiChat:
             raise _error(exc) from exc
 
     def abort(self) -> None:
-        with self._lock:
-            stream, self._open = self._open, None
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
+        self.inflight.abort()
 
     def complete(self, request: ChatRequest, on_text: Callable[[str], None] | None = None) -> Reply:
         config = types.GenerateContentConfig(
@@ -116,13 +111,7 @@ class GeminiChat:
             stream = self.client.models.generate_content_stream(
                 model=self.spec.model, contents=to_contents(request.messages), config=config
             )
-            with self._lock:
-                self._open = stream
-            try:
-                return self._read(stream, on_text)
-            finally:
-                with self._lock:
-                    self._open = None
+            return self.inflight.read(stream, lambda s: self._read(s, on_text))
         except errors.APIError as exc:
             raise _error(exc) from exc
         except (OSError, ValueError) as exc:  # transport faults surface as httpx / OS errors

@@ -4,13 +4,13 @@ servers (vLLM, Ollama, llama.cpp's server, LM Studio). The conversation is alrea
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import openai
 
 from copilot.llm.convert import new_call_id
+from copilot.llm.inflight import InFlight
 from copilot.llm.spec import ModelSpec
 from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, Usage, classify_status
 
@@ -37,8 +37,7 @@ class OpenAIChat:
             client = openai.OpenAI(base_url=spec.base_url, api_key=spec.api_key or "not-needed", timeout=timeout_s,
                                    max_retries=0)  # fmt: skip
         self.client = client
-        self._open: Any = None
-        self._lock = threading.Lock()
+        self.inflight = InFlight()
 
     @property
     def base_url(self) -> str:
@@ -51,10 +50,7 @@ class OpenAIChat:
             raise _error(exc) from exc
 
     def abort(self) -> None:
-        with self._lock:
-            stream, self._open = self._open, None
-        if stream is not None:
-            stream.close()
+        self.inflight.abort()
 
     def complete(self, request: ChatRequest, on_text: Callable[[str], None] | None = None) -> Reply:
         kwargs: dict[str, Any] = {"model": self.spec.model, "messages": request.messages,
@@ -66,13 +62,7 @@ class OpenAIChat:
                 return self._whole(self.client.chat.completions.create(**kwargs))
             stream = self.client.chat.completions.create(**kwargs, stream=True,
                                                          stream_options={"include_usage": True})  # fmt: skip
-            with self._lock:
-                self._open = stream
-            try:
-                return self._streamed(stream, on_text)
-            finally:
-                with self._lock:
-                    self._open = None
+            return self.inflight.read(stream, lambda s: self._streamed(s, on_text))
         except openai.OpenAIError as exc:
             raise _error(exc) from exc
 
