@@ -147,3 +147,14 @@ def test_slicer_subset_needs_token_without_compat(traced_session) -> None:
         assert srv.client.request("GET", "/slicer/volumes").status == 200
     finally:
         srv.stop()
+
+
+def test_routes_are_compiled_once_and_every_operation_has_its_answer() -> None:
+    """The route table's patterns are compiled on first use and kept; a route without an answer cannot exist."""
+    from copilot.server.dispatch import ANSWERS
+    from copilot.server.routes import ROUTES, find_route
+
+    call = next(r for r in ROUTES if r.operation == "call")
+    assert call.pattern is call.pattern and call.match("/handlers/observe") == {"name": "observe"}
+    assert set(ANSWERS) == {r.operation for r in ROUTES}
+    assert find_route("DELETE", "/jobs/j1")[0].operation == "cancel_job"

@@ -9,6 +9,8 @@ uvicorn server sees headers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -16,7 +18,7 @@ from urllib.parse import parse_qs
 from copilot.errors import HandlerError
 from copilot.server.limits import DEFAULT_LIMITS, Limits, parse_json_body
 from copilot.server.openapi import openapi_document
-from copilot.server.routes import API, Route, error, find_route
+from copilot.server.routes import API, ROUTES, error, find_route
 from copilot.trace.paging import page_params, read_page
 from copilot.trace.recorder import TRACE_FILE
 
@@ -43,41 +45,80 @@ def dispatch(
     """
     try:
         route, params = find_route(method, path, jobs is not None)
-        return _answer(route, params, session, body, jobs, limits, actor, timeout, query)
+        request = Request(params, session, body, jobs, limits, actor, timeout, query)
+        return ANSWERS[route.operation](request)
     except HandlerError as exc:
         return exc.status, error(exc.code, exc.message)
 
 
-def _answer(
-    route: Route, params: dict[str, str], session: Any, body: bytes | None, jobs: Any, limits: Limits, actor: str,
-    timeout: bool, query: str = "",
-) -> tuple[int, Any]:  # fmt: skip
-    op = route.operation
-    if op == "list_handlers":
-        return 200, {"handlers": session.handlers(), "track": session.track}
-    if op == "get_state":
-        return 200, {"ok": True, "state": session.snapshot(STATE_WAIT_S)}
-    if op == "get_trace":  # a page at a time, read from the file: a long trace is never held whole
-        after, limit = page_params(parse_qs(query))
-        folder = getattr(session, "trace_dir", None)
-        return 200, {"ok": True, **read_page(Path(folder) / TRACE_FILE if folder else None, after, limit)}
-    if op == "get_openapi":
-        return 200, openapi_document(session.handlers(), API)
-    if op == "call":
-        return _call(session, params["name"], parse_json_body(body, limits), limits, actor, timeout, jobs is not None)
-    if op == "start_job":
-        name = params["name"]
-        if name not in session.registry:
-            raise HandlerError("unknown_handler", f"no handler named {name!r}")
-        args = parse_json_body(body, limits)
-        started = jobs.submit(name, args if isinstance(args, dict) else {"_": args}, actor=actor)
-        return 202, started.to_json()
-    job = jobs.get(params["job_id"])
+@dataclass(frozen=True)
+class Request:
+    """One matched request and the services the host offers for it."""
+
+    params: dict[str, str]
+    session: Any
+    body: bytes | None
+    jobs: Any
+    limits: Limits
+    actor: str
+    timeout: bool
+    query: str
+
+
+def _list_handlers(r: Request) -> tuple[int, Any]:
+    return 200, {"handlers": r.session.handlers(), "track": r.session.track}
+
+
+def _get_state(r: Request) -> tuple[int, Any]:
+    return 200, {"ok": True, "state": r.session.snapshot(STATE_WAIT_S)}
+
+
+def _get_trace(r: Request) -> tuple[int, Any]:
+    """A page at a time, read from the file: a long trace is never held whole."""
+    after, limit = page_params(parse_qs(r.query))
+    folder = getattr(r.session, "trace_dir", None)
+    return 200, {"ok": True, **read_page(Path(folder) / TRACE_FILE if folder else None, after, limit)}
+
+
+def _get_openapi(r: Request) -> tuple[int, Any]:
+    return 200, openapi_document(r.session.handlers(), API)
+
+
+def _call_route(r: Request) -> tuple[int, Any]:
+    args = parse_json_body(r.body, r.limits)
+    return _call(r.session, r.params["name"], args, r.limits, r.actor, r.timeout, r.jobs is not None)
+
+
+def _start_job(r: Request) -> tuple[int, Any]:
+    name = r.params["name"]
+    if name not in r.session.registry:
+        raise HandlerError("unknown_handler", f"no handler named {name!r}")
+    args = parse_json_body(r.body, r.limits)
+    return 202, r.jobs.submit(name, args if isinstance(args, dict) else {"_": args}, actor=r.actor).to_json()
+
+
+def _job(r: Request) -> Any:
+    job = r.jobs.get(r.params["job_id"])
     if job is None:
-        raise HandlerError("not_found", f"no job {params['job_id']!r}", status=404)
-    if op == "get_job":
-        return 200, job.to_json()
-    return 202, jobs.cancel(params["job_id"]).to_json()
+        raise HandlerError("not_found", f"no job {r.params['job_id']!r}", status=404)
+    return job
+
+
+def _get_job(r: Request) -> tuple[int, Any]:
+    return 200, _job(r).to_json()
+
+
+def _cancel_job(r: Request) -> tuple[int, Any]:
+    _job(r)
+    return 202, r.jobs.cancel(r.params["job_id"]).to_json()
+
+
+ANSWERS: dict[str, Callable[[Request], tuple[int, Any]]] = {  # each route's operation, bound once
+    "list_handlers": _list_handlers, "get_state": _get_state, "get_trace": _get_trace, "get_openapi": _get_openapi,
+    "call": _call_route, "start_job": _start_job, "get_job": _get_job, "cancel_job": _cancel_job,
+}  # fmt: skip
+if set(ANSWERS) != {r.operation for r in ROUTES}:  # a route without an answer is a defect found at import
+    raise RuntimeError("the route table and its answers differ")
 
 
 def _call(

@@ -3,6 +3,7 @@ application and Slicer's WebServer handler alike) and read by the OpenAPI docume
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +24,13 @@ class Route:
     ok_status: int = 200
     per_handler: bool = False  # the OpenAPI document lists it once per handler, with its arguments as the body
 
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The path template compiled once (`{name}` → one path segment)."""
+        return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$")
+
     def match(self, path: str) -> dict[str, str] | None:
-        pattern = "^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$"
-        m = re.match(pattern, path)
+        m = self.pattern.match(path)
         return m.groupdict() if m else None
 
 
