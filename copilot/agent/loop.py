@@ -86,6 +86,7 @@ class ChatAgent:
         self.settings = settings
         self.spec, self.wire = connect(settings.spec(), min(settings.timeout_s, settings.round_deadline_s),
                                        settings.stream, client)  # fmt: skip
+        settings.model = self.spec.model  # a local server's model, once resolved, is the one prices and traces name
         self.name = self.spec.policy
         self.instructions = ""  # a clinician's note from the panel, added to the task
         self.cancel = cancel or threading.Event()  # set by the clinician's Stop; cleared when a question starts

@@ -40,6 +40,7 @@ class AgentSettings:
     stream: bool = True
     max_tokens: int = 4096
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # over the shipped table and MEDCOPILOT_PRICES
+    _price: tuple[dict[str, float] | None] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def for_policy(cls, policy: str = "openai", **overrides: Any) -> AgentSettings:
@@ -74,8 +75,9 @@ class AgentSettings:
 
     def turn_cost(self, usage: Usage) -> float | None:
         """US dollars of one request (None when the model has no price)."""
-        table = {**price_table(), **self.prices}
-        return cost_usd(usage, price_of(table, self.provider, self.model))
+        if self._price is None:  # the tables are read once per settings, not on every model turn
+            self._price = (price_of({**price_table(), **self.prices}, self.provider, self.model),)
+        return cost_usd(usage, self._price[0])
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """US dollars for a turn of these token counts (None when the model has no price)."""
