@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-import SimpleITK as sitk
 
 from copilot.cli import main
 from copilot.panel.hanging import load_rules, matching_rule
@@ -19,20 +17,10 @@ from tests.fake_openai import FakeOpenAI
 def petct(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DICOM study of a CT (#2) and a PET (#3) on one grid, written from a small case pack."""
     from copilot.cases.dicom_study import write_dicom_study
+    from tests.workstation_data import petct_case_pack
 
     root = tmp_path_factory.mktemp("petct")
-    case = root / "case"
-    (case / "images").mkdir(parents=True)
-    ct = np.full((5, 12, 10), -1000, dtype=np.int16)
-    ct[2, 4:8, 3:7] = 45
-    suv = np.zeros((5, 12, 10), dtype=np.float32)
-    suv[2, 5, 5] = 7.5
-    for name, data in (("CT_chest", ct), ("PET_AC", suv)):
-        image = sitk.GetImageFromArray(data)
-        image.SetSpacing((2.0, 2.5, 3.0))
-        sitk.WriteImage(image, str(case / "images" / f"{name}.nii.gz"))
-    volumes = ["images/CT_chest.nii.gz", "images/PET_AC.nii.gz"]
-    (case / "case.json").write_text(json.dumps({"inputs": {"volumes": volumes}}), encoding="utf-8")
+    case = petct_case_pack(root / "case")
     return write_dicom_study(case, root / "dicom")
 
 

@@ -476,23 +476,10 @@ def test_slide_overview_click_goes_there(qtbot, tmp_path: Path) -> None:
 
 
 def test_case_pack_written_as_a_dicom_study_reads_back_hu_and_suv(tmp_path: Path) -> None:
-    import json
-
     from copilot.cases.dicom_study import write_dicom_study
+    from tests.workstation_data import petct_case_pack
 
-    case = tmp_path / "case"
-    (case / "images").mkdir(parents=True)
-    ct = np.full((5, 12, 10), -1000, dtype=np.int16)
-    ct[2, 4:8, 3:7] = 45
-    suv = np.zeros((5, 12, 10), dtype=np.float32)
-    suv[2, 5, 5] = 7.5
-    for name, data in (("CT_chest", ct), ("PET_AC", suv)):
-        image = sitk.GetImageFromArray(data)
-        image.SetSpacing((2.0, 2.5, 3.0))
-        image.SetOrigin((-10.0, 20.0, -30.0))
-        sitk.WriteImage(image, str(case / "images" / f"{name}.nii.gz"))
-    volumes = ["images/CT_chest.nii.gz", "images/PET_AC.nii.gz"]
-    (case / "case.json").write_text(json.dumps({"inputs": {"volumes": volumes}}), encoding="utf-8")
+    case = petct_case_pack(tmp_path / "case", origin=(-10.0, 20.0, -30.0))
     out = write_dicom_study(case, tmp_path / "dicom")
     found = dicom_series(out)
     assert [s.title.split(" · UID")[0] for s in found] == ["#2 CT chest · CT · 5 images · 2024-03-15 10:00",

@@ -12,7 +12,7 @@ import pydicom
 import pytest
 
 from copilot.runtime import open_session
-from tests.dicom_validator import assert_valid_dicom
+from tests.dicom_validator import assert_valid_dicom, export_bright_seg
 from tests.test_multiframe import enhanced_ct
 
 ZS = [0.0, 2.5, 5.0, 7.5]
@@ -46,17 +46,8 @@ def _frame_at(file: Path, z: float) -> int:
 
 
 def test_seg_references_each_frame_of_the_enhanced_source(session: Any, tmp_path: Path) -> None:
-    import highdicom as hd
-
     vol = session.scene_data()["volume"]
-    hi = float(np.percentile(vol.data, 95))
-    args = {"volume": vol.name, "output_segment": "bright", "lower": hi, "upper": 1e6, "size": 64}
-    assert session.call("segment_threshold", args).ok
-    out = session.call("export_dicom_seg", {"segment": "bright", "output_name": "seg"})
-    assert out.ok, out.error
-    path = tmp_path / "trace" / "derived" / "seg.dcm"
-    assert_valid_dicom(path)
-    seg = hd.seg.segread(path)
+    seg = export_bright_seg(session, vol, tmp_path / "trace", 95, 64)
     source = next((tmp_path / "case" / "images" / "ct").glob("*.dcm"))
     uid = str(pydicom.dcmread(source, stop_before_pixels=True).SOPInstanceUID)
     refs = [(str(s.ReferencedSOPInstanceUID), [int(n) for n in np.atleast_1d(s.ReferencedFrameNumber)])

@@ -11,7 +11,7 @@ import pydicom
 import pytest
 
 from copilot.replay import replay
-from tests.dicom_validator import assert_valid_dicom
+from tests.dicom_validator import export_bright_seg
 
 
 def _case(tmp_path: Path, thickness: str | None) -> Path:
@@ -36,7 +36,6 @@ def _case(tmp_path: Path, thickness: str | None) -> Path:
 
 @pytest.mark.parametrize(("thickness", "expected"), [("3.0", 3.0), (None, 3.0), ("", 3.0), ("1.5", 1.5)])
 def test_seg_validates_with_any_slice_thickness(tmp_path: Path, thickness: str | None, expected: float) -> None:
-    import highdicom as hd
 
     from copilot.runtime import open_session
 
@@ -44,14 +43,7 @@ def test_seg_validates_with_any_slice_thickness(tmp_path: Path, thickness: str |
                            allow_store=(str(tmp_path),))  # fmt: skip
     assert session.call("import_dicom", {"path": "images/ct_series"}).ok
     vol = session._viewer.volume(session._viewer.resolve_volume(volume_name="ct_series"))
-    hi = float(np.percentile(vol.data, 90))
-    args = {"volume": "ct_series", "output_segment": "bright", "lower": hi, "upper": 1e6, "size": 96}
-    assert session.call("segment_threshold", args).ok
-    out = session.call("export_dicom_seg", {"segment": "bright", "output_name": "seg"})
-    assert out.ok, out.error
-    path = tmp_path / "trace" / "derived" / "seg.dcm"
-    assert_valid_dicom(path)
-    seg = hd.seg.segread(path)
+    seg = export_bright_seg(session, vol, tmp_path / "trace", 90, 96)
     measures = seg.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence[0]
     assert float(measures.SliceThickness) == pytest.approx(expected)
     assert seg.get_pixels_by_source_instance(

@@ -60,3 +60,23 @@ def nifti_file(root: Path) -> Path:
     path = root / "patient_t2.nii.gz"
     sitk.WriteImage(image, str(path))
     return path
+
+
+def petct_case_pack(case: Path, origin: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Path:
+    """A small case pack of a CT (5×12×10, 2 × 2.5 × 3 mm, a 45 HU block in air) and a PET in SUV (one 7.5 voxel),
+    on one grid; `copilot.cases.dicom_study.write_dicom_study` turns it into a DICOM study."""
+    import json
+
+    (case / "images").mkdir(parents=True)
+    ct = np.full((5, 12, 10), -1000, dtype=np.int16)
+    ct[2, 4:8, 3:7] = 45
+    suv = np.zeros((5, 12, 10), dtype=np.float32)
+    suv[2, 5, 5] = 7.5
+    for name, data in (("CT_chest", ct), ("PET_AC", suv)):
+        image = sitk.GetImageFromArray(data)
+        image.SetSpacing((2.0, 2.5, 3.0))
+        image.SetOrigin(origin)
+        sitk.WriteImage(image, str(case / "images" / f"{name}.nii.gz"))
+    volumes = ["images/CT_chest.nii.gz", "images/PET_AC.nii.gz"]
+    (case / "case.json").write_text(json.dumps({"inputs": {"volumes": volumes}}), encoding="utf-8")
+    return case
