@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pydicom
 from pydicom.dataelem import RawDataElement
@@ -33,15 +33,14 @@ def held_instances(folder: Path) -> dict[str, Path]:
     return held
 
 
-def _pixels_cut_short(path: Path) -> bool:
-    """Whether an uncompressed instance's pixel data runs past the end of its file (its framing was intact,
-    its content cut). Encapsulated pixel data is not checked (its frames would have to be read)."""
+def _pixels_cut_short(ds: Any, path: Path) -> bool:
+    """Whether an uncompressed instance's pixel data (`ds` read with deferred values) runs past the end of its
+    file (its framing was intact, its content cut). Encapsulated pixel data is not checked (its frames would have
+    to be read)."""
     try:
-        meta = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["TransferSyntaxUID"]).file_meta
-        syntax = pydicom.uid.UID(str(getattr(meta, "TransferSyntaxUID", "")))
+        syntax = pydicom.uid.UID(str(getattr(ds.file_meta, "TransferSyntaxUID", "")))
         if not syntax or syntax.is_compressed or syntax.is_deflated:
             return False
-        ds = pydicom.dcmread(path, defer_size=4096)  # values over 4 KiB stay on disk: only their places are read
         raw = ds.get_item(PIXEL_DATA, keep_deferred=True)
     except Exception:  # an unusual but readable file: the loaders judge it
         return False
@@ -107,17 +106,17 @@ class SeriesWriter:
             with path.open("rb") as fh:
                 fh.seek(128)
                 magic = fh.read(4)
-            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["SOPInstanceUID", "SeriesInstanceUID"])
+            ds = pydicom.dcmread(path, defer_size=4096)  # read once; values over 4 KiB stay on disk
             uid, series = str(ds.SOPInstanceUID), str(ds.SeriesInstanceUID)
         except Exception:
-            magic, uid, series = b"", "", ""
+            ds, magic, uid, series = None, b"", "", ""
         if magic != b"DICM" or not uid:
             self.discard()
             raise PacsError("pacs_bad_answer", "the PACS sent a part that is not a DICOM file")
         if series != self.series_uid:
             self.discard()
             raise PacsError("pacs_bad_answer", "the PACS sent an instance of another series")
-        if _pixels_cut_short(path):
+        if _pixels_cut_short(ds, path):
             self.discard()
             raise PacsError("pacs_truncated", "the PACS sent an instance whose pixel data is shorter than it says")
         return uid
