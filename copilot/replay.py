@@ -97,7 +97,7 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
     except ValueError as exc:
         return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
     calls = exports = 0
-    rewinds = Rewinds(session)
+    rewinds = Rewinds(session, events)
     for ev in events[1:]:
         if apply_note(session, ev) or rewinds.apply(ev) or ev["type"] != "handler_call":
             continue
@@ -122,15 +122,17 @@ def apply_note(session: Session, ev: dict[str, Any]) -> bool:
 
 
 class Rewinds:
-    """The replayed scene after each recorded call, so that a clinician's undo (`UNDO_EVENT`: the scene put back as
-    it was after call `to_seq`) is replayed where it happened."""
+    """The replayed scene after the recorded calls a clinician's undo goes back to (`UNDO_EVENT`: the scene put back
+    as it was after call `to_seq`), so the undo is replayed where it happened; a trace without undo saves nothing."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, events: list[dict[str, Any]]) -> None:
         self.session = session
-        self.states = {0: session.save_state()}
+        self.needed = {int(e.get("to_seq") or 0) for e in events if e.get("type") == UNDO_EVENT}
+        self.states = {0: session.save_state()} if 0 in self.needed else {}
 
     def after_call(self, seq: int) -> None:
-        self.states[int(seq)] = self.session.save_state()
+        if int(seq) in self.needed:
+            self.states[int(seq)] = self.session.save_state()
 
     def apply(self, ev: dict[str, Any]) -> bool:
         """Rewind for an undo event (True), or leave any other event (False)."""

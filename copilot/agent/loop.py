@@ -25,7 +25,7 @@ from copilot.agent.prompts import pathology_round, task_prompt
 from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
 from copilot.kinds import viewer_kind
-from copilot.llm.calls import ChatModel, RetryPolicy, request_round
+from copilot.llm.calls import RetryPolicy, request_round
 from copilot.llm.connect import connect, explain
 from copilot.llm.spec import redact_url
 from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, ToolDecl, Usage
@@ -97,10 +97,6 @@ class ChatAgent:
         self.total_cost_usd: float | None = 0.0
         self.total_usage = Usage()  # the agent's whole life (a conversation's questions)
         self._sleep = sleep
-
-    @property
-    def wire_model(self) -> ChatModel:
-        return self.wire
 
     # ----- model calls -----
     def _complete(
@@ -176,9 +172,8 @@ class ChatAgent:
     # ----- episode -----
     def start_record(self, budget: int, prompt_sha256: str, **more: Any) -> dict[str, Any]:
         """What `agent_start` records: the model as the result key names it (provider, id, wire), the budget."""
-        return {"model": self.spec.model, "provider": self.spec.provider, "wire": self.spec.wire,
-                "base_url": redact_url(self.spec.base_url) if self.spec.base_url else None, "budget": budget,
-                **more, "prompt_sha256": prompt_sha256}  # fmt: skip
+        base_url = redact_url(self.spec.base_url) if self.spec.base_url else None
+        return {**self.spec.describe(), "base_url": base_url, "budget": budget, **more, "prompt_sha256": prompt_sha256}
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         deadline = time.monotonic() + self.settings.wall_clock_s

@@ -69,7 +69,7 @@ class TraceTimeline:
         self.session = session_for(head, root, case=self.study)
         self.steps: list[ReplayStep] = []
         self.final: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "episode_end"), {})
-        rewinds = Rewinds(self.session)  # a clinician's undo is replayed where it happened
+        rewinds = Rewinds(self.session, events)  # a clinician's undo is replayed where it happened
         for ev in events[1:]:
             if not apply_note(self.session, ev) and not rewinds.apply(ev) and ev["type"] == "handler_call":
                 self.steps.append(self._replay(ev))

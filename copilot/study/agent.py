@@ -152,7 +152,7 @@ class StudyConversation(ChatAgent):
             self.messages.pop()  # the unanswered question leaves the conversation (the clinician asks again)
         if len(self.messages) == 1:
             self.messages.clear()  # nothing was answered yet: the next question opens the study again
-        return EpisodeResult(content, "error", rounds, reason)
+        return self._result(content, "error", rounds, reason)  # the failed question's tokens still count
 
     def _final(self, session: Any, content: str, status: str, rounds: int) -> EpisodeResult:
         self.messages.append({"role": "assistant", "content": content})  # the answer stays in the conversation
