@@ -20,7 +20,7 @@ import numpy as np
 import pydicom
 
 from copilot.engine.volume.image import Volume, VolumeLoadError
-from copilot.engine.volume.suv import PHILIPS_SUV_KEY, earliest_acquisition
+from copilot.engine.volume.suv import PHILIPS_SUV_KEY, earliest_acquisition, philips_factor_text
 
 _PET_KEYS = (
     "Units",
@@ -100,16 +100,6 @@ def value_metadata(ds: pydicom.Dataset) -> dict[str, str]:
     return out
 
 
-def _philips_suv_factor(ds: pydicom.Dataset) -> str | None:
-    """The Philips SUV scale factor (7053,1000) as text, when the file's Philips PET private block holds one."""
-    try:
-        value = ds.get_private_item(0x7053, 0x00, "Philips PET Private Group").value
-    except (KeyError, ValueError):
-        return None
-    text = value.decode("ascii", "replace").strip("\0 ") if isinstance(value, bytes) else _text(value)
-    return text or None
-
-
 def _acquisitions(ds: pydicom.Dataset) -> list[tuple[str, str]]:
     """(date, time) of every acquisition a dataset states: its own tags, else its AcquisitionDateTime, and the
     FrameAcquisitionDateTime of each frame of an enhanced multi-frame file."""
@@ -133,7 +123,7 @@ def pet_series_metadata(headers: list[pydicom.Dataset]) -> dict[str, str]:
         out["AcquisitionDate"], out["AcquisitionTime"] = first
         if not out["AcquisitionDate"]:
             del out["AcquisitionDate"]
-    factor = _philips_suv_factor(headers[0]) if headers else None
+    factor = philips_factor_text(headers[0]) if headers else None
     if factor is not None:
         out[PHILIPS_SUV_KEY] = factor
     return out

@@ -177,20 +177,23 @@ def _body(ds: Any, weight: float) -> tuple[float | None, float | None]:
     return lbm, bsa
 
 
-def _philips_factor(ds: Any) -> float:
-    """The Philips SUV scale factor (7053,1000) kept by the loader, or read from a dataset's private block."""
-    kept = getattr(ds, PHILIPS_SUV_KEY, None)
-    if kept is not None:
-        return _float(kept)
+def philips_factor_text(ds: Any) -> str | None:
+    """The Philips SUV scale factor (7053,1000) as text, when a dataset's Philips PET private block holds one."""
     getter = getattr(ds, "get_private_item", None)
     if getter is None:
-        return 0.0
+        return None
     try:
-        item = getter(0x7053, 0x00, "Philips PET Private Group")
+        value = getter(0x7053, 0x00, "Philips PET Private Group").value
     except (KeyError, ValueError):
-        return 0.0
-    value = item.value
-    return _float(value.decode("ascii", "replace").strip("\0 ") if isinstance(value, bytes) else value)
+        return None
+    text = value.decode("ascii", "replace").strip("\0 ") if isinstance(value, bytes) else str(value or "").strip()
+    return text or None
+
+
+def _philips_factor(ds: Any) -> float:
+    """The Philips SUV scale factor kept by the loader, or read from a dataset's private block."""
+    kept = getattr(ds, PHILIPS_SUV_KEY, None)
+    return _float(kept if kept is not None else philips_factor_text(ds) or 0.0)
 
 
 def suv(ds: Any) -> Suv:
