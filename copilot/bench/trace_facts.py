@@ -14,11 +14,9 @@ from typing import Any
 from copilot.bench.trace_views import TOL_MM, point_on_plane, shown_planes
 from copilot.cases.pack import CasePack
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
+from copilot.tools.slide_guards import MIN_EVIDENCE_MAGNIFICATION, RESOLUTION_FACTOR, TOL_PX
 
 STATE_FAULTS = frozenset({"stale_view", "off_source_series", "superseded_node", "unregistered_fusion"})
-MIN_EVIDENCE_MAGNIFICATION = 5.0  # as `slide_guards`: below it a finding cannot be localised
-RESOLUTION_FACTOR = 2.0  # as `slide_guards`: a view seen at a coarser downsample than twice the current one
-TOL_PX = 0.5
 SOURCE_CHECKED = frozenset({"record_key_slice", "record_point", "image_coords_to_ras"})
 
 
