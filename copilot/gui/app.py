@@ -124,8 +124,10 @@ class MainWindow(QMainWindow):
         self._batch_lock = threading.Lock()  # one batch rendered at a time, numbered in order
         self.bridge = _Bridge()
         self.bridge.frames.connect(self._show, Qt.ConnectionType.QueuedConnection)
-        self.bridge.text.connect(lambda: self.model is not None and self.panel.refresh_chat(),
-                                 Qt.ConnectionType.QueuedConnection)  # fmt: skip
+        self._chat_timer = QTimer(self, singleShot=True, interval=40)  # streamed pieces shown at most 25 times a second
+        self._chat_timer.timeout.connect(lambda: self.model is not None and self.panel.refresh_chat())
+        self.bridge.text.connect(lambda: self._chat_timer.isActive() or self._chat_timer.start(),
+                                 Qt.ConnectionType.QueuedConnection)  # fmt: skip (a running timer is left to fire)
         self.prior: Any = None  # a PriorComparison: the prior study beside the current one
         self.prior_screen: Screen | None = None
         self.tools: Any = None  # the clinician's ruler, zoom, pan, keys and window/level drag
