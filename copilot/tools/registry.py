@@ -104,8 +104,12 @@ class HandlerSpec:
     description: str
     args_model: type[BaseModel]
     impl: Impl
-    exports: bool = False  # writes a new object outside the viewer (a file, a PACS store) under fresh identifiers
     writes: Planner | None = None  # the second kind of action: what it would write and where (`copilot.tools.writes`)
+
+    @property
+    def exports(self) -> bool:
+        """Whether it writes a new object outside the viewer (a file, a PACS store) under fresh identifiers."""
+        return self.writes is not None
 
     @property
     def effect(self) -> str:
@@ -165,7 +169,7 @@ class Registry:
 
         def deco(fn: Impl) -> Impl:
             spec = build_spec(fn, kind=self.kind, role=role, tracks=tuple(tracks), name=name)
-            self.register(dataclasses.replace(spec, exports=writes is not None, writes=writes))
+            self.register(dataclasses.replace(spec, writes=writes))
             return fn
 
         return deco
