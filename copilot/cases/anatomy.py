@@ -50,3 +50,12 @@ def return_freed_memory() -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+def standard_normal_volume(rng: np.random.Generator, shape: tuple[int, ...], depth: int = 8) -> np.ndarray:
+    """Standard normal noise over `shape` as float32, drawn slab by slab: the same numbers, in the same order, as
+    one draw of the whole shape, without its float64 copy."""
+    out = np.empty(shape, np.float32)
+    for k in range(0, shape[0], depth):
+        out[k : k + depth] = rng.standard_normal(out[k : k + depth].shape)
+    return out

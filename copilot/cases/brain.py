@@ -18,7 +18,7 @@ import numpy as np
 import SimpleITK as sitk
 from scipy import ndimage
 
-from copilot.cases.anatomy import Anatomy, Region, return_freed_memory
+from copilot.cases.anatomy import Anatomy, Region, return_freed_memory, standard_normal_volume
 from copilot.cases.answers import BRAIN_OPTIONS
 from copilot.cases.brain_lesions import CONTRAST, Compartment, choose_lesion, compartments, index_to_ras, label_map
 from copilot.cases.pack import write_pack
@@ -80,15 +80,6 @@ def slabs(shape: tuple[int, ...], depth: int = SLAB) -> Iterator[Region]:
         yield (slice(k, min(k + depth, shape[0])), slice(None), slice(None))
 
 
-def _noise_volume(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Standard normal noise as float32, drawn slab by slab (the same numbers, in the same order, as one draw of
-    the whole shape, without its float64 copy)."""
-    out = np.empty(shape, np.float32)
-    for box in slabs(shape):
-        out[box] = rng.standard_normal(out[box].shape)
-    return out
-
-
 def _base(anat: Anatomy, xs: list[float], seq: str, box: Region) -> np.ndarray:
     """A sequence's lesion-free intensities in a box (float32): T1 from the template, T2 and FLAIR as
     piecewise-linear maps of T1 through the tissue intensities `xs`."""
@@ -121,7 +112,7 @@ def synthesise(anat: Anatomy, parts: list[Compartment], rng: np.random.Generator
         tissue.append(float(np.median(picked)) if picked.size else default)
     xs = [0.0, *sorted(tissue), 1.0]
     knots = rng.uniform(0.92, 1.08, size=(4, 4, 4))
-    smooth = ndimage.gaussian_filter(_noise_volume(rng, shape), 1.0)
+    smooth = ndimage.gaussian_filter(standard_normal_volume(rng, shape), 1.0)
     texture = [1.0 + 0.06 * smooth[part.region][part.mask] * 3 for part in parts]  # only where a lesion is
     del smooth
     return_freed_memory()

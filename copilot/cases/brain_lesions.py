@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from copilot.cases.anatomy import Anatomy, Region, return_freed_memory
+from copilot.cases.anatomy import Anatomy, Region, return_freed_memory, standard_normal_volume
 from copilot.engine.geometry import lps_to_ras, ras_to_lps
 
 # intensity as a multiple of normal white matter on each sequence
@@ -121,7 +121,7 @@ def _radius_field(
     reach = int(np.ceil(radius_vox * 2.2 * axes.max())) + 2
     region = _box(shape, c, reach * axes)
     region = region if extra is None else _union(region, extra)
-    noise = ndimage.gaussian_filter(_standard_normal(rng, shape), max(1.0, 3.0 / spacing))
+    noise = ndimage.gaussian_filter(standard_normal_volume(rng, shape), max(1.0, 3.0 / spacing))
     spread = max(float(noise.std()), 1e-6)
     local = noise[region] / spread
     del noise
@@ -131,14 +131,6 @@ def _radius_field(
     field = r / max(radius_vox, 1e-6) * (1.0 + 0.08 * local)
     field[r > reach] = np.inf
     return region, field
-
-
-def _standard_normal(rng: np.random.Generator, shape: tuple[int, ...], depth: int = 16) -> np.ndarray:
-    """One draw of standard normal noise over `shape` as float32, made slab by slab (no float64 volume)."""
-    out = np.empty(shape, np.float32)
-    for k in range(0, shape[0], depth):
-        out[k : k + depth] = rng.standard_normal(out[k : k + depth].shape)
-    return out
 
 
 def compartments(spec: LesionSpec | None, anat: Anatomy, scale: float = 1.0) -> list[Compartment]:
@@ -165,7 +157,7 @@ def compartments(spec: LesionSpec | None, anat: Anatomy, scale: float = 1.0) -> 
                 part(1, "nonenhancing", (r < 1.0) & brain)]  # fmt: skip
     if spec.letter == "D":
         rng = np.random.default_rng(spec.shape_seed + 1)
-        bubbles = ndimage.gaussian_filter(_standard_normal(rng, shape), 1.2)[region] > 0.0
+        bubbles = ndimage.gaussian_filter(standard_normal_volume(rng, shape), 1.2)[region] > 0.0
         inner = (r < 0.85) & brain
         return [part(1, "cyst_rim", (r < 1.0) & (r >= 0.85) & brain | (inner & ~bubbles)),
                 part(1, "cyst", inner & bubbles)]  # fmt: skip
