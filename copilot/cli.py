@@ -325,9 +325,7 @@ def _serve(ns: argparse.Namespace) -> int:
     from copilot.server.limits import DEFAULT_LIMITS
     from copilot.server.token import resolve_token
 
-    token, token_source, token_warning = resolve_token(ns.token, ns.token_file)
-    if token_warning:
-        print(token_warning, file=sys.stderr)
+    token, token_source = resolve_token(ns.token, ns.token_file)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
     viewer = None
     if ns.qupath is not None:  # a live QuPath instead of the embedded slide viewer

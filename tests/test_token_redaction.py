@@ -107,12 +107,12 @@ def test_token_from_file_and_environment(tmp_path: Path, monkeypatch: pytest.Mon
     secret = tmp_path / "token"
     secret.write_text("from-the-file\n", encoding="utf-8")
     os.chmod(secret, 0o600)
-    assert resolve_token(None, str(secret)) == ("from-the-file", "file", None)
+    assert resolve_token(None, str(secret)) == ("from-the-file", "file")
     os.chmod(secret, 0o644)
     with pytest.raises(TokenError, match=f"run `chmod 600 {secret}`"):
         resolve_token(None, str(secret))
     monkeypatch.setenv("MEDCOPILOT_TOKEN", "from-the-env")
-    assert resolve_token(None, None)[:2] == ("from-the-env", "env")
+    assert resolve_token(None, None) == ("from-the-env", "env")
     assert resolve_token("given", None)[:2] == ("given", "option")
     with pytest.raises(TokenError):
         resolve_token(None, str(tmp_path / "missing"))

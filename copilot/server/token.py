@@ -29,9 +29,8 @@ def _checked(token: str, where: str) -> str:
     return token
 
 
-def read_token_file(path: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """The token on the file's first line (a regular file that other users may read is refused); the second value
-    is kept for callers that print a warning, and is always None."""
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The token on the file's first line (a regular file that other users may read is refused)."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
@@ -45,16 +44,15 @@ def read_token_file(path: str | os.PathLike[str]) -> tuple[str, str | None]:
         raise TokenError(f"the token file {p} is not UTF-8 text") from None
     if stat.S_ISREG(mode) and mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise TokenError(f"the token file {p} is readable by other users: run `chmod 600 {p}`")
-    return token, None
+    return token
 
 
-def resolve_token(given: str | None, token_file: str | None) -> tuple[str, str, str | None]:
-    """(token, where it came from: file/option/env/random, a warning or None), in that order of precedence."""
+def resolve_token(given: str | None, token_file: str | None) -> tuple[str, str]:
+    """(token, where it came from: file/option/env/random), in that order of precedence."""
     if token_file:
-        token, warning = read_token_file(token_file)
-        return token, "file", warning
+        return read_token_file(token_file), "file"
     if given:
-        return _checked(given, "--token"), "option", None
+        return _checked(given, "--token"), "option"
     if os.environ.get(ENV):
-        return _checked(os.environ[ENV], f"${ENV}"), "env", None
-    return secrets.token_urlsafe(24), "random", None
+        return _checked(os.environ[ENV], f"${ENV}"), "env"
+    return secrets.token_urlsafe(24), "random"
