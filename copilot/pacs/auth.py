@@ -124,9 +124,9 @@ def redirect_guard(policy: str = "same-origin") -> Callable[..., Any]:
     return hook
 
 
-def http_session(root: str, redirects: str = "same-origin") -> Any:
+def http_session(root: str, redirects: str = "same-origin", connections: int = 10) -> Any:
     """A `requests` session for a service root: its credentials attached, TLS verified (a CA bundle if set),
-    redirects to another origin refused."""
+    redirects to another origin refused, up to `connections` kept open for requests made at once."""
     import requests
 
     class PacsSession(requests.Session):
@@ -141,6 +141,8 @@ def http_session(root: str, redirects: str = "same-origin") -> Any:
 
     creds = credentials_for(root)
     session = PacsSession()
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, requests.adapters.HTTPAdapter(pool_maxsize=max(10, connections)))
     session.hooks["response"].append(redirect_guard(redirects))
     session.verify = creds.ca_bundle or True
     if creds.token:

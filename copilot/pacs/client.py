@@ -78,7 +78,7 @@ class PacsClient:
     def __init__(self, url: str, limits: PacsLimits | None = None) -> None:
         self.root = service_root(url)
         self.limits = limits or PacsLimits.from_env()
-        self._session = http_session(self.root, self.limits.redirects)
+        self._session = http_session(self.root, self.limits.redirects, self.limits.workers)
         self._stow: Any = None
 
     def deadline(self, retrieval: bool = False) -> Deadline:
@@ -168,14 +168,26 @@ class PacsClient:
             })  # fmt: skip
         return sorted(out, key=lambda s: (s["number"] is None, s["number"] or 0))
 
+    def instances(self, study: str, series: str, deadline: Deadline | None = None) -> list[tuple[str, int | None]]:
+        """The instances of a series as (SOP Instance UID, Instance Number), in instance-number order (those
+        without a number last, as listed); more than `max_instances` is `pacs_too_many`."""
+        found, cut, _ = self._json(
+            f"/studies/{study}/series/{series}/instances", {"includefield": ["InstanceNumber"]},
+            self.limits.max_instances, "an instance listing", deadline or self.deadline(),
+        )  # fmt: skip
+        if cut:
+            raise PacsError("pacs_too_many", f"the PACS lists more than {self.limits.max_instances} instances")
+        listed = [(uid, _count(item, "InstanceNumber")) for item in found if (uid := _uid(item, "SOPInstanceUID"))]
+        order = sorted(range(len(listed)), key=lambda i: (listed[i][1] is None, listed[i][1] or 0, i))
+        return [listed[i] for i in order]
+
     # ----- WADO-RS -----
-    def retrieve_series(self, study: str, series: str, sink: PartSink, deadline: Deadline | None = None) -> int:
-        """Stream the instances of a series into `sink` (one part per instance); the number of parts. The
-        answer must end with its closing boundary (`pacs_truncated` otherwise)."""
+    def _multipart(self, path: str, sink: PartSink, deadline: Deadline, what: str) -> int:
+        """Stream a multipart answer into `sink`; the number of parts. The answer must end with its closing
+        boundary (`pacs_truncated` otherwise)."""
         stream = open_stream(
-            self._session, f"{self.root}/studies/{study}/series/{series}", accept=MULTIPART_DICOM,
-            deadline=deadline or self.deadline(retrieval=True), limits=self.limits, what="the series retrieval",
-            limit=1 << 62, limit_code="pacs_answer_too_large",
+            self._session, f"{self.root}{path}", accept=MULTIPART_DICOM, deadline=deadline, limits=self.limits,
+            what=what, limit=1 << 62, limit_code="pacs_answer_too_large",
         )  # fmt: skip
         try:
             reader = MultipartReader(
@@ -188,6 +200,18 @@ class PacsClient:
         finally:
             stream.close()
         return reader.parts
+
+    def retrieve_series(self, study: str, series: str, sink: PartSink, deadline: Deadline | None = None) -> int:
+        """Stream the instances of a series into `sink` (one part per instance); the number of parts."""
+        return self._multipart(f"/studies/{study}/series/{series}", sink, deadline or self.deadline(retrieval=True),
+                               "the series retrieval")  # fmt: skip
+
+    def retrieve_instance(self, study: str, series: str, instance: str, sink: PartSink, deadline: Deadline) -> None:
+        """Stream one instance into `sink`; an answer holding other than one part is `pacs_bad_answer`."""
+        parts = self._multipart(f"/studies/{study}/series/{series}/instances/{instance}", sink, deadline,
+                                "an instance retrieval")  # fmt: skip
+        if parts != 1:
+            raise PacsError("pacs_bad_answer", f"the PACS answered an instance retrieval with {parts} parts")
 
     def iter_series(self, study: str, series: str) -> Iterator[pydicom.Dataset]:
         """The instances of a series, read back from a private temporary folder (small series: checks, tests)."""

@@ -19,13 +19,16 @@ from copilot.pacs.client import PacsClient
 from copilot.pacs.errors import PacsError
 from copilot.pacs.limits import Deadline
 from copilot.pacs.patient import study_identity
+from copilot.pacs.pool import SeriesProgress, retrieve_pooled
 from copilot.pacs.urls import DicomwebRef, is_dicomweb_url, parse_dicomweb_url
 from copilot.pacs.writer import SeriesWriter
 from copilot.privatefs import private_dir
 
 NOT_IMAGES = frozenset({"SR", "KO", "PR", "SEG", "RTSTRUCT", "RTPLAN", "RTDOSE", "REG", "DOC", "OT_PDF", "AU"})
 DERIVED_RESULTS = frozenset({"SEG", "SR", "KO", "PR", "RTSTRUCT", "RTPLAN", "REG", "DOC"})  # never opened as images
+NO_LISTING = frozenset({"pacs_refused", "pacs_failed", "pacs_bad_answer"})  # then the series in one answer
 S = TypeVar("S")
+Listing = list[tuple[str, int | None]]
 
 
 @dataclass(frozen=True)
@@ -57,20 +60,40 @@ def incomplete_error(origin: dict[str, Any], ref: DicomwebRef | None = None) -> 
     return PacsError("pacs_incomplete", f"the series is incomplete ({held} held, {missing}); {hint}")
 
 
+def _listing(client: PacsClient, ref: DicomwebRef, expected: int | None, deadline: Deadline) -> Listing | None:
+    """The series' instances in instance order, to be retrieved one by one; None (the whole series in one answer)
+    when the count is unknown, the PACS does not list instances, or lists fewer than the series says it holds."""
+    if expected is None:
+        return None
+    assert ref.series is not None
+    try:
+        listed = client.instances(ref.study, ref.series, client.deadline().sooner(deadline))
+    except PacsError as exc:
+        if exc.code in NO_LISTING:
+            return None
+        raise
+    return listed if len(listed) >= expected else None
+
+
 def retrieve_series(
     client: PacsClient, ref: DicomwebRef, cache: PacsCache, expected: int | None = None, keep: Sequence[Path] = (),
-    deadline: Deadline | None = None,
+    deadline: Deadline | None = None, progress: SeriesProgress | None = None,
 ) -> Path:  # fmt: skip
     """One series in the cache; its folder. A complete copy holding `expected` instances is reused; anything
-    less is retrieved again, keeping the instances already held (a resume). Instances are written as they
-    arrive within the cache bound; the series is marked complete only when the answer ended properly and holds
-    at least `expected` instances, else it stays marked incomplete and `pacs_incomplete` (or the refusal that
-    stopped it) is raised. Making room never removes `keep` (the other series of a study being opened)."""
+    less is retrieved again, keeping the instances already held (a resume): instance by instance through the
+    bounded pool (`pool`) when the PACS lists them, else as one answer. Instances are written as they arrive
+    within the cache bound (`progress` hears of each); the series is marked complete only when every answer
+    ended properly and it holds at least `expected` instances, else it stays marked incomplete (never opened)
+    and `pacs_incomplete` (or the refusal that stopped it) is raised. Making room never removes `keep` (the
+    other series of a study being opened)."""
     assert ref.series is not None
-    folder = cache.series_dir(ref.base, ref.study, ref.series)
+    series = ref.series
+    folder = cache.series_dir(ref.base, ref.study, series)
     origin = read_origin(folder)
     if origin is not None and origin.get("complete") and (expected is None or origin.get("instances") == expected):
         cache.touch(folder)
+        if progress is not None:
+            _replay(folder, series, progress)
         return folder
     private_dir(cache.root)  # the cache holds patient data: owner-only whatever the umask (an older root narrowed)
     private_dir(folder)
@@ -83,8 +106,17 @@ def retrieve_series(
         return state
 
     record(False)
+    deadline = deadline or client.deadline(retrieval=True)
+    arrived = (lambda pos, path: progress.arrived(series, pos, path)) if progress is not None else None
     try:
-        client.retrieve_series(ref.study, ref.series, writer, deadline)
+        listing = _listing(client, ref, expected, deadline)
+        if progress is not None and (listing is not None or expected is not None):
+            progress.listed(series, len(listing) if listing is not None else expected or 0)
+        if listing is None:
+            writer.on_instance = arrived
+            client.retrieve_series(ref.study, series, writer, deadline)
+        else:
+            retrieve_pooled(client, ref.study, series, folder, listing, writer.held, budget, deadline, arrived)
     except PacsError as exc:
         writer.discard()
         record(False)
@@ -104,8 +136,16 @@ def retrieve_series(
     return folder
 
 
-def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
-    """Retrieve the study or series a DICOMweb URL names into the cache."""
+def _replay(folder: Path, series: str, progress: SeriesProgress) -> None:
+    """A series the cache already holds, told to `progress` as if it had just arrived."""
+    files = sorted(folder.glob("*.dcm"))
+    progress.listed(series, len(files))
+    for pos, path in enumerate(files):
+        progress.arrived(series, pos, path)
+
+
+def fetch(url: str, cache: PacsCache | None = None, progress: SeriesProgress | None = None) -> LocalStudy:
+    """Retrieve the study or series a DICOMweb URL names into the cache (`progress` hears of each instance)."""
     ref = parse_dicomweb_url(url)
     cache = cache or PacsCache()
     cache.sweep()
@@ -119,7 +159,7 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
         if str(match[0]["modality"] or "").upper() in DERIVED_RESULTS:  # an RT Dose series opens as a volume
             raise HandlerError("not_an_image", f"that series is a derived result ({match[0]['modality']}), not an "
                                "image series: open the study or its source series")  # fmt: skip
-        folder = retrieve_series(client, ref, cache, match[0]["instances"], deadline=deadline)
+        folder = retrieve_series(client, ref, cache, match[0]["instances"], deadline=deadline, progress=progress)
         return LocalStudy(folder, origin_of(ref))
     images = [s for s in listed if str(s["modality"] or "").upper() not in NOT_IMAGES]
     if not images:
@@ -128,7 +168,8 @@ def fetch(url: str, cache: PacsCache | None = None) -> LocalStudy:
     folders: list[Path] = []
     for s in images:
         folders.append(
-            retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders, deadline)
+            retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders, deadline,
+                            progress)
         )
     cache.evict(keep=folders)
     derived = [{k: s[k] for k in ("uid", "modality", "description", "number", "instances")} for s in listed

@@ -4,8 +4,8 @@ and item bounds, and overall deadlines per command and per retrieval (each overr
 Environment (read when a client is made): `MEDCOPILOT_PACS_DEADLINE_S` (a search or listing, default 120),
 `MEDCOPILOT_PACS_RETRIEVAL_S` (retrieving a series or a study, default 1800), `MEDCOPILOT_PACS_READ_S` (one
 silent wait on the connection, default 30), `MEDCOPILOT_PACS_MAX_JSON_MB` (a search answer, default 32),
-`MEDCOPILOT_PACS_MAX_PART_MB` (one retrieved instance, default 2048), `MEDCOPILOT_PACS_REDIRECTS`
-(`same-origin`, the default, or `none`).
+`MEDCOPILOT_PACS_MAX_PART_MB` (one retrieved instance, default 2048), `MEDCOPILOT_PACS_WORKERS` (instances
+retrieved at once, 1 to 16, default 6), `MEDCOPILOT_PACS_REDIRECTS` (`same-origin`, the default, or `none`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from copilot.pacs.errors import PacsError
 
 MIB = 1024 * 1024
+MAX_WORKERS = 16
 
 
 def _env_float(name: str, default: float) -> float:
@@ -38,6 +39,8 @@ class PacsLimits:
     json_item_bytes: int = 1 * MIB  # one study or series entry
     json_depth: int = 24  # DICOM JSON of a study entry nests 4 deep; sequences a few more
     max_series: int = 5000  # series listed for one study
+    max_instances: int = 50_000  # instances listed for one series
+    workers: int = 6  # instance requests in flight at once
     part_bytes: int = 2048 * MIB  # one instance, as decompressed
     part_header_bytes: int = 16 * 1024
     redirects: str = "same-origin"
@@ -53,6 +56,7 @@ class PacsLimits:
             read_s=_env_float("MEDCOPILOT_PACS_READ_S", base.read_s),
             json_bytes=int(_env_float("MEDCOPILOT_PACS_MAX_JSON_MB", base.json_bytes / MIB) * MIB),
             part_bytes=int(_env_float("MEDCOPILOT_PACS_MAX_PART_MB", base.part_bytes / MIB) * MIB),
+            workers=max(1, int(min(MAX_WORKERS, _env_float("MEDCOPILOT_PACS_WORKERS", base.workers)))),
             redirects=policy if policy in ("same-origin", "none") else base.redirects,
         )
 

@@ -1,11 +1,13 @@
 """Retrieved instances written straight to a series folder as they arrive: each part to a hidden
 `.NNNNN.dcm.part-PID` file counted against the cache budget byte by byte, renamed to `NNNNN.dcm` only once its
-part is complete and reads as a DICOM file of the series; an instance already held is not stored twice."""
+part is complete and reads as a DICOM file of the series; an instance already held is not stored twice. A whole
+series' answer goes through one `SeriesWriter`; each instance retrieved on its own through an `InstanceWriter`."""
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -49,32 +51,23 @@ def _pixels_cut_short(ds: Any, path: Path) -> bool:
     return bool(raw.value_tell + raw.length > path.stat().st_size)
 
 
-class SeriesWriter:
-    """A `PartSink` writing one series' instances into `folder`; `take(n)` (the cache budget) is asked before
-    each byte is written and may refuse (`pacs_cache_full`)."""
+class PartFile:
+    """One part at a time written to a hidden `.NNNNN.dcm.part-PID` file in `folder`, each byte asked of `take`
+    (the cache budget, which may refuse: `pacs_cache_full`) before it is written, checked once complete."""
 
     def __init__(self, folder: Path, series_uid: str, take: Callable[[int], None] | None = None,
                  give: Callable[[int], None] | None = None) -> None:  # fmt: skip
         self.folder, self.series_uid = folder, series_uid
         self.take, self.give = take or (lambda n: None), give or (lambda n: None)
-        self.held = held_instances(folder)
-        indices = [int(m.group(1)) for p in folder.glob("*.dcm") if (m := _INDEX.match(p.name))]
-        self.next = max(indices, default=0) + 1
-        self.new = 0
         self._fh: IO[bytes] | None = None
         self._tmp: Path | None = None
         self._bytes = 0
 
-    @property
-    def count(self) -> int:
-        """Instances the folder holds now."""
-        return len(self.held)
-
-    def begin(self, headers: dict[str, str]) -> None:
+    def _open(self, headers: dict[str, str], index: int) -> None:
         kind = headers.get("content-type", "application/dicom").split(";")[0].strip().lower()
         if kind != "application/dicom":
             raise PacsError("pacs_bad_answer", f"the PACS sent a part of type {printable(kind, 60)!r}, not DICOM")
-        self._tmp = self.folder / f".{self.next:05d}.dcm{PART_SUFFIX}{os.getpid()}"
+        self._tmp = self.folder / f".{index:05d}.dcm{PART_SUFFIX}{os.getpid()}"
         fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._fh = os.fdopen(fd, "wb")
         self._bytes = 0
@@ -85,20 +78,18 @@ class SeriesWriter:
         self._bytes += len(chunk)
         self._fh.write(chunk)
 
-    def end(self) -> None:
+    def _close(self) -> str:
+        """The SOP Instance UID of the complete part (checked)."""
         assert self._fh is not None and self._tmp is not None
         self._fh.close()
-        tmp, self._fh = self._tmp, None
-        uid = self._check(tmp)
-        if uid in self.held:  # sent again (a retried or repeating retrieval): kept once
-            self.discard()
-            return
-        final = self.folder / f"{self.next:05d}.dcm"
-        tmp.rename(final)
+        self._fh = None
+        return self._check(self._tmp)
+
+    def _keep(self, final: Path) -> None:
+        """The checked part becomes `final`."""
+        assert self._tmp is not None
+        self._tmp.rename(final)
         self._tmp = None
-        self.held[uid] = final
-        self.next += 1
-        self.new += 1
 
     def _check(self, path: Path) -> str:
         """The SOP Instance UID of a complete part; `pacs_bad_answer` unless it is a DICOM file of the series."""
@@ -130,3 +121,77 @@ class SeriesWriter:
             self._tmp.unlink(missing_ok=True)
             self.give(self._bytes)
             self._tmp, self._bytes = None, 0
+
+
+class SeriesWriter(PartFile):
+    """A `PartSink` writing one series' instances into `folder` in the order they come, numbered after those the
+    folder already holds; an instance already held is not stored twice."""
+
+    def __init__(self, folder: Path, series_uid: str, take: Callable[[int], None] | None = None,
+                 give: Callable[[int], None] | None = None) -> None:  # fmt: skip
+        super().__init__(folder, series_uid, take, give)
+        self.held = held_instances(folder)
+        self.next = next_index(folder)
+        self.new = 0
+        self.on_instance: Callable[[int, Path], None] | None = None  # told of each kept (arrival order, file)
+
+    @property
+    def count(self) -> int:
+        """Instances the folder holds now."""
+        return len(self.held)
+
+    def begin(self, headers: dict[str, str]) -> None:
+        self._open(headers, self.next)
+
+    def end(self) -> None:
+        uid = self._close()
+        if uid in self.held:  # sent again (a retried or repeating retrieval): kept once
+            self.discard()
+            return
+        final = self.folder / f"{self.next:05d}.dcm"
+        self._keep(final)
+        self.held[uid] = final
+        self.next += 1
+        self.new += 1
+        if self.on_instance is not None:
+            self.on_instance(len(self.held) - 1, final)
+
+
+def next_index(folder: Path) -> int:
+    """The number after the highest `NNNNN.dcm` a series folder holds (1 for none)."""
+    indices = [int(m.group(1)) for p in folder.glob("*.dcm") if (m := _INDEX.match(p.name))]
+    return max(indices, default=0) + 1
+
+
+class InstanceWriter(PartFile):
+    """A `PartSink` for the answer to one instance's retrieval: exactly one part, the instance asked for, kept as
+    `NNNNN.dcm` (`index`, fixed before it arrives, so files follow instance order whatever the arrival order);
+    once `stop` is set the next piece ends it (`RetrievalStopped`)."""
+
+    def __init__(self, folder: Path, series_uid: str, sop_uid: str, index: int, take: Callable[[int], None],
+                 give: Callable[[int], None], stop: threading.Event | None = None) -> None:  # fmt: skip
+        super().__init__(folder, series_uid, take, give)
+        self.sop_uid, self.index, self.stop = sop_uid, index, stop
+        self.path: Path | None = None
+
+    def begin(self, headers: dict[str, str]) -> None:
+        if self.path is not None or self._tmp is not None:
+            raise PacsError("pacs_bad_answer", "the PACS answered an instance retrieval with more than one part")
+        self._open(headers, self.index)
+
+    def data(self, chunk: bytes) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise RetrievalStopped
+        super().data(chunk)
+
+    def end(self) -> None:
+        uid = self._close()
+        if uid != self.sop_uid:
+            self.discard()
+            raise PacsError("pacs_bad_answer", "the PACS sent another instance than the one asked for")
+        self.path = self.folder / f"{self.index:05d}.dcm"
+        self._keep(self.path)
+
+
+class RetrievalStopped(Exception):
+    """An instance retrieval ended because another one of its series failed."""
