@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from copilot import plugins
+from copilot.cases.pack import CasePack
+from copilot.engine.montage import slide_montage, volume_montages
 from copilot.engine.slide.viewer import EmbeddedSlideViewer
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
@@ -27,6 +31,17 @@ from copilot.tools import PATHOLOGY as PATHOLOGY_HANDLERS
 from copilot.tools import RADIOLOGY as RADIOLOGY_HANDLERS
 from copilot.tools import Registry
 from copilot.viewer.protocol import Viewer
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One workflow checkpoint an episode is graded on (the benchmark's workflow audit): id (stage prefix P/A/D/R),
+    what it checks, critical or regular, and the name of the audit rule that grades it."""
+
+    id: str
+    title: str
+    critical: bool
+    rule: str
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,9 @@ class ViewerKind:
     image_name: str = "image"  # what names its pictures, burnt into every render ('series', 'slide')
     shared_data: str = "rendered images and tool results"  # what a model service off this machine receives
     system_prompt: str | Path = ""  # its benchmark system prompt: text, or a file ('': prompts/KIND_system.txt)
+    checkpoints: tuple[Checkpoint, ...] = ()  # workflow checkpoints of its episodes beside the audit's common ones
+    claim_boundaries: tuple[str, ...] = ()  # overclaims the workflow audit looks for (its boundary names)
+    montage: Callable[[CasePack], dict[str, Image.Image]] | None = None  # Track C's pictures of a case (None: none)
 
     def viewer(self, backend: str = "embedded") -> Viewer:
         """A fresh viewer of this kind on a backend ('embedded' by default)."""
@@ -75,6 +93,9 @@ RADIOLOGY_KIND = ViewerKind(
     evidence_lines=("key_slice", "distance", "point"),
     image_name="series",
     shared_data="rendered slice images, tool results and the series inventory (modality, size, spacing, orientation)",
+    checkpoints=(Checkpoint("A2", "a plane through the lesion was shown", True, "target_seen"),),
+    claim_boundaries=("measurement_not_taken", "series_not_shown", "certainty_beyond_evidence"),
+    montage=volume_montages,
 )
 PATHOLOGY_KIND = ViewerKind(
     PATHOLOGY,
@@ -91,6 +112,14 @@ PATHOLOGY_KIND = ViewerKind(
     evidence_lines=("wsi_point",),
     image_name="slide",
     shared_data="rendered slide fields, tool results and the slide inventory (size, µm/px, levels)",
+    checkpoints=(
+        Checkpoint("A2", "a field over the target region was shown", True, "target_seen"),
+        Checkpoint("A5", "the slide was examined at 10× or more", False, "magnified"),
+    ),
+    claim_boundaries=(
+        "measurement_not_taken", "magnification_not_reached", "below_minimum_magnification", "certainty_beyond_evidence"
+    ),
+    montage=slide_montage,
 )
 
 
@@ -172,7 +201,4 @@ def register_kind(kind: ViewerKind) -> ViewerKind:
 def viewer_kind(name: str) -> ViewerKind:
     """The kind of a name ('radiology', 'pathology'), or a ValueError naming the known ones (and any plug-in of
     kinds that failed to load)."""
-    if name not in KINDS:
-        note = plugins.failed_note(plugins.KINDS_GROUP)
-        raise ValueError(f"unknown viewer kind {name!r}; known: {', '.join(KINDS)}{note}")
-    return KINDS[name]
+    return plugins.lookup(plugins.KINDS_GROUP, KINDS, name, "viewer kind")

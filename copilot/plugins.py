@@ -1,4 +1,5 @@
-"""Plug-ins by Python entry points: viewer kinds, benchmark modules and dataset adapters, the core's own included.
+"""Plug-ins by Python entry points: viewer kinds, benchmark modules, dataset adapters, Track B operation sets and
+host applications, the core's own included.
 
 A package adds one by declaring an entry point in one of `GROUPS` (`[project.entry-points."medcopilot.kinds"]`
 and so on) whose object is the descriptor or the adapter function. Each group is loaded lazily, once per
@@ -12,13 +13,17 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import logging
 import tomllib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
+
+T = TypeVar("T")
 
 KINDS_GROUP = "medcopilot.kinds"
 MODULES_GROUP = "medcopilot.modules"
 ADAPTERS_GROUP = "medcopilot.adapters"
-GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP)
+OPERATION_SETS_GROUP = "medcopilot.operation_sets"
+GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP, OPERATION_SETS_GROUP)
 CORE_PACKAGE = "copilot"
 
 _FOUND: dict[str, list[metadata.EntryPoint]] = {}
@@ -88,6 +93,27 @@ def load(group: str) -> dict[str, Any]:
     return dict(loaded)
 
 
+def descriptors(group: str, cls: type[Any]) -> dict[str, Any]:
+    """A group's loaded objects that are `cls` instances carrying their entry point's name; any other is refused
+    by name (kept in `problems`) and left out."""
+    found: dict[str, Any] = {}
+    for name, obj in load(group).items():
+        if isinstance(obj, cls) and getattr(obj, "name", None) == name:
+            found[name] = obj
+        else:
+            got = getattr(obj, "name", None) if isinstance(obj, cls) else type(obj).__name__
+            refuse(group, name, TypeError(f"expected the {cls.__name__} {name!r}, got {got!r}"))
+    return found
+
+
+def lookup(group: str, known: dict[str, T], name: str, what: str) -> T:
+    """`known[name]`, or a ValueError naming the `what` asked for, the known names and any of the group's plug-ins
+    that failed to load."""
+    if name not in known:
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(known)}{failed_note(group)}")
+    return known[name]
+
+
 def refuse(group: str, name: str, exc: BaseException, where: str = "") -> None:
     """Record a plug-in that failed to load or to register (its name and error), and log it once."""
     key = f"{group}:{name}"
@@ -105,3 +131,33 @@ def failed_note(group: str) -> str:
     """A sentence naming a group's plug-ins that failed to load ('' when none did), for an unknown-name error."""
     failed = problems(group)
     return f"; plug-ins not loaded: {'; '.join(f'{k} ({v})' for k, v in failed.items())}" if failed else ""
+
+
+class LazyChoices(Sequence[str]):
+    """A command-line choice list read from the plug-in registry only when argparse first needs it (a value to
+    check, a usage line to print): building the parser loads no plug-in, and one installed later is offered."""
+
+    def __init__(self, read: Callable[[], Iterable[str]]) -> None:
+        self._read = read
+        self._names: list[str] | None = None
+
+    def _all(self) -> list[str]:
+        if self._names is None:
+            self._names = list(self._read())
+        return self._names
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._all()[index]

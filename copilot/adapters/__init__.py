@@ -34,9 +34,5 @@ def dataset_names() -> list[str]:
 
 def adapter(name: str) -> Adapter:
     """The adapter of a dataset name (any case), or a ValueError naming the known ones and any that failed."""
-    known = adapters()
-    if name.lower() not in known:
-        note = plugins.failed_note(plugins.ADAPTERS_GROUP)
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(known)}{note}")
-    return known[name.lower()]
+    return plugins.lookup(plugins.ADAPTERS_GROUP, adapters(), name.lower(), "dataset")
 

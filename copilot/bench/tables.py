@@ -407,9 +407,6 @@ def table2(rows: list[dict[str, Any]]) -> Table:
 
 # ----- Table 3 -----
 
-OPS_ORDER = ("segmentation", "registration", "vista3d", "all")  # Table 3's operation sets, in column order
-
-
 def ops_columns(ops: str) -> tuple[str, ...]:
     """The modules an operation set is reported on (each module declares its sets), in table order."""
     return tuple(f.name for f in all_facts() if ops in f.operations)
@@ -433,18 +430,18 @@ def _delta(value: float | None, ref: float | None) -> float | None:
 def table3(rows: list[dict[str, Any]]) -> Table:
     groups = configurations(rows)
     b_configs = [c for c in _track_configs(groups, "B") if c.ops != "none"]
-    present_ops = [o for o in OPS_ORDER if any(c.ops == o for c in b_configs)]
+    from copilot.tools.operation_sets import ops_title, table_operation_sets
+
+    present_ops = [o for o in table_operation_sets() if any(c.ops == o for c in b_configs)]
     columns = []
     for ops in present_ops:
         mods = [m for m in ops_columns(ops) if any(c.ops == ops and _has_any(groups[c], (m,)) for c in b_configs)]
         columns += [(ops, m) for m in mods]
-    from copilot.tools.operation_sets import OPS_TITLES
-
     head1: list[tuple[str, int]] = [("Backbone", 1), ("Metric", 1)]
     for ops in present_ops:
         n = sum(1 for o, _ in columns if o == ops)
         if n:
-            head1.append((OPS_TITLES.get(ops, ops), n))
+            head1.append((ops_title(ops), n))
     header = [head1, [("", 1), ("", 1)] + [(module_title(m), 1) for _, m in columns]]
     t = Table(
         "table3",

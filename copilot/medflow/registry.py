@@ -95,11 +95,7 @@ def modules() -> dict[str, BenchModule]:
 
 def module(name: str) -> BenchModule:
     """The module of a name, or a ValueError naming the known ones (and any plug-in module that failed to load)."""
-    known = modules()
-    if name not in known:
-        note = plugins.failed_note(plugins.MODULES_GROUP)
-        raise ValueError(f"unknown benchmark module {name!r}; known: {', '.join(known)}{note}")
-    return known[name]
+    return plugins.lookup(plugins.MODULES_GROUP, modules(), name, "benchmark module")
 
 
 def points_in_words(n: int) -> str:
