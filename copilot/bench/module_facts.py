@@ -40,7 +40,7 @@ class ModuleFacts:
     roi_label: tuple[str, str] | None = None  # slides: (truth field naming the target ROI class, its negative)
     cited: Callable[[str], dict[str, Any]] | None = None  # the evidence an answer cites; None: its EVIDENCE block
     structures: dict[str, tuple[str, ...]] | None = None  # what its question is about ('target') and not
-    checkpoints: tuple[Any, ...] = ()  # workflow checkpoints beyond its viewer kind's (workflow_audit.Checkpoint)
+    checkpoints: tuple[Any, ...] = ()  # workflow checkpoints beyond its viewer kind's (`copilot.kinds.Checkpoint`)
     precedence: tuple[Any, ...] = ()  # call-order constraints beyond its viewer kind's (dimensions.PRECEDENCE rows)
     diagnosis: tuple[str, str] | None = None  # (truth field, its negative value) of a slide-level diagnosis
 

@@ -1,78 +1,14 @@
-"""Track C input: 2D slice montages (Appendix C.2) for pipelines that do not drive a viewer.
-
-Each loaded series becomes one PNG: a row of axial tiles, then sagittal and coronal tiles, evenly spaced
-between 10 % and 90 % of each view's offset range, each tile carrying the viewer's corner overlay (so
-the RAS-axis millimetres of every slice can be read off it, as the evidence format needs). Slides
-become a thumbnail of the whole slide with its size and pixel size written on it.
-"""
+"""Track C input (Appendix C.2) for pipelines that do not drive a viewer: a case's pictures, drawn by its viewer
+kind (`ViewerKind.montage`: slice montages per series, a slide's thumbnail), written as PNGs with `montage.json`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-from PIL import Image, ImageDraw
-
-from copilot.cases.pack import CasePack, load_case
-from copilot.cases.paths import case_path
-from copilot.engine.confine import case_folder
-from copilot.engine.volume.loading import load_case_volumes
-from copilot.engine.volume.render import encode_png, overlay_font
-from copilot.engine.volume.viewer import EmbeddedVolumeViewer
-from copilot.kind_names import PATHOLOGY, RADIOLOGY
-
-
-def _grid(tiles: list[Image.Image], columns: int, title: str) -> Image.Image:
-    w, h = tiles[0].size
-    rows = -(-len(tiles) // columns)
-    out = Image.new("RGB", (columns * w, rows * h + 24), (0, 0, 0))
-    ImageDraw.Draw(out).text((6, 4), title, fill=(255, 255, 255), font=overlay_font(14))
-    for n, tile in enumerate(tiles):
-        out.paste(tile.convert("RGB"), ((n % columns) * w, 24 + (n // columns) * h))
-    return out
-
-
-def volume_montages(case: CasePack, axial: int = 12, other: int = 6, tile: int = 192) -> dict[str, Image.Image]:
-    """One montage per loaded series of a radiology case."""
-    paths = [case_path(case.root, p) for p in case.inputs.get("volumes", [])]
-    viewer = EmbeddedVolumeViewer()
-    with case_folder(case.root):  # files the inputs name stay in the case, as in a session
-        ids = [viewer.add_volume(v) for v in load_case_volumes(paths)]
-    out = {}
-    for vid in ids:
-        viewer.recover_standard_views(vid)
-        tiles = []
-        for view, count in (("red", axial), ("yellow", other), ("green", other)):
-            lo, hi = viewer.slice_offset_range(view)
-            for off in np.linspace(lo + 0.1 * (hi - lo), hi - 0.1 * (hi - lo), count):
-                viewer.set_slice_offset(view, float(off))
-                tiles.append(viewer.render(view, (tile, tile), remember=False))
-        name = viewer.volume(vid).name
-        out[name] = _grid(tiles, 6, f"{case.case_id}  {name}: axial (S), sagittal (R), coronal (A) slices")
-    return out
-
-
-def slide_montage(case: CasePack, side: int = 1024) -> Image.Image:
-    from copilot.engine.slide.source import SlideSource
-
-    with case_folder(case.root):
-        slide = SlideSource(case_path(case.root, case.inputs["slide"]))
-    info = slide.info
-    w, h = info.dimensions
-    scale = side / max(w, h)
-    thumb = slide.make_thumbnail(side)
-    slide.close()
-    mpp = f"{info.mpp[0]:g} um/px" if info.mpp else "pixel size unknown"
-    title = f"{case.case_id}: {w} x {h} px, {mpp}; 1 thumbnail px = {1 / scale:.1f} slide px"
-    return _grid([thumb], 1, title)
-
-
-MONTAGES: dict[str, Callable[[CasePack], dict[str, Image.Image]]] = {  # per viewer kind
-    RADIOLOGY: lambda case: volume_montages(case),
-    PATHOLOGY: lambda case: {"slide": slide_montage(case)},
-}
+from copilot.cases.pack import load_case
+from copilot.engine.volume.render import encode_png
+from copilot.kinds import KINDS
 
 
 def write_montages(case_dir: str | Path, out_dir: str | Path) -> list[Path]:
@@ -80,9 +16,10 @@ def write_montages(case_dir: str | Path, out_dir: str | Path) -> list[Path]:
     case = load_case(case_dir)
     out = Path(out_dir) / case.case_id
     out.mkdir(parents=True, exist_ok=True)
-    if case.kind not in MONTAGES:
+    kind = KINDS.get(case.kind)
+    if kind is None or kind.montage is None:
         raise ValueError(f"no Track C montage for {case.kind} cases")
-    images = MONTAGES[case.kind](case)
+    images = kind.montage(case)
     written = []
     for name, image in images.items():
         path = out / f"{name}.png"

@@ -2,24 +2,27 @@
 scoring S with the formal-pass sweep, claim boundaries with overclaims, CWAS-3 and R6; and, across episodes,
 the pathology answers' calibration (ECE, reliability table), balanced accuracy, macro-F1 and AUROC.
 
-Checkpoint lists and claim boundaries are data (`CHECKPOINTS`, `CLAIM_BOUNDARIES`); the rules that resolve
-them are deterministic functions of the trace, like ACP-Bench's deterministic checks. docs/metrics.md gives
+Checkpoint lists and claim boundaries are data (the common checkpoints here, those of the viewer kind and the module
+in their declarations, `ViewerKind.checkpoints`, `claim_boundaries`); the rules that resolve them are deterministic
+functions of the trace, like ACP-Bench's deterministic checks. docs/metrics.md gives
 each definition and where it departs from the seed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from copilot import kind_names
 from copilot.bench.agreement import auprc
 from copilot.bench.configs import config_of, label
 from copilot.bench.module_facts import facts_of
+
+if TYPE_CHECKING:
+    from copilot.kinds import Checkpoint, ViewerKind
 
 STAGES = ("plan", "act", "diagnose", "reflect")
 PLAN_CALLS = frozenset({"get_viewer_state", "get_qupath_state", "get_slice_offset_range", "ping", "open_case",
@@ -79,37 +82,29 @@ def compress(stages: list[str]) -> list[str]:
 # ----- checkpoints -----
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """One checkpoint of a module's list: id (stage prefix P/A/D/R), what it checks, critical or regular."""
+@functools.cache
+def common_checkpoints() -> tuple[Checkpoint, ...]:
+    """The checkpoints of every episode, before those of its viewer kind and its module."""
+    from copilot.kinds import Checkpoint
 
-    id: str
-    title: str
-    critical: bool
-    rule: str
+    return (
+        Checkpoint("P1", "oriented before acting (state query or a look first)", False, "oriented"),
+        Checkpoint("A1", "tool invocation fidelity (valid calls)", True, "valid_calls"),
+        Checkpoint("A3", "evidence recorded (a capture call, or cited evidence all on views shown)", False, "captured"),
+        Checkpoint("A4", "error handling or recovery after a refused call", False, "recovered"),
+        Checkpoint("D1", "answer in the required structure", True, "parsed"),
+        Checkpoint("D2", "cited evidence lies on views that were shown", True, "observed"),
+        Checkpoint("D3", "stated sizes backed by a measurement", False, "measured"),
+        Checkpoint("R1", "state changes verified by a new view or a measurement", False, "verified"),
+        Checkpoint("R2", "workflow faults acted on (the next call changed)", False, "warnings_acted"),
+    )
 
 
-COMMON = [
-    Checkpoint("P1", "oriented before acting (state query or a look first)", False, "oriented"),
-    Checkpoint("A1", "tool invocation fidelity (valid calls)", True, "valid_calls"),
-    Checkpoint("A3", "evidence recorded (a capture call, or cited evidence all on views shown)", False, "captured"),
-    Checkpoint("A4", "error handling or recovery after a refused call", False, "recovered"),
-    Checkpoint("D1", "answer in the required structure", True, "parsed"),
-    Checkpoint("D2", "cited evidence lies on views that were shown", True, "observed"),
-    Checkpoint("D3", "stated sizes backed by a measurement", False, "measured"),
-    Checkpoint("R1", "state changes verified by a new view or a measurement", False, "verified"),
-    Checkpoint("R2", "workflow faults acted on (the next call changed)", False, "warnings_acted"),
-]
-RADIOLOGY = [*COMMON, Checkpoint("A2", "a plane through the lesion was shown", True, "target_seen")]
-PATHOLOGY = [
-    *COMMON,
-    Checkpoint("A2", "a field over the target region was shown", True, "target_seen"),
-    Checkpoint("A5", "the slide was examined at 10× or more", False, "magnified"),
-]
-CHECKPOINTS: dict[str, list[Checkpoint]] = {  # per viewer kind; a module adds its own (`ModuleFacts.checkpoints`)
-    kind_names.RADIOLOGY: RADIOLOGY,
-    kind_names.PATHOLOGY: PATHOLOGY,
-}
+def _viewer_kind(name: str) -> ViewerKind | None:
+    """The declared viewer kind of a name (its checkpoints and claim boundaries), None for none."""
+    from copilot.kinds import KINDS
+
+    return KINDS.get(name)
 
 
 def _grade(fraction: float | None) -> str:
@@ -167,7 +162,9 @@ def checkpoint_results(module: str, ctx: dict[str, Any], kind: str = "") -> list
     rules = _rules(ctx)
     facts = facts_of(module)
     kind = kind or (facts.kind if facts else "")
-    items = [*CHECKPOINTS.get(kind, []), *(facts.checkpoints if facts else ())]
+    viewer_kind = _viewer_kind(kind)
+    items = [*common_checkpoints(), *(viewer_kind.checkpoints if viewer_kind else ()),
+             *(facts.checkpoints if facts else ())]  # fmt: skip
     return [
         {"id": c.id, "title": c.title, "critical": c.critical, "status": rules[c.rule]()}
         for c in sorted(items, key=lambda c: ("PADR".index(c.id[0]), c.id))
@@ -191,11 +188,6 @@ def pass_sweep(scores: list[float | None]) -> dict[str, int]:
 
 # ----- claim boundaries -----
 
-CLAIM_BOUNDARIES: dict[str, list[str]] = {  # per viewer kind
-    kind_names.RADIOLOGY: ["measurement_not_taken", "series_not_shown", "certainty_beyond_evidence"],
-    kind_names.PATHOLOGY: ["measurement_not_taken", "magnification_not_reached", "below_minimum_magnification",
-                  "certainty_beyond_evidence"],
-}  # fmt: skip
 CERTAINTY = re.compile(r"\b(definitive(?:ly)?|confirm(?:s|ed)?|certain(?:ly)?|pathognomonic|unequivocal(?:ly)?|"
                        r"100\s*%|diagnostic of|proven)\b", re.I)  # fmt: skip
 MAGNIFICATION = re.compile(r"(\d+(?:\.\d+)?)\s*(?:x|×)\b(?!\s*\d)", re.I)
@@ -209,7 +201,8 @@ def claim_violations(
     the trace facts' workflow faults, for evidence below the minimum magnification)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok") and e.get("images")]
     out: list[dict[str, Any]] = []
-    for boundary in CLAIM_BOUNDARIES[kind]:
+    viewer_kind = _viewer_kind(kind)
+    for boundary in viewer_kind.claim_boundaries if viewer_kind else ():
         if boundary == "measurement_not_taken":
             out += [{"boundary": boundary, "claim": s} for s in unsupported_sizes]
         elif boundary == "series_not_shown":

@@ -4,9 +4,9 @@ from copilot.agent.baselines import LongitudinalBaseline
 from copilot.bench.module_facts import DetailColumns
 from copilot.bench.parsers import RANO_FIELDS, parse_rano
 from copilot.bench.scoring import score_longitudinal
-from copilot.bench.workflow_audit import Checkpoint
 from copilot.cases.answers import RANO_NAMES, RANO_OPTIONS
 from copilot.cases.longitudinal import make_longitudinal_case
+from copilot.kinds import Checkpoint
 from copilot.medflow.registry import BenchModule, register
 
 FIELD_TITLES = dict(zip(RANO_FIELDS, ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL"), strict=True))

@@ -4,9 +4,9 @@ from copilot.agent.baselines import LungBaseline
 from copilot.bench.module_facts import DetailColumns
 from copilot.bench.parsers import parse_compact
 from copilot.bench.scoring import score_lung
-from copilot.bench.workflow_audit import Checkpoint
 from copilot.cases.answers import LUNG_OPTION_NAMES, LUNG_QUESTIONS
 from copilot.cases.lung import make_lung_case
+from copilot.kinds import Checkpoint
 from copilot.medflow.registry import BenchModule, register
 
 LUNG_TITLES = {"1": "Tumor Loc.", "2": "T Stage", "3": "Path. N", "4": "Hist.", "5": "Grade"}
