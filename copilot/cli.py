@@ -65,14 +65,14 @@ def _bench_score(ns: argparse.Namespace) -> int:
     if not cases:
         print(f"error: no valid case packs under {ns.cases}", file=sys.stderr)
         return 2
-    from copilot.bench.rules import parse_rules
+    from copilot.bench.scoring.rules import parse_rules
 
     answers = read_answers(ns.answers)
     scores = score_answers(cases, answers, parse_rules(ns.rule))
     out = report_json(scores, answers, cases)
     if ns.out:
         from copilot.batch import ResultsDB, SchemaError
-        from copilot.bench.report import write_report
+        from copilot.bench.report.run_report import write_report
         from copilot.medflow.registry import report_columns
         from copilot.medflow.score_cli import result_rows
 
@@ -100,8 +100,8 @@ def _bench_score(ns: argparse.Namespace) -> int:
 
 def _bench_run(ns: argparse.Namespace) -> int:
     from copilot.batch import BatchOutcome, RunRefused, SchemaError, run_batch
-    from copilot.bench.report import summary
-    from copilot.bench.rules import parse_rules
+    from copilot.bench.report.run_report import summary
+    from copilot.bench.scoring.rules import parse_rules
 
     if ns.base_url:
         os.environ["OPENAI_BASE_URL"] = ns.base_url  # the workers' policies read the service from here
@@ -129,9 +129,9 @@ def _bench_run(ns: argparse.Namespace) -> int:
 
 def _bench_report(ns: argparse.Namespace) -> int:
     from copilot.batch import SchemaError, read_results
-    from copilot.bench.analysis import process_tables
-    from copilot.bench.report import write_report
-    from copilot.bench.tables import glossary_markdown, paper_tables, to_csv, to_markdown
+    from copilot.bench.report.run_report import write_report
+    from copilot.bench.tables.analysis import process_tables
+    from copilot.bench.tables.paper import glossary_markdown, paper_tables, to_csv, to_markdown
     from copilot.medflow.registry import report_columns
 
     if ns.medical:  # which models are medical-domain (the table groups)
@@ -149,8 +149,8 @@ def _bench_report(ns: argparse.Namespace) -> int:
         print(path)
         return 0
     if ns.format == "json":
-        from copilot.bench.measures_report import measures_json
-        from copilot.bench.perturb import read_perturbations
+        from copilot.bench.measures.perturb import read_perturbations
+        from copilot.bench.report.measures_report import measures_json
 
         data = measures_json(rows, read_perturbations(run_dir))
         return _emit(json.dumps(data, indent=1, ensure_ascii=False, default=str), ns.output)
@@ -170,7 +170,7 @@ def _emit(text: str, output: str | None) -> int:
 
 
 def _bench_montage(ns: argparse.Namespace) -> int:
-    from copilot.bench.montage import write_montages
+    from copilot.bench.report.montage import write_montages
     from copilot.cases.pack import find_cases
 
     for case in find_cases(ns.cases):
@@ -421,10 +421,22 @@ def _gui_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _module_names() -> list[str]:
+    from copilot.medflow.registry import modules
+
+    return [*modules(), "all"]
+
+
+def _ops_names() -> list[str]:
+    from copilot.tools.operation_sets import operation_sets
+
+    return list(operation_sets())
+
+
 def build_parser() -> argparse.ArgumentParser:
     from copilot.adapters import dataset_names
     from copilot.medflow.policies import POLICY_HELP  # imported here: `gui` shows its window before these load
-    from copilot.medflow.registry import modules
+    from copilot.plugins import LazyChoices  # the plug-in choice lists are read when a value or --help needs them
     from copilot.runtime import allow_store_option
 
     p = argparse.ArgumentParser(prog="medcopilot", description="Auditable agent runtime for medical image viewers")
@@ -433,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases = sub.add_parser("cases", help="case packs")
     csub = cases.add_subparsers(dest="cases_command", required=True)
     make = csub.add_parser("make", help="write synthetic case packs")
-    make.add_argument("--module", required=True, choices=[*modules(), "all"])
+    make.add_argument("--module", required=True, choices=LazyChoices(_module_names))
     make.add_argument("--n", type=int, default=1)
     make.add_argument("--seed", type=int, default=0)
     make.add_argument("--out", required=True)
@@ -442,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--mpp", type=float, default=None, help="slide µm per pixel (module default)")
     make.set_defaults(func=_cases_make)
     adapt = csub.add_parser("adapt", help="case packs from a public dataset in its published layout")
-    adapt.add_argument("--dataset", required=True, type=str.lower, choices=dataset_names())
+    adapt.add_argument("--dataset", required=True, type=str.lower, choices=LazyChoices(dataset_names))
     adapt.add_argument("--src", required=True, help="the dataset folder")
     adapt.add_argument("--out", required=True)
     adapt.add_argument("--csv", default=None, help="metadata / rating / clinical / stage CSV (or annotations dir)")
@@ -471,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--model", default=None, help="model name of the answers (default: the file's stem)")
     score.add_argument("--track", choices=["A", "B", "C"], default="C", help="track of the answers (with --out)")
     score.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
-                       help="a scoring option where the paper is ambiguous (copilot/bench/rules.py)")  # fmt: skip
+                       help="a scoring option where the paper is ambiguous (copilot/bench/scoring/rules.py)")  # fmt: skip
     score.set_defaults(func=_bench_score)
     brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
     brun.add_argument("--cases", required=True)
@@ -484,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     brun.add_argument("--repeats", type=int, default=1, help="run every case N times (stability)")
     brun.add_argument("--model", default=None, help="model name in the tables (default: from the policy)")
     brun.add_argument("--seed", type=int, default=0, help="sampling seed recorded in the result key")
-    brun.add_argument("--ops", default=None, choices=["all", "segmentation", "registration", "vista3d", "none"],
+    brun.add_argument("--ops", default=None, choices=LazyChoices(_ops_names),
                       help="Track B operation set (default all; none: the unregistered control)")  # fmt: skip
     brun.add_argument("--protocol", choices=["harness", "paper"], default="harness",
                       help="tools the model sees: the product surface, or exactly the paper's (no guards)")  # fmt: skip
