@@ -1,16 +1,18 @@
-"""Verifying and replaying a trace against a fresh viewer.
+"""Replaying a trace: the one re-execution behind `medcopilot replay`, the desktop's timeline and a host's trace.
 
-First the file itself: every line must be canonical JSON, carry its own correct hash and the
-hash of the line before it. Then every handler call is executed again on a new session built
-from the episode header; its outcome, state snapshot, result and image hashes must match, and
-each stored artifact must still have the recorded hash.
+The chain is read and verified by `copilot.trace.chain`. Then `TraceReplay` rebuilds the session the episode
+header records (an adopted Slicer scene rebuilt from its `scene_adopted` record) and executes every handler
+call again, in order, with the clinician's undos rewound where they happened and withheld handlers withheld;
+for each call it says whether its outcome, error code, state, result and image hashes match, and whether each
+stored artifact still has the recorded hash. `replay` stops at the first difference; the timeline keeps going
+and saves the scene after every call.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,13 @@ from copilot.kinds import viewer_kind
 from copilot.runtime import new_session
 from copilot.session import Session
 from copilot.tools.withheld import WITHHELD_EVENT, WithheldRegistry
-from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
+from copilot.trace.chain import TraceChainError, read_trace
+from copilot.trace.recorder import canonical_json
 from copilot.trace.redact import redact
 from copilot.trace.study_ref import with_study
 
 UNDO_EVENT = "clinician_undo"  # the clinician took back the last change (the desktop's Undo)
+ADOPTED_EVENT = "scene_adopted"  # a clinician's own Slicer scene (`copilot.slicer_backend.adopt` records it)
 
 
 @dataclass
@@ -43,74 +47,111 @@ class ReplayReport:
         return f"replay FAILED at event {self.seq}: {self.divergence}"
 
 
+class ReplaySetupError(ValueError):
+    """A verified trace whose session cannot be rebuilt here (no study folder, a viewer, encoder or renderer this
+    machine lacks, an adopted scene's voxels modified); `events` counts the trace's events."""
+
+    def __init__(self, message: str, events: int) -> None:
+        super().__init__(message)
+        self.events = events
+
+
+@dataclass
+class ReplayedCall:
+    """One recorded handler call executed again: `problem` is None when it reproduced what the trace holds."""
+
+    event: dict[str, Any]
+    problem: str | None
+    export: bool = False  # checked, not written again
+    images: list[str] = field(default_factory=list)  # sha256 of the images the replay produced
+
+
 def read_events(trace_dir: Path) -> tuple[list[dict[str, Any]], ReplayReport | None]:
-    """Parse and verify the hash chain; a failing report names the first bad event."""
-    path = trace_dir / TRACE_FILE
-    if not path.is_file():
-        return [], ReplayReport(False, 0, 0, f"no {TRACE_FILE} in {trace_dir}", 0)
-    events: list[dict[str, Any]] = []
-    prev = GENESIS
-    raw = path.read_bytes()
-    for n, line_bytes in enumerate(raw.split(b"\n")):
-        if not line_bytes and n == raw.count(b"\n"):
-            break
+    """The verified events, or those before the first fault and a failing report naming it."""
+    try:
+        return read_trace(trace_dir), None
+    except TraceChainError as exc:
+        return exc.events, ReplayReport(False, exc.seq, 0, exc.reason, exc.seq)
+
+
+class TraceReplay:
+    """A verified trace and a fresh session built like the recorded one; `calls()` re-executes its handler calls.
+
+    Raises `TraceChainError` for a trace that does not verify and `ReplaySetupError` for a session that cannot be
+    rebuilt. `case_dir` replaces the recorded study folder (a moved case); `case` builds the case object the
+    session carries from the header and the folder (the desktop's study)."""
+
+    def __init__(
+        self,
+        trace_dir: str | Path,
+        case_dir: str | Path | None = None,
+        case: Callable[[dict[str, Any], Path], Any] | None = None,
+    ) -> None:
+        self.dir = Path(trace_dir)
+        self.events = read_trace(self.dir)
+        head = with_study(self.dir, self.events[0])  # a clinician's study: its path and inputs from the sidecar
+        if case_dir is None and not head.get("case_root"):
+            raise ReplaySetupError("the trace names its study by reference only and its folder holds no "
+                                   "study.json: give the study folder (--case)", len(self.events))  # fmt: skip
+        self.header = head
+        self.root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
+        self.case = case(head, self.root) if case is not None else None
         try:
-            line = line_bytes.decode("utf-8")
-            event = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return events, ReplayReport(False, n, 0, f"line {n + 1} is not valid JSON", n)
-        where = f"event {n} ({event.get('type')} {event.get('handler', '')})".replace(" )", ")")
-        if not isinstance(event, dict) or canonical_json(event) != line:
-            return events, ReplayReport(False, n, 0, f"{where} is not in canonical form (edited)", n)
-        if event.get("seq") != n:
-            return events, ReplayReport(False, n, 0, f"{where} has sequence number {event.get('seq')}", n)
-        if event.get("hash") != event_hash(event):
-            return events, ReplayReport(False, n, 0, f"{where}: content does not match its hash (edited)", n)
-        if event.get("prev") != prev:
-            return events, ReplayReport(False, n, 0, f"{where}: chain broken (previous event edited or removed)", n)
-        prev = hashlib.sha256(line_bytes).hexdigest()
-        events.append(event)
-    if not events or events[0].get("type") != "episode_start":
-        return events, ReplayReport(False, 0, 0, "the trace does not begin with episode_start", 0)
-    return events, None
+            adopted = next((e for e in self.events if e["type"] == ADOPTED_EVENT), None)
+            viewer = None
+            if adopted is not None:  # a clinician's own Slicer scene, rebuilt on a fresh one
+                from copilot.slicer_backend.adopt import replay_viewer
+
+                viewer = replay_viewer(adopted, self.dir)
+            self.session = session_for(head, self.root, case=self.case, viewer=viewer)
+        except ValueError as exc:
+            raise ReplaySetupError(f"cannot rebuild the session: {exc}", len(self.events)) from exc
+
+    @property
+    def final(self) -> dict[str, Any]:
+        """The `episode_end` event (the final answer and status), empty when the trace has none."""
+        return next((e for e in reversed(self.events) if e["type"] == "episode_end"), {})
+
+    def calls(self) -> Iterator[ReplayedCall]:
+        """Execute the recorded calls again, one per step; the session holds the scene after the call yielded."""
+        rewinds = Rewinds(self.session, self.events)
+        for ev in self.events[1:]:
+            if apply_note(self.session, ev) or rewinds.apply(ev) or ev["type"] != "handler_call":
+                continue
+            done = self._again(ev)
+            rewinds.after_call(ev["seq"])
+            yield done
+
+    def _again(self, ev: dict[str, Any]) -> ReplayedCall:
+        recorded = [im["sha256"] for im in ev.get("images", [])]
+        if is_export(self.session, ev["handler"]):
+            return ReplayedCall(ev, _check_export(self.session, ev), True, recorded)
+        if not ev["ok"] and ev["error"]["code"] == "cancelled":  # stopped mid-way and rolled back: nothing to redo
+            return ReplayedCall(ev, None)
+        if not ev["ok"] and ev.get("args_truncated"):  # refused and recorded only by size and hash: nothing to redo
+            return ReplayedCall(ev, None)
+        out = self.session.call(ev["handler"], ev.get("args"), actor="replay")
+        return ReplayedCall(ev, _check_call(self.dir, out, ev), images=[im.sha256 for im in out.images])
 
 
 def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayReport:
-    """Verify the chain, then re-execute every handler call and compare what it produces."""
-    tdir = Path(trace_dir)
-    events, failure = read_events(tdir)
-    if failure is not None:
-        return failure
-    head = with_study(tdir, events[0])  # a clinician's study: its path and inputs from the owner-only sidecar
-    if case_dir is None and not head.get("case_root"):
-        return ReplayReport(False, len(events), 0, "the trace names its study by reference only and its folder "
-                            "holds no study.json: give the study folder (--case)", 0)  # fmt: skip
-    root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
+    """Verify the chain, then re-execute every handler call and compare what it produces (stops at the first
+    difference)."""
     try:
-        adopted = next((e for e in events if e["type"] == "scene_adopted"), None)  # a clinician's own Slicer scene
-        viewer = None
-        if adopted is not None:
-            from copilot.slicer_backend.adopt import replay_viewer
-
-            viewer = replay_viewer(adopted, tdir)
-        session = session_for(head, root, viewer=viewer)
-    except ValueError as exc:
-        return ReplayReport(False, len(events), 0, f"cannot rebuild the session: {exc}", 0)
+        run = TraceReplay(trace_dir, case_dir)
+    except TraceChainError as exc:
+        return ReplayReport(False, exc.seq, 0, exc.reason, exc.seq)
+    except ReplaySetupError as exc:
+        return ReplayReport(False, exc.events, 0, str(exc), 0)
     calls = exports = 0
-    rewinds = Rewinds(session, events)
-    for ev in events[1:]:
-        if apply_note(session, ev) or rewinds.apply(ev) or ev["type"] != "handler_call":
-            continue
+    for done in run.calls():
         calls += 1
-        if is_export(session, ev["handler"]):
-            exports += 1
-            problem = _check_export(session, ev)
-        else:
-            problem = _check_call(tdir, session, ev)
-        if problem:
-            return ReplayReport(False, len(events), calls, f"event {ev['seq']} ({ev['handler']}): {problem}", ev["seq"])
-        rewinds.after_call(ev["seq"])
-    return ReplayReport(True, len(events), calls, exports=exports)
+        exports += done.export
+        if done.problem:
+            ev = done.event
+            return ReplayReport(False, len(run.events), calls, f"event {ev['seq']} ({ev['handler']}): {done.problem}",
+                                ev["seq"])  # fmt: skip
+    return ReplayReport(True, len(run.events), calls, exports=exports)
 
 
 def apply_note(session: Session, ev: dict[str, Any]) -> bool:
@@ -176,12 +217,8 @@ def session_for(head: dict[str, Any], root: Path, case: Any = None, viewer: Any 
     )  # fmt: skip
 
 
-def _check_call(tdir: Path, session: Session, ev: dict[str, Any]) -> str | None:
-    if not ev["ok"] and ev["error"]["code"] == "cancelled":  # stopped mid-way and rolled back: nothing to redo
-        return None
-    if not ev["ok"] and ev.get("args_truncated"):  # refused and recorded only by size and hash: nothing to redo
-        return None
-    out = session.call(ev["handler"], ev.get("args"), actor="replay")
+def _check_call(tdir: Path, out: Any, ev: dict[str, Any]) -> str | None:
+    """What differs between a call's replayed outcome and the recorded event (None: nothing)."""
     if out.ok != ev["ok"]:
         return f"recorded ok={ev['ok']} but replay gave ok={out.ok} ({out.error})"
     if not out.ok:

@@ -1,7 +1,7 @@
 """Trace replay for the workstation (Qt-free): a timeline of a trace's handler calls that can be scrubbed.
 
-Opening a trace verifies its hash chain and re-executes every call on a fresh session, exactly as
-`medcopilot replay` does, keeping the scene state after each call. Moving the scrubber to call k
+Opening a trace verifies its hash chain and re-executes every call on a fresh session through the same
+`TraceReplay` as `medcopilot replay`, keeping the scene state after each call. Moving the scrubber to call k
 restores the state after call k (so every view shows the scene as it was then) and reports whether
 the images that call produced hash to what the trace recorded.
 """
@@ -15,11 +15,9 @@ from typing import Any
 
 from copilot.engine.volume.render import encode_png
 from copilot.panel.studies import Study
-from copilot.replay import Rewinds, apply_note, is_export, read_events, session_for
+from copilot.replay import ReplayedCall, TraceReplay
 from copilot.session import Peek, SessionState
 from copilot.tools.args import DEFAULT_SIZE
-from copilot.trace.recorder import canonical_json
-from copilot.trace.study_ref import with_study
 
 
 @dataclass
@@ -34,8 +32,9 @@ class ReplayStep:
     recorded_hashes: list[str]
     replayed_hashes: list[str]
     artifacts: list[Path]
-    state_matches: bool
+    state_matches: bool  # outcome, state, result and artifacts as recorded
     scene: SessionState | None = None  # the viewer state and evidence after the call
+    problem: str | None = None  # what differs from the trace, in `medcopilot replay`'s words
 
     @property
     def matches(self) -> bool:
@@ -48,46 +47,31 @@ class ReplayStep:
 
 
 class TraceTimeline:
-    """A verified trace, replayed once; `seek(k)` shows the scene after call k.
+    """A verified trace, replayed once by `copilot.replay.TraceReplay`; `seek(k)` shows the scene after call k.
 
-    The timeline's session is built like the recorded one (kind, backend, operation set, track); seeking
-    rewinds it to the state saved after a call. It is used from one thread (the GUI's); no agent runs on it.
+    The timeline's session is the replay's (kind, backend, operation set, track, an adopted Slicer scene rebuilt);
+    seeking rewinds it to the state saved after a call. It is used from one thread (the GUI's); no agent runs on
+    it. A trace that does not verify raises its `TraceChainError`, a session that cannot be rebuilt
+    `ReplaySetupError`, with the words `medcopilot replay` reports.
     """
 
     def __init__(self, trace_dir: str | Path, case_dir: str | Path | None = None) -> None:
-        self.dir = Path(trace_dir)
-        events, failure = read_events(self.dir)
-        if failure is not None:
-            raise ValueError(failure.summary())
-        head = with_study(self.dir, events[0])  # the study's path and inputs from the owner-only sidecar
-        if case_dir is None and not head.get("case_root"):
-            raise ValueError(f"{self.dir} names its study by reference only (no study.json beside the trace)")
-        root = Path(case_dir) if case_dir is not None else Path(head["case_root"])
-        self.header = head
-        self.study = Study(root, str(head.get("case_id", root.name)), str(head.get("module", "")), head["kind"],
-                           dict(head.get("case_inputs") or {}))  # fmt: skip
-        self.session = session_for(head, root, case=self.study)
-        self.steps: list[ReplayStep] = []
-        self.final: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "episode_end"), {})
-        rewinds = Rewinds(self.session, events)  # a clinician's undo is replayed where it happened
-        for ev in events[1:]:
-            if not apply_note(self.session, ev) and not rewinds.apply(ev) and ev["type"] == "handler_call":
-                self.steps.append(self._replay(ev))
-                rewinds.after_call(ev["seq"])
+        run = TraceReplay(trace_dir, case_dir, case=_study)
+        self.dir, self.header, self.session = run.dir, run.header, run.session
+        assert isinstance(run.case, Study)
+        self.study: Study = run.case
+        self.final: dict[str, Any] = run.final
+        self.steps = [self._step(done) for done in run.calls()]
         self.position = len(self.steps) - 1
 
-    def _replay(self, ev: dict[str, Any]) -> ReplayStep:
+    def _step(self, done: ReplayedCall) -> ReplayStep:
+        """The step of a call just replayed, with the scene it left."""
+        ev = done.event
         recorded = [im["sha256"] for im in ev.get("images", [])]
-        if is_export(self.session, ev["handler"]):  # not written again (new identifiers, a second PACS copy)
-            ok, state, replayed = bool(ev["ok"]), self.session.snapshot(), recorded
-        else:
-            out = self.session.call(ev["handler"], ev.get("args"), actor="replay")
-            ok, state, replayed = out.ok, out.state, [im.sha256 for im in out.images]
-        same_state = ok == ev["ok"] and (not ok or canonical_json(state) == canonical_json(ev["state"]))
         return ReplayStep(
             ev["seq"], ev["handler"], ev.get("actor", ""), dict(ev.get("args") or {}), bool(ev["ok"]), recorded,
-            replayed, [self.dir / im["artifact"] for im in ev.get("images", [])], same_state,
-            self.session.save_state(),
+            done.images, [self.dir / im["artifact"] for im in ev.get("images", [])], done.problem is None,
+            self.session.save_state(), done.problem,
         )  # fmt: skip
 
     @property
@@ -124,3 +108,9 @@ class TraceTimeline:
         encoder = self.session.png_encoder
         again = [hashlib.sha256(encode_png(images[v], encoder)).hexdigest() for v in views if v in images]
         return [last[v] for v in views if v in images], again
+
+
+def _study(head: dict[str, Any], root: Path) -> Study:
+    """The study a replayed trace shows on the desktop, from its header and folder."""
+    return Study(root, str(head.get("case_id", root.name)), str(head.get("module", "")), head["kind"],
+                 dict(head.get("case_inputs") or {}))  # fmt: skip
