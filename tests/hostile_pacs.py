@@ -1,6 +1,8 @@
 """A misbehaving DICOMweb server for the PACS client's tests: a real HTTP server in a thread whose answers
 are chosen per test (`server.mode`): an endless part, a gzip bomb, a short Content-Length, a dropped
-connection, a trickle, 10,000 studies, escape sequences, deeply nested JSON, a cross-origin redirect."""
+connection, a trickle, 10,000 studies, escape sequences, deeply nested JSON, a cross-origin redirect. With
+`instance_level` it also lists instances and answers each on its own (`instance_mode` for the one at `fail_at`),
+after `delay(index)` seconds, counting the requests in flight at once (`peak`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import json
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pydicom
 
@@ -29,10 +33,10 @@ def _instance_bytes(ds: pydicom.Dataset) -> bytes:
 
 
 class Series:
-    """Four CT slices 2 mm apart (the series every retrieval case serves, in part or in full)."""
+    """`n` CT slices 2 mm apart (the series every retrieval case serves, in part or in full)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.datasets = write_ct_series(folder, n=4)
+    def __init__(self, folder: Path, n: int = 4) -> None:
+        self.datasets = write_ct_series(folder, n=n)
         for k, ds in enumerate(self.datasets):
             ds.ImagePositionPatient = [-40.0, -30.0, 2.0 * k]
         self.study, self.series = str(self.datasets[0].StudyInstanceUID), str(self.datasets[0].SeriesInstanceUID)
@@ -59,14 +63,26 @@ def _study(uid: str, description: str = "chest") -> dict[str, object]:
     }
 
 
+def private_env(monkeypatch: Any, tmp_path: Path) -> None:
+    """No PACS credentials from the environment; a private config folder and cache."""
+    for name in ("MEDCOPILOT_PACS_TOKEN", "MEDCOPILOT_PACS_USER", "MEDCOPILOT_PACS_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+
+
 class HostilePacs:
     """`with HostilePacs(tmp) as pacs:` — `pacs.root` is its DICOMweb root; set `pacs.mode` per case."""
 
-    def __init__(self, folder: Path) -> None:
-        self.data = Series(folder)
+    def __init__(self, folder: Path, n: int = 4) -> None:
+        self.data = Series(folder, n)
         self.mode = "ok"
         self.retrieval: str | None = None  # another mode for retrievals than for searches
         self.requests: list[str] = []
+        self.instance_level, self.instance_mode, self.fail_at = False, "ok", 2
+        self.delay: Callable[[int], float] = lambda index: 0.0
+        self.active = self.peak = 0
+        self._lock = threading.Lock()
         pacs = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -108,12 +124,52 @@ class HostilePacs:
         if path.endswith("/series"):
             return self._json(h, [{"0020000E": {"vr": "UI", "Value": [self.data.series]},
                                    "00080060": {"vr": "CS", "Value": ["CT"]},
-                                   "00201209": {"vr": "IS", "Value": [4]}}])  # fmt: skip
+                                   "00201209": {"vr": "IS", "Value": [len(self.data.parts)]}}])  # fmt: skip
+        if self.instance_level and path.endswith("/instances"):  # listed newest first: the client sorts
+            return self._json(h, [{"00080018": {"vr": "UI", "Value": [str(ds.SOPInstanceUID)]},
+                                   "00200013": {"vr": "IS", "Value": [int(ds.InstanceNumber)]}}
+                                  for ds in reversed(self.data.datasets)])  # fmt: skip
+        if self.instance_level and "/instances/" in path:
+            return self._counted(h, path.rsplit("/", 1)[1])
         if path.endswith("/studies"):
             return self._search(h)
         if "/series/" in path:
             return self._retrieve(h)
         h.send_error(404)
+
+    def _counted(self, h: http.server.BaseHTTPRequestHandler, uid: str) -> None:
+        """One instance's answer, the requests in flight counted while it is made."""
+        uids = [str(ds.SOPInstanceUID) for ds in self.data.datasets]
+        if uid not in uids:
+            return h.send_error(404)
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            index = uids.index(uid)
+            time.sleep(self.delay(index))
+            self._instance(h, index, self.instance_mode if index == self.fail_at else "ok")
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def _instance(self, h: http.server.BaseHTTPRequestHandler, index: int, mode: str) -> None:
+        part, end = self.data.parts[index], f"--{BOUNDARY}--\r\n".encode()
+        if mode == "failed":
+            return h.send_error(500)
+        self._multipart(h)
+        if mode == "dropped":  # the connection ends in the middle of the part
+            h.wfile.write(_part(part)[: len(part) // 2])
+        elif mode == "other_instance":
+            h.wfile.write(_part(self.data.parts[(index + 1) % len(self.data.parts)]) + end)
+        elif mode == "two_parts":
+            h.wfile.write(_part(part) + _part(part) + end)
+        elif mode == "endless_part":
+            h.wfile.write(f"--{BOUNDARY}\r\nContent-Type: application/dicom\r\n\r\n".encode())
+            for _ in range(1 << 16):
+                h.wfile.write(b"\x00" * (1 << 16))
+        else:
+            h.wfile.write(_part(part) + end)
 
     def _head(self, h: http.server.BaseHTTPRequestHandler, ctype: str, extra: dict[str, str] | None = None) -> None:
         h.send_response(200)

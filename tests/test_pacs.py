@@ -211,6 +211,33 @@ def test_url_opens_the_same_volume_as_the_folder(pacs: LocalOrthanc, uploaded: A
         assert datasets[0].StudyInstanceUID not in str(path) and "127.0.0.1" not in str(path)
 
 
+@needs_orthanc
+def test_a_series_streams_in_instance_by_instance_and_opens_once_complete(
+    pacs: LocalOrthanc, uploaded: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot.pacs.progressive import ProgressiveStudy
+
+    folder, datasets = uploaded
+    asked: list[str] = []
+    plain = PacsClient.retrieve_instance
+
+    def counted(self: PacsClient, study_uid: str, series_uid: str, uid: str, *rest: Any) -> None:
+        asked.append(uid)
+        plain(self, study_uid, series_uid, uid, *rest)
+
+    monkeypatch.setattr(PacsClient, "retrieve_instance", counted)
+    study = ProgressiveStudy(study_url(pacs, datasets[0], series=True)).start()
+    session = open_study(study_at(study.wait(30).path), tmp_path / "t")  # what the tools get: the whole series
+    assert sorted(asked) == sorted(str(ds.SOPInstanceUID) for ds in datasets)  # one request per instance
+    assert study.stack is not None and study.stack.volume is not None and study.stack.count == 8
+    assert study.first_slice_s is not None
+    expected = np.stack([ds.pixel_array * float(ds.RescaleSlope) + float(ds.RescaleIntercept) for ds in datasets])
+    assert np.array_equal(study.stack.volume, expected)  # slices placed in instance order
+    local = open_study(study_for(folder), None)
+    assert np.array_equal(volume_of(session)["volume"].data, volume_of(local)["volume"].data)
+    session.close()
+
+
 def _dciodvfy_errors(path: Path) -> list[str]:
     if shutil.which("dciodvfy") is None:
         pytest.skip("dciodvfy is not installed (Debian package dicom3tools; `make sysdeps`)")

@@ -21,7 +21,7 @@ from copilot.pacs.cache import PacsCache, read_origin
 from copilot.pacs.client import PacsClient
 from copilot.pacs.fetch import fetch, local_study
 from copilot.pacs.query import qido_date, study_filters
-from tests.hostile_pacs import HostilePacs
+from tests.hostile_pacs import HostilePacs, private_env
 
 DEADLINE_S, RETRIEVAL_S, BOUND = 2.0, 3.0, 6 * 1024 * 1024
 SLACK_S = 1.5  # the last read may wait up to its read limit (1 s) past the deadline check
@@ -35,10 +35,7 @@ def pacs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostilePacs]:
 
 @pytest.fixture(autouse=True)
 def short_limits(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pacs: HostilePacs) -> None:
-    for name in ("MEDCOPILOT_PACS_TOKEN", "MEDCOPILOT_PACS_USER", "MEDCOPILOT_PACS_PASSWORD"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+    private_env(monkeypatch, tmp_path)
     monkeypatch.setenv("MEDCOPILOT_PACS_CACHE_MB", str(BOUND / (1024 * 1024)))
     monkeypatch.setenv("MEDCOPILOT_PACS_DEADLINE_S", str(DEADLINE_S))
     monkeypatch.setenv("MEDCOPILOT_PACS_RETRIEVAL_S", str(RETRIEVAL_S))

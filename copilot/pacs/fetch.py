@@ -97,8 +97,7 @@ def retrieve_series(
         return folder
     private_dir(cache.root)  # the cache holds patient data: owner-only whatever the umask (an older root narrowed)
     private_dir(folder)
-    budget = CacheBudget(cache, [*keep, folder])
-    writer = SeriesWriter(folder, ref.series, budget.take, budget.give)
+    writer = SeriesWriter(folder, ref.series)
 
     def record(complete: bool) -> dict[str, Any]:
         state = {**origin_of(ref), "instances": writer.count, "expected": expected, "complete": complete}
@@ -106,6 +105,8 @@ def retrieve_series(
         return state
 
     record(False)
+    budget = CacheBudget(cache, [*keep, folder])  # counts the record just written
+    writer.take, writer.give = budget.take, budget.give
     deadline = deadline or client.deadline(retrieval=True)
     arrived = (lambda pos, path: progress.arrived(series, pos, path)) if progress is not None else None
     try:

@@ -78,10 +78,10 @@ def retrieve_pooled(
         writer = InstanceWriter(folder, series, uid, base + k, shared.take, shared.give, shared.stop)
         try:
             client.retrieve_instance(study, series, uid, writer, deadline)
-            assert writer.path is not None
-            shared.keep(uid, writer.path)
+            path = writer.commit()  # the answer ended properly with this one instance
+            shared.keep(uid, path)
             if on_instance is not None:
-                on_instance(pos, writer.path)
+                on_instance(pos, path)
         except RetrievalStopped:
             writer.discard()
         except BaseException as exc:  # the first one is raised in the caller's thread

@@ -164,9 +164,10 @@ def next_index(folder: Path) -> int:
 
 
 class InstanceWriter(PartFile):
-    """A `PartSink` for the answer to one instance's retrieval: exactly one part, the instance asked for, kept as
-    `NNNNN.dcm` (`index`, fixed before it arrives, so files follow instance order whatever the arrival order);
-    once `stop` is set the next piece ends it (`RetrievalStopped`)."""
+    """A `PartSink` for the answer to one instance's retrieval: exactly one part, the instance asked for, kept by
+    `commit()` (once the whole answer ended properly) as `NNNNN.dcm` (`index`, fixed before it arrives, so files
+    follow instance order whatever the arrival order); once `stop` is set the next piece ends it
+    (`RetrievalStopped`)."""
 
     def __init__(self, folder: Path, series_uid: str, sop_uid: str, index: int, take: Callable[[int], None],
                  give: Callable[[int], None], stop: threading.Event | None = None) -> None:  # fmt: skip
@@ -175,7 +176,7 @@ class InstanceWriter(PartFile):
         self.path: Path | None = None
 
     def begin(self, headers: dict[str, str]) -> None:
-        if self.path is not None or self._tmp is not None:
+        if self._tmp is not None:
             raise PacsError("pacs_bad_answer", "the PACS answered an instance retrieval with more than one part")
         self._open(headers, self.index)
 
@@ -185,12 +186,15 @@ class InstanceWriter(PartFile):
         super().data(chunk)
 
     def end(self) -> None:
-        uid = self._close()
-        if uid != self.sop_uid:
+        if self._close() != self.sop_uid:
             self.discard()
             raise PacsError("pacs_bad_answer", "the PACS sent another instance than the one asked for")
+
+    def commit(self) -> Path:
+        """The checked instance kept under its final name."""
         self.path = self.folder / f"{self.index:05d}.dcm"
         self._keep(self.path)
+        return self.path
 
 
 class RetrievalStopped(Exception):
