@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from copilot.bench.perturb import rechain, write_trace
 from copilot.cli import main
 from copilot.panel.timeline import TraceTimeline
 from copilot.panel.undo import UndoHistory
@@ -32,7 +31,7 @@ from copilot.trace.chain import (
     read_trace,
 )
 from copilot.trace.paging import read_page
-from copilot.trace.recorder import TRACE_FILE
+from copilot.trace.recorder import ARTIFACTS, GENESIS, TRACE_FILE, TraceRecorder, canonical_json, event_hash
 
 RECORDED = Path(__file__).parent / "recorded" / "brain_v1"  # recorded by the code before the replay core
 
@@ -94,8 +93,11 @@ def test_the_reader_names_each_kind_of_broken_chain(trace: Path, tmp_path: Path)
     (empty / TRACE_FILE).write_bytes(b"")
     with pytest.raises(NoEpisodeStart):
         read_trace(empty)
-    write_trace(tmp_path / "headless" / TRACE_FILE, rechain([{"type": "note"}, {"type": "episode_end"}]))
-    with pytest.raises(NoEpisodeStart, match="does not begin with episode_start"):  # a whole chain, no header
+    note: dict[str, Any] = {"seq": 0, "type": "note", "time": 0, "prev": GENESIS}  # a whole chain, no header
+    note["hash"] = event_hash(note)
+    (tmp_path / "headless").mkdir()
+    (tmp_path / "headless" / TRACE_FILE).write_text(canonical_json(note) + "\n", encoding="utf-8")
+    with pytest.raises(NoEpisodeStart, match="does not begin with episode_start"):
         read_trace(tmp_path / "headless")
 
 
@@ -164,17 +166,29 @@ def test_a_tampered_trace_is_refused_by_both_in_the_same_words(trace: Path, tmp_
     assert report.divergence == f"event 2 (scroll): {bad[0].problem}"
     assert bad[0].problem == f"artifact artifacts/{png.name} is missing or was modified"
     # a header naming an encoder this version lacks: both refuse to rebuild the session, naming it
+    broken = _rewrite_header(trace, {"png_encoder": "future-encoder"}, tmp_path / "enc")
     with pytest.raises(ReplaySetupError, match="cannot rebuild the session: unknown PNG encoder"):
-        broken = _copy(trace, tmp_path / "enc")
-        _rewrite_header(broken, {"png_encoder": "future-encoder"})
         TraceTimeline(broken)
     assert "unknown PNG encoder 'future-encoder'" in replay(broken).summary()
+    elsewhere = _rewrite_header(trace, {"backend": "qupath"}, tmp_path / "live")  # calls on a running application
+    with pytest.raises(ReplaySetupError) as refused:
+        TraceTimeline(elsewhere)
+    assert replay(elsewhere).divergence == str(refused.value) and "'qupath' viewer" in str(refused.value)
 
 
-def _rewrite_header(tdir: Path, changes: dict[str, Any]) -> None:
-    """The trace with its header changed and the chain made whole again (a trace written by another version)."""
+def _rewrite_header(tdir: Path, changes: dict[str, Any], out: Path) -> Path:
+    """The trace recorded again into `out` by the recorder with its header changed (a trace written by another
+    version): a whole chain, the same calls and artifacts."""
+    bookkeeping = ("seq", "type", "time", "prev", "hash")
     events = read_trace(tdir)
-    write_trace(tdir / TRACE_FILE, rechain([{**events[0], **changes}, *events[1:]]))
+    head = {k: v for k, v in {**events[0], **changes}.items() if k not in (*bookkeeping, "format")}
+    again = TraceRecorder(out, head)
+    for e in events[1:]:
+        if e["type"] != "episode_end":
+            again.record(e["type"], {k: v for k, v in e.items() if k not in bookkeeping})
+    again.close({k: v for k, v in events[-1].items() if k not in bookkeeping})
+    shutil.copytree(tdir / ARTIFACTS, out / ARTIFACTS, dirs_exist_ok=True)
+    return out
 
 
 def test_a_trace_recorded_before_the_replay_core_replays_on_both(brain_case: Path, tmp_path: Path) -> None:
