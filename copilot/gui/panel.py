@@ -5,9 +5,11 @@ to the Qt-free `PanelModel`."""
 from __future__ import annotations
 
 import json
+import math
+import time
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -32,6 +34,8 @@ from copilot.panel.action_words import action_words
 from copilot.panel.answer_evidence import evidence_label
 from copilot.panel.answer_words import answer_in_words, last_answer
 from copilot.panel.model import PanelModel
+
+TIMELINE_FOLLOW_S = 0.25  # during a burst of calls (a wheel scroll) the timeline follows at most four times a second
 
 
 class PanelWidget(QWidget):
@@ -81,6 +85,10 @@ class PanelWidget(QWidget):
         layout.addWidget(QLabel("Actions"))
         self.timeline = QListWidget()
         layout.addWidget(self.timeline, 3)
+        self._rows: list[tuple[Any, ...]] = []  # what each row was made from (its entry, status, error, thumbnail)
+        self._rows_at = 0.0  # when the rows last followed the model (monotonic seconds)
+        self._rows_timer = QTimer(self, singleShot=True)
+        self._rows_timer.timeout.connect(self.refresh_timeline)
         layout.addWidget(QLabel("Evidence (click to go there)"))
         self.evidence = QListWidget()
         layout.addWidget(self.evidence, 1)
@@ -163,27 +171,7 @@ class PanelWidget(QWidget):
 
     def refresh(self) -> None:
         m = self.model
-        while self.timeline.count() > len(m.timeline):
-            self.timeline.takeItem(self.timeline.count() - 1)
-        for n, entry in enumerate(m.timeline):
-            said = f"undo {entry.args.get('undone', '')}" if entry.handler == "undo" else entry.handler
-            text = f"{n + 1}. [{entry.actor}] {said} — {entry.status}"
-            text += f": {entry.error}" if entry.error else ""
-            args = json.dumps(entry.args, separators=(",", ":"))
-            tip = f"{action_words(entry.handler, entry.args)}\n{entry.handler}({args[:300]})"
-            if n < self.timeline.count():
-                item = self.timeline.item(n)
-                item.setToolTip(tip)
-                if item.text() != text:
-                    item.setText(text)
-            else:
-                item = QListWidgetItem(text)
-                item.setToolTip(tip)
-                if entry.thumbnail:
-                    pix = QPixmap()
-                    pix.loadFromData(entry.thumbnail)
-                    item.setIcon(QIcon(pix.scaled(48, 48, Qt.AspectRatioMode.KeepAspectRatio)))
-                self.timeline.addItem(item)
+        self._timeline_rows_soon()
         labels = [evidence_label(e) for e in m.evidence]
         if [self.evidence.item(i).text() for i in range(self.evidence.count())] != labels:
             self.evidence.clear()
@@ -208,6 +196,48 @@ class PanelWidget(QWidget):
         last = m.history.last()
         self.undo_button.setEnabled(last is not None and m.status != "running")
         self.undo_button.setToolTip(f"undo {last.title()}" if last is not None else "nothing to undo")
+
+    def _timeline_rows_soon(self) -> None:
+        """The timeline's rows now, or, within `TIMELINE_FOLLOW_S` of their last update, once it has passed: a wheel
+        scroll's calls each add a row, and redrawing the list for each would cost the slice panes their frames."""
+        wait = self._rows_at + TIMELINE_FOLLOW_S - time.monotonic()
+        if wait <= 0:
+            self.refresh_timeline()
+        elif not self._rows_timer.isActive():
+            self._rows_timer.start(math.ceil(wait * 1000))
+
+    def refresh_timeline(self) -> None:
+        """The timeline's rows as the model has them (rows whose entry is unchanged are left as they are)."""
+        self._rows_timer.stop()
+        self._rows_at = time.monotonic()
+        m = self.model
+        while self.timeline.count() > len(m.timeline):
+            self.timeline.takeItem(self.timeline.count() - 1)
+            self._rows.pop()
+        for n, entry in enumerate(m.timeline):
+            seen = (id(entry), entry.status, entry.error, entry.thumbnail is not None)
+            if n < len(self._rows) and self._rows[n] == seen:
+                continue
+            said = f"undo {entry.args.get('undone', '')}" if entry.handler == "undo" else entry.handler
+            text = f"{n + 1}. [{entry.actor}] {said} — {entry.status}"
+            text += f": {entry.error}" if entry.error else ""
+            args = json.dumps(entry.args, separators=(",", ":"))
+            tip = f"{action_words(entry.handler, entry.args)}\n{entry.handler}({args[:300]})"
+            if n < self.timeline.count():
+                item = self.timeline.item(n)
+                item.setToolTip(tip)
+                if item.text() != text:
+                    item.setText(text)
+                self._rows[n] = seen
+            else:
+                item = QListWidgetItem(text)
+                item.setToolTip(tip)
+                if entry.thumbnail:
+                    pix = QPixmap()
+                    pix.loadFromData(entry.thumbnail)
+                    item.setIcon(QIcon(pix.scaled(48, 48, Qt.AspectRatioMode.KeepAspectRatio)))
+                self.timeline.addItem(item)
+                self._rows.append(seen)
 
     def refresh_chat(self) -> None:
         """The conversation with the model's text of the round in progress as it arrives, and the usage line."""

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
+from copilot.gui.overlay_text import outlined_text
 from copilot.panel.labels import Box, place_labels
 from copilot.panel.layout import VIEW_TITLES
 from copilot.panel.orientation import edge_letters, marker_axes
@@ -23,20 +24,6 @@ PANE_BORDER = {"red": QColor(190, 60, 60), "yellow": QColor(200, 180, 50), "gree
 
 LETTER_COLOUR = QColor(255, 235, 150)
 AXIS_COLOURS = {"R": QColor(235, 80, 80), "A": QColor(90, 200, 90), "S": QColor(90, 140, 255)}
-
-
-def outlined_text(p: QPainter, pos: QPointF, text: str, colour: QColor, width: float = 3.0) -> None:
-    """Text with a dark outline: readable on black background, white bone and bright slide glass alike."""
-    if not text:
-        return
-    path = QPainterPath()
-    path.addText(pos, p.font(), text)
-    p.save()
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.strokePath(path, QPen(QColor(0, 0, 0, 220), width, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap,
-                            Qt.PenJoinStyle.RoundJoin))  # fmt: skip
-    p.fillPath(path, colour)
-    p.restore()
 
 
 def to_qimage(pixels: np.ndarray, ratio: float) -> QImage:
@@ -60,6 +47,7 @@ class PaneWidget(QWidget):
         self.setMinimumSize(120, 120)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self._press: tuple[float, float, Any, Any] | None = None
+        self._labels: tuple[Any, list[Box | None]] | None = None  # the last label placement and what it depends on
 
     def device_size(self) -> tuple[int, int]:
         r = self.devicePixelRatioF()
@@ -109,9 +97,7 @@ class PaneWidget(QWidget):
         pointed = [m for m in frame.markers if m.kind == "point"]  # labels placed clear of each other and the rings
         lines = [Box(p0.x(), p0.y() - fm.ascent(), fm.horizontalAdvance(m.label), fm.height())
                  for m in frame.markers if m.kind == "line" for p0 in (line_label_at(m, s),)]  # fmt: skip
-        boxes = dict(zip(map(id, pointed), place_labels(
-            [(m.coords[0] * s, m.coords[1] * s) for m in pointed], [m.label for m in pointed], self.width(),
-            self.height(), lambda t: (fm.horizontalAdvance(t), fm.height()), fixed=lines), strict=True))  # fmt: skip
+        boxes = dict(zip(map(id, pointed), self._label_boxes(pointed, lines, s, fm), strict=True))
         ends: dict[int, list[Any]] = {}
         for m in pointed:  # a distance's two ends, joined by its line
             if m.index is not None and m.label.endswith((" A", " B")):
@@ -150,6 +136,17 @@ class PaneWidget(QWidget):
                 x0, y0, x1, y1 = (c * s for c in m.coords)
                 p.setPen(QPen(QColor(80, 200, 255), 1, Qt.PenStyle.DashLine))
                 p.drawRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+
+    def _label_boxes(self, pointed: list[Any], lines: list[Box], s: float, fm: QFontMetricsF) -> list[Box | None]:
+        """Where the points' labels go, placed again only when the points, their labels, the pane's size or the
+        other labels' boxes changed (most repaints, a scroll of another view among them, change none)."""
+        points = [(m.coords[0] * s, m.coords[1] * s) for m in pointed]
+        texts = [m.label for m in pointed]
+        key = (tuple(points), tuple(texts), self.width(), self.height(), tuple(lines), fm.height())
+        if self._labels is None or self._labels[0] != key:
+            measure = lambda t: (fm.horizontalAdvance(t), fm.height())  # noqa: E731
+            self._labels = (key, place_labels(points, texts, self.width(), self.height(), measure, fixed=lines))
+        return self._labels[1]
 
     def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
         """A click or drag ended (subclasses act on it)."""
