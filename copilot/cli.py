@@ -282,7 +282,7 @@ def _gui(ns: argparse.Namespace) -> int:
     from copilot.gui.startup import close_splash, progress, show_first_image
 
     try:
-        if ns.screenshot is None and ns.qupath is None:
+        if ns.screenshot is None and _attached(ns)[0] is None:
             show_first_image(ns.path or ns.case)  # the study's middle slice while the viewer loads
         progress("Loading the viewer…")
         return _gui_main(ns)
@@ -293,10 +293,11 @@ def _gui(ns: argparse.Namespace) -> int:
 def _gui_main(ns: argparse.Namespace) -> int:
     from copilot.gui.app import main as gui_main
 
-    if ns.qupath is not None:  # the side panel of a running QuPath, on the image open there
-        from copilot.gui.host_panel import qupath_main
+    host, address = _attached(ns)
+    if host is not None:  # the side panel of a running host application, on what it shows
+        from copilot.host.apps import attach_panel
 
-        return qupath_main(ns.qupath, ns.trace_dir, ns.screenshot)
+        return attach_panel(host, address, ns.trace_dir, ns.screenshot)
     cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
                     base_url=ns.base_url, trace_dir=ns.trace_dir, series=ns.series, frame=ns.frame,
@@ -328,10 +329,11 @@ def _serve(ns: argparse.Namespace) -> int:
     token, token_source = resolve_token(ns.token, ns.token_file)
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
     viewer = None
-    if ns.qupath is not None:  # a live QuPath instead of the embedded slide viewer
-        from qupath_ext import QuPathViewer
+    host, address = _attached(ns)
+    if host is not None:  # a running host application (e.g. a live QuPath) instead of the embedded viewer
+        from copilot.host.apps import connect_viewer
 
-        viewer = QuPathViewer.connect(ns.qupath, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
+        viewer = connect_viewer(host, address)
     case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case  # a PACS URL: retrieved, then a study
     session = open_session(case, track=ns.track, trace_dir=trace_dir, viewer=viewer, backend=ns.backend,
                            pseudonymous=is_dicomweb_url(ns.case))  # a clinician's study: named by reference
@@ -381,6 +383,32 @@ def _backend_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _host_names() -> list[str]:
+    """The host applications' names, read from their entry points without loading any."""
+    from copilot.plugins import HOSTS_GROUP, entry_points
+
+    return [ep.name for ep in entry_points(HOSTS_GROUP)]
+
+
+def _host_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--attach HOST` and `--address` (the host applications of the plug-in registry), and `--qupath [PORT]`."""
+    from copilot.plugins import LazyChoices
+
+    parser.add_argument("--attach", default=None, choices=LazyChoices(_host_names),
+                        help=f"{what} (the core's hosts or a plug-in's)")  # fmt: skip
+    parser.add_argument("--address", default=None, help="where the running host listens (default: the host's own, "
+                        "QuPath's Py4J gateway port 25333)")  # fmt: skip
+    parser.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
+                        help="same as --attach qupath --address PORT (token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
+
+
+def _attached(ns: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The host application a command attaches to and its address (None: none)."""
+    if getattr(ns, "qupath", None) is not None:
+        return "qupath", str(ns.qupath)
+    return getattr(ns, "attach", None), getattr(ns, "address", None)
+
+
 def _add_gui(sub: Any) -> None:
     """The `gui` command's arguments."""
     gui = sub.add_parser("gui", help="the desktop app (PySide6) with the copilot panel")
@@ -406,9 +434,7 @@ def _add_gui(sub: Any) -> None:
                      help="with --screenshot: ask the model this first (repeat for follow-ups)")  # fmt: skip
     gui.add_argument("--policy", default="openai", help="the model policy for --ask: openai[:MODEL]")
     gui.add_argument("--base-url", default=None, help="OpenAI-compatible service for --ask (default: $OPENAI_BASE_URL)")
-    gui.add_argument("--qupath", nargs="?", type=int, const=25333, default=None, metavar="PORT",
-                     help="be the side panel of a running QuPath, on the image open there (Py4J gateway port, "
-                     "default 25333; token: $MEDCOPILOT_QUPATH_TOKEN)")  # fmt: skip
+    _host_options(gui, "be the side panel of a running host application, on what it shows")
     gui.add_argument("--trace-dir", default=None,
                      help="where the session's trace goes (default: a new folder of the per-user sessions folder)")
     gui.set_defaults(func=_gui)
@@ -545,15 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--trace-dir", default=None)
     _backend_option(serve)
-    serve.add_argument(
-        "--qupath",
-        type=int,
-        nargs="?",
-        const=25333,
-        default=None,
-        metavar="PORT",
-        help="drive a running QuPath through its Py4J gateway (token: $MEDCOPILOT_QUPATH_TOKEN)",
-    )
+    _host_options(serve, "drive a running host application instead of the embedded viewer")
     allow_store_option(serve)
     serve.set_defaults(func=_serve)
 

@@ -23,7 +23,8 @@ KINDS_GROUP = "medcopilot.kinds"
 MODULES_GROUP = "medcopilot.modules"
 ADAPTERS_GROUP = "medcopilot.adapters"
 OPERATION_SETS_GROUP = "medcopilot.operation_sets"
-GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP, OPERATION_SETS_GROUP)
+HOSTS_GROUP = "medcopilot.hosts"
+GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP, OPERATION_SETS_GROUP, HOSTS_GROUP)
 CORE_PACKAGE = "copilot"
 
 _FOUND: dict[str, list[metadata.EntryPoint]] = {}
@@ -91,6 +92,11 @@ def load(group: str) -> dict[str, Any]:
         except Exception as exc:  # a broken plug-in is reported by name; the core and other plug-ins go on
             refuse(group, ep.name, exc, ep.value)
     return dict(loaded)
+
+
+def resolve(ref: str) -> Any:
+    """The object a "module:attribute" reference names (as an entry point's value), imported now."""
+    return metadata.EntryPoint("", ref, "").load()
 
 
 def descriptors(group: str, cls: type[Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""The copilot as a side panel beside a host's own views (PySide6): `medcopilot gui --qupath [PORT]` attaches it
-to the image open in a running QuPath. It shows a `copilot.host.panel.PanelState` and forwards clicks to the
-host's conversation; the views are QuPath's own."""
+"""The copilot as a side panel beside a host's own views (PySide6): `medcopilot gui --attach qupath` (or
+`--qupath [PORT]`) attaches it to the image open in a running QuPath; a plug-in host's panel builds the same
+widget. It shows a `copilot.host.panel.PanelState` and forwards clicks to the host's conversation; the views are
+the host's own."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def _row(*widgets: QWidget) -> QHBoxLayout:
 class HostPanel(QWidget):
     """Conversation, approvals, actions, evidence, report and trace of one host session."""
 
-    def __init__(self, host: Any, title: str) -> None:
+    def __init__(self, host: Any, title: str, app: str = "QuPath") -> None:
         super().__init__()
         self.host = host
         self.setWindowTitle(title)
@@ -73,12 +74,12 @@ class HostPanel(QWidget):
         self.action_list.setMaximumHeight(130)
         self.evidence_list.setMaximumHeight(110)
         lay = QVBoxLayout(self)
-        lay.addWidget(_group("Image open in QuPath", self.patient, self.inventory))
+        lay.addWidget(_group(f"Image open in {app}", self.patient, self.inventory))
         lay.addWidget(_group("Conversation", self.chat, _row(self.question, self.ask_button)))
         lay.addWidget(_group("Approve each action", self.approve_each, self.pending, self.reason,
                              _row(self.approve_button, self.reject_button, self.stop_button)))  # fmt: skip
         lay.addWidget(_group("Actions", self.action_list))
-        lay.addWidget(_group("Evidence (click to go there; written into QuPath)", self.evidence_list,
+        lay.addWidget(_group(f"Evidence (click to go there; written into {app})", self.evidence_list,
                              self.export_button, self.trace))  # fmt: skip
         lay.addWidget(self.status)
         self.ask_button.clicked.connect(self.ask)
@@ -142,7 +143,7 @@ class HostPanel(QWidget):
         self.last = s
 
 
-def qupath_main(port: int, trace_dir: str | None = None, screenshot: str | None = None) -> int:
+def qupath_main(port: int | str, trace_dir: str | None = None, screenshot: str | None = None) -> int:
     """Attach the panel to the image open in the QuPath whose Py4J gateway listens on `port` (token:
     $MEDCOPILOT_QUPATH_TOKEN); with `screenshot`, save a picture of the panel and exit."""
     from copilot.gui.app import display_problem
@@ -154,7 +155,7 @@ def qupath_main(port: int, trace_dir: str | None = None, screenshot: str | None 
         print(f"medcopilot gui: {problem}", file=sys.stderr)
         return 2
     try:
-        viewer = OpenImageViewer.connect(port, os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
+        viewer = OpenImageViewer.connect(int(port), os.environ.get("MEDCOPILOT_QUPATH_TOKEN"))
     except ConnectionError as exc:
         print(f"medcopilot gui: {exc}", file=sys.stderr)
         return 2

@@ -14,9 +14,8 @@ from typing import Any
 from copilot.agent.loop import ChatAgent
 from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
+from copilot.host.apps import QUPATH
 from copilot.host.conversation import HostConversation, direct, scrubbed
-from copilot.host.handlers import QUPATH_HOST
-from copilot.host.registry import HIDDEN, withhold
 from copilot.host.slicer import model_settings
 from copilot.pacs.patient import study_facts
 from copilot.panel.banner import Banner, banner_from_facts
@@ -24,7 +23,7 @@ from copilot.runtime import new_session, session_header
 from copilot.session import Session
 from copilot.trace.recorder import TraceRecorder
 
-HOST_MODULE = "host_pathology"  # resources/prompts/host_pathology.txt
+HOST_MODULE = QUPATH.module  # resources/prompts/host_pathology.txt
 WRITTEN_EVENT, WRITE_FAILED_EVENT = "host_evidence_written", "host_evidence_failed"
 
 
@@ -107,7 +106,7 @@ class PathologyHost:
         study = CasePack(tdir or Path.cwd(), "qupath-image", HOST_MODULE, {}, {}, "pathology")
         trace = TraceRecorder(tdir, session_header(study, "A", backend="qupath")) if tdir is not None else None
         session = new_session("pathology", viewer=viewer, trace=trace, case=study, case_inputs={})
-        withhold(session, HIDDEN["pathology"], (QUPATH_HOST,))
+        QUPATH.offer(session)
         session.note("image_adopted", {k: image_facts.get(k) for k in ("dimensions", "mpp", "levels")})
         make = settings or model_settings
         made: list[PathologyHost] = []  # the host, once built: its banner names what requests must not carry

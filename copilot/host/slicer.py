@@ -21,8 +21,8 @@ from copilot.agent.loop import ChatAgent
 from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
 from copilot.errors import HandlerError
+from copilot.host.apps import SLICER
 from copilot.host.conversation import HostConversation, direct, scrubbed
-from copilot.host.registry import HIDDEN, withhold
 from copilot.pacs.patient import facts_from_headers
 from copilot.panel.banner import Banner, banner_from_facts
 from copilot.runtime import new_session, open_session, session_header
@@ -39,7 +39,7 @@ from copilot.slicer_backend.markups import EvidenceMarkups
 from copilot.slicer_backend.viewer import OWNER_ATTR, SlicerSceneViewer
 from copilot.trace.recorder import TraceRecorder
 
-HOST_MODULE = "host_radiology"  # resources/prompts/host_radiology.txt
+HOST_MODULE = SLICER.module  # resources/prompts/host_radiology.txt
 
 
 def model_settings(base_url: str = "", model: str = "", api_key: str = "") -> AgentSettings:
@@ -84,7 +84,7 @@ class SlicerHost:
         study = CasePack(tdir or Path.cwd(), "slicer-scene", HOST_MODULE, {}, {}, "radiology")
         trace = TraceRecorder(tdir, session_header(study, "A", backend="slicer")) if tdir is not None else None
         session = new_session("radiology", viewer=viewer, trace=trace, case=study, case_inputs={})
-        withhold(session, HIDDEN["radiology"])
+        SLICER.offer(session)
         session.note(ADOPTED_EVENT, adoption_record(viewer, volumes, tdir))
         made: list[SlicerHost] = []  # the host, once built: its banner names what requests must not carry
         agent = scrubbed(lambda: ChatAgent(settings(), client=client), lambda: made[0].banner.facts if made else None)
