@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.bench_report_demo import CHROMIUM_FLAGS
 from copilot.batch import ResultsDB, run_batch
-from copilot.bench.report import write_report
+from copilot.bench.report.run_report import write_report
 from copilot.cases.pack import find_cases
 from copilot.medflow.registry import make_cases, report_columns
 from copilot.medflow.score_cli import AnswerFile, result_rows, score_answers

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copilot.bench.scoring import Truth
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import load_case
 from copilot.engine.volume.loading import load_volume
 from copilot.medflow import make_case, modules, score_case

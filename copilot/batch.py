@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.rules import DEFAULT_RULES, rules_key
+from copilot.bench.scoring.rules import DEFAULT_RULES, rules_key
 from copilot.cases.pack import find_cases
 from copilot.medflow.runs import (
     COLUMNS,
@@ -119,7 +119,7 @@ def run_episode(
     when None); returns the result row."""
     from copilot.agent.policy import EpisodeResult
     from copilot.agent.prompts import task_prompt
-    from copilot.bench.process import episode_metrics, evidence_provenance
+    from copilot.bench.measures.process import episode_metrics, evidence_provenance
     from copilot.cases.pack import load_case
     from copilot.medflow import score_case
     from copilot.medflow.policies import make_policy
@@ -176,7 +176,7 @@ def run_episode(
         "details": score.details,
         "process": process,
     }
-    from copilot.bench.episode_page import write_episode_page
+    from copilot.bench.report.episode_page import write_episode_page
 
     write_episode_page(run_dir, row)
     return row
@@ -254,7 +254,7 @@ def run_batch(
                 if progress:
                     progress(n, len(args), row)
             rows = [r for r in db.rows() if all(r[k] == v for k, v in base.items())]
-            from copilot.bench.report import write_report
+            from copilot.bench.report.run_report import write_report
             from copilot.medflow.registry import report_columns
 
             write_report(db.rows(), run_dir / "report.html", report_columns(), run_dir=run_dir)

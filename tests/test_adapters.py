@@ -21,8 +21,8 @@ from copilot.adapters.common import AdapterError
 from copilot.adapters.lumiere import adapt_lumiere
 from copilot.adapters.nsclc import adapt_nsclc, grade_letter, location_letter, t_letter
 from copilot.adapters.ucsf_pdgm import adapt_ucsf_pdgm, diagnosis_letter
-from copilot.bench.rules import parse_rules
-from copilot.bench.scoring import summarise
+from copilot.bench.scoring.rules import parse_rules
+from copilot.bench.scoring.scorers import summarise
 from copilot.cases.annotations import Annotation, to_geojson
 from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import load_case

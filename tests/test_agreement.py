@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from copilot.bench.agreement import auprc, cohen_kappa, fleiss_kappa, krippendorff_alpha, repeat_agreement
+from copilot.bench.measures.agreement import auprc, cohen_kappa, fleiss_kappa, krippendorff_alpha, repeat_agreement
 
 # four cases, two repeats: (x, x), (x, y), (y, y), (y, y)
 FIRST, SECOND = ["x", "x", "y", "y"], ["x", "y", "y", "y"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from copilot.batch import run_batch
-from copilot.bench.report import summary
+from copilot.bench.report.run_report import summary
 from copilot.cli import main
 from copilot.medflow import make_case
 

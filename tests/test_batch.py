@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from copilot.batch import ResultsDB, run_batch
-from copilot.bench.montage import write_montages
+from copilot.bench.report.montage import write_montages
 from copilot.medflow import make_cases
 
 SLOW_SCRIPT = {

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from copilot.bench.coverage import episode_coverage
-from copilot.bench.module_facts import facts_of
-from copilot.bench.parsers import ParseError, cited_evidence, parse_answer_letter
-from copilot.bench.report import render_report
-from copilot.bench.scoring import CaseScore, Truth
-from copilot.bench.tables import paper_tables, table1, table3, table4
+from copilot.bench.measures.coverage import episode_coverage
+from copilot.bench.report.run_report import render_report
+from copilot.bench.scoring.module_facts import facts_of
+from copilot.bench.scoring.parsers import ParseError, cited_evidence, parse_answer_letter
+from copilot.bench.scoring.scorers import CaseScore, Truth
+from copilot.bench.tables.paper import paper_tables, table1, table3, table4
 from copilot.cases.pack import load_case, write_pack
 from copilot.medflow import BenchModule, Generate, make_cases, modules, register, score_case
 from copilot.medflow.policies import prior_policy

@@ -19,10 +19,10 @@ import psutil
 import pytest
 
 from copilot.batch import read_results, run_batch
-from copilot.bench.coverage import MAG_BINS, episode_coverage
-from copilot.bench.rules import ScoringRules
-from copilot.bench.scoring import Truth
-from copilot.bench.tables import bootstrap_ci, protocol_table, table1, table6, to_csv, to_markdown
+from copilot.bench.measures.coverage import MAG_BINS, episode_coverage
+from copilot.bench.scoring.rules import ScoringRules
+from copilot.bench.scoring.scorers import Truth
+from copilot.bench.tables.paper import bootstrap_ci, protocol_table, table1, table6, to_csv, to_markdown
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.cases.lung import make_lung_case

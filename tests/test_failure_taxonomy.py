@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from copilot.batch import run_batch
-from copilot.bench.failures import (
+from copilot.bench.measures.failures import (
     Quantity,
     detect_drift,
     detect_misbinding,

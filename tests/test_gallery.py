@@ -13,8 +13,8 @@ import numpy as np
 from PIL import Image
 
 from copilot.batch import ResultsDB, run_batch
-from copilot.bench.gallery import final_view, gallery_path
-from copilot.bench.report import write_report
+from copilot.bench.report.gallery import final_view, gallery_path
+from copilot.bench.report.run_report import write_report
 from copilot.medflow.registry import report_columns
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import copilot.medflow  # noqa: F401  (registers the benchmark modules the tables look up)
-from copilot.bench import dimensions as D
-from copilot.bench.stats import delta_ci
-from copilot.bench.tables import _cell, _stat, mean_cell, table1
+from copilot.bench.measures import dimensions as D
+from copilot.bench.scoring.stats import delta_ci
+from copilot.bench.tables.paper import _cell, _stat, mean_cell, table1
 
 
 def test_identical_runs_change_by_zero_with_a_zero_interval() -> None:

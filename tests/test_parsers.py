@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from copilot.bench import parsers as P
+from copilot.bench.scoring import parsers as P
 
 
 def test_answer_letter_forms() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from copilot.batch import read_results, run_batch
-from copilot.bench.analysis import guard_table
+from copilot.bench.tables.analysis import guard_table
 from copilot.engine.slide.viewer import EmbeddedSlideViewer
 from copilot.medflow import make_cases
 from copilot.replay import replay

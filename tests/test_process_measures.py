@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from copilot.bench import dimensions as D
-from copilot.bench import workflow_audit as W
-from copilot.bench.exploration import Region, hit_rates, level_hits, random_baseline, retain
+from copilot.bench.measures import dimensions as D
+from copilot.bench.measures import workflow_audit as W
+from copilot.bench.measures.exploration import Region, hit_rates, level_hits, random_baseline, retain
 
 # ----- fixtures -----
 
@@ -334,7 +334,7 @@ def test_usage_totals() -> None:
     """Two model turns: tokens 1200 + 800 in, 150 + 50 out; cost 0.004 + 0.002 = 0.006 $; latency 1.5 + 0.5 s;
     wall time from the episode's start (t 100.0) to its end (t 103.25): 3.25 s. A model turn without a tool call
     is a planning turn before any call."""
-    from copilot.bench.episode_measures import usage
+    from copilot.bench.measures.episode_measures import usage
 
     events = [
         {"type": "episode_start", "seq": 0, "time": 100.0},
@@ -354,7 +354,7 @@ def test_usage_totals() -> None:
 def test_report_sections_for_protocols_and_exploration() -> None:
     """Rows of both protocols give the native-vs-harness funnel (JSON and HTML); rows with hierarchical hits
     give the exploration table; rows without the protocol field give neither funnel."""
-    from copilot.bench.measures_report import measures_html, measures_json
+    from copilot.bench.report.measures_report import measures_html, measures_json
 
     def row(protocol: str, strict: float, depth: int | None, response: str) -> dict[str, Any]:
         levels = {lv: {"hit": lv == "10×"} for lv in ("2.5×", "10×", "40×")}

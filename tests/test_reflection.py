@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from copilot.bench.reflection import (
+from copilot.bench.measures.reflection import (
     call_rounds,
     episode_reflection,
     reflection_html,
@@ -16,7 +16,7 @@ from copilot.bench.reflection import (
     round_delta,
     scored_recordings,
 )
-from copilot.bench.scoring import Truth
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import load_case
 
 

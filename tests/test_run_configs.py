@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from copilot.bench import configs as C
-from copilot.bench import dimensions as D
-from copilot.bench.measures_report import measures_json, model_json
-from copilot.bench.rules import parse_rules, rules_key
+from copilot.bench.measures import configs as C
+from copilot.bench.measures import dimensions as D
+from copilot.bench.report.measures_report import measures_json, model_json
+from copilot.bench.scoring.rules import parse_rules, rules_key
 from copilot.medflow.runs import COLUMNS, SCHEMA_VERSION, ResultsDB
 
 
@@ -162,7 +162,7 @@ def test_budget_in_rounds_and_in_calls() -> None:
 def test_one_seven_dimension_table() -> None:
     """The report carries the seven dimensions once, by their equations (the process-measures section); the
     older per-configuration table of trace metrics under the same names is gone."""
-    from copilot.bench.report import render_report
+    from copilot.bench.report.run_report import render_report
 
     rows = [{**row("c1", 1.0), "status": "done", "parse_error": None, "trace_dir": "t", "rounds": 1,
              "details": {}, "process": {"dimensions": {"F": {"score": 0.5, "support": 1}}}}]  # fmt: skip

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from copilot.bench.rules import ScoringRules
-from copilot.bench.scoring import Truth
+from copilot.bench.scoring.rules import ScoringRules
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.annotations import Annotation, to_geojson
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case

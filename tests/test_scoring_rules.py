@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot.bench.rules import parse_rules
+from copilot.bench.scoring.rules import parse_rules
 from copilot.cases.brain import make_brain_case
 from copilot.cases.lung import make_lung_case
 from copilot.cases.pack import load_case

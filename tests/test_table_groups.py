@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import copilot.medflow  # noqa: F401  (registers the benchmark modules the tables look up)
-from copilot.bench.model_table import ModelInfo, model_info
-from copilot.bench.tables import passk_table, table1, table3, table5, table6
+from copilot.bench.tables.model_table import ModelInfo, model_info
+from copilot.bench.tables.paper import passk_table, table1, table3, table5, table6
 
 
 def row(model: str, module: str, v: float, policy: str = "", **key: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from copilot.batch import run_batch
-from copilot.bench.trace_facts import fault_reactions, radiology_faults, slide_faults
+from copilot.bench.measures.trace_facts import fault_reactions, radiology_faults, slide_faults
 from copilot.cases.lung import make_lung_case
 from tests.oracle import evidence_block, perfect_evidence
 
@@ -119,7 +119,7 @@ def test_off_source_lung_trace_labels_alike_under_both_protocols(lung_runs: dict
 def test_milestones_from_faults() -> None:
     """register (seq 1) → apply_transform (2) → fusion with a foreground (3): all three milestones; with an
     unregistered_fusion fault on seq 3 (with or without a guard warning) the last one is not reached."""
-    from copilot.bench.dimensions import milestones
+    from copilot.bench.measures.dimensions import milestones
 
     fusion = {**call(3, "fusion"), "args": {"foreground_volume_ref": "vol3"}}
     events = [call(1, "register_volumes"), call(2, "apply_transform"), fusion]

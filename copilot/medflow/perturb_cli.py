@@ -1,6 +1,6 @@
 """`medcopilot bench perturb`: inject each single-fault perturbation into every clean episode of a run, recompute
 the process measures of the perturbed traces and write them beside the run (`perturbed/`, `perturbations.jsonl`),
-then print the sensitivity, selectivity and fault-localisation figures (`copilot.bench.perturb`)."""
+then print the sensitivity, selectivity and fault-localisation figures (`copilot.bench.measures.perturb`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from copilot.bench.perturb import (
+from copilot.bench.measures.perturb import (
     FAULTS,
     PERTURBATIONS_FILE,
     fault_statistics,
@@ -18,7 +18,7 @@ from copilot.bench.perturb import (
     read_trace,
     write_trace,
 )
-from copilot.bench.process import episode_metrics
+from copilot.bench.measures.process import episode_metrics
 from copilot.cases.pack import find_cases
 from copilot.medflow.runs import confined, read_results, relative_to_run
 

@@ -5,7 +5,7 @@ package, each offered by an entry point of the `medcopilot.modules` group): how 
 prompt, its answer parser and scorer, its prior and baseline answers, its titles and places in the report tables,
 how its answer reads in words and the layout and preset a desktop opens it in. Everything that runs over "every
 module" (case generation, scoring, policies, reports, the desktop, the command line) reads this registry;
-declaring a module hands what the scoring side needs down to `copilot.bench.module_facts`, which `bench/` reads.
+declaring a module hands what the scoring side needs down to `copilot.bench.scoring.module_facts`, which `bench/` reads.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from copilot import plugins
-from copilot.bench.module_facts import ModuleFacts, declare, withdraw
-from copilot.bench.report import Column
-from copilot.bench.rules import ScoringRules
-from copilot.bench.scoring import CaseScore, Truth
+from copilot.bench.report.run_report import Column
+from copilot.bench.scoring.module_facts import ModuleFacts, declare, withdraw
+from copilot.bench.scoring.rules import ScoringRules
+from copilot.bench.scoring.scorers import CaseScore, Truth
 from copilot.cases.pack import CasePack, load_case
 from copilot.cases.progress import report
 from copilot.kinds import KINDS
@@ -156,7 +156,7 @@ def score_case(
 ) -> CaseScore:
     """Task / Strict / Loc of a response against a case's hidden truth, by its module's rules (`provenance`: the
     series the evidence was taken on, read from the episode's trace, for the lung source-series gate; `rules`:
-    the scoring options of `copilot.bench.rules`, the paper's reading when None; changed ones are recorded)."""
+    the scoring options of `copilot.bench.scoring.rules`, the paper's reading when None; changed ones are recorded)."""
     pack = case if isinstance(case, CasePack) else load_case(case)
     scorer = module(pack.module).score
     if rules is not None and rules.changed():

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.rules import ScoringRules, rules_key
-from copilot.bench.scoring import CaseScore, summarise
+from copilot.bench.scoring.rules import ScoringRules, rules_key
+from copilot.bench.scoring.scorers import CaseScore, summarise
 from copilot.cases.pack import CasePack
 from copilot.medflow.registry import score_case
 
@@ -51,7 +51,8 @@ def read_answers(path: str | Path) -> AnswerFile:
 def score_answers(
     cases: list[CasePack], answers: AnswerFile | dict[str, str], rules: ScoringRules | None = None
 ) -> list[CaseScore]:
-    """Every case scored (a case without an answer scores 0 with that reason); `rules`: `copilot.bench.rules`."""
+    """Every case scored (a case without an answer scores 0 with that reason); `rules`: the scoring options of
+    `copilot.bench.scoring.rules`."""
     given = answers.answers if isinstance(answers, AnswerFile) else answers
     scores = []
     for case in cases:

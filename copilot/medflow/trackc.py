@@ -42,8 +42,8 @@ def run_trackc(
 ) -> tuple[list[dict[str, Any]], int]:
     """Score every case's montage answer into `run_dir`; returns (rows, errored)."""
     from copilot.agent.prompts import task_prompt
-    from copilot.bench.montage import write_montages
-    from copilot.bench.report import write_report
+    from copilot.bench.report.montage import write_montages
+    from copilot.bench.report.run_report import write_report
     from copilot.cases.pack import find_cases
     from copilot.llm.calls import RetryPolicy, request_round
     from copilot.llm.connect import connect, explain

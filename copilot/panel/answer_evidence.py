@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from copilot.bench.parsers import NUMBER, ParseError, clean_answer, parse_evidence, parse_localizations
+from copilot.bench.scoring.parsers import NUMBER, ParseError, clean_answer, parse_evidence, parse_localizations
 from copilot.cases.answers import EVIDENCE_KEYS
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 from copilot.kinds import KINDS

@@ -7,7 +7,7 @@ An answer that does not parse gives the reason instead: the panel never guesses 
 
 from __future__ import annotations
 
-from copilot.bench import parsers as P
+from copilot.bench.scoring import parsers as P
 
 
 def answer_in_words(text: str, module: str) -> list[str]:

@@ -1,5 +1,5 @@
 """The session report: the audit page of a desktop or `chat` session, in the form the benchmark writes per
-episode (`copilot.bench.episode_page`): the conversation, the evidence drawn on the views as the app shows
+episode (`copilot.bench.report.episode_page`): the conversation, the evidence drawn on the views as the app shows
 them, then every event of the trace — instructions, model turns, proposals approved and rejected with the
 clinician's reason, each call with its arguments, result and images. Identifiers of the study that occur in
 the page (it stays on this machine, like the trace) are marked.
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from copilot.bench.episode_page import CSS, _png_uri, _timeline
+from copilot.bench.report.episode_page import CSS, _png_uri, _timeline
 from copilot.kinds import viewer_kind
 from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import evidence_label

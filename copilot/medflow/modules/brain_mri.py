@@ -1,9 +1,9 @@
 """Brain MRI (UCSF-PDGM): diagnosis A–F with three key slices and a RAS point as evidence."""
 
 from copilot.agent.baselines import BrainBaseline
-from copilot.bench.module_facts import DetailColumns
-from copilot.bench.parsers import parse_answer_letter
-from copilot.bench.scoring import score_brain
+from copilot.bench.scoring.module_facts import DetailColumns
+from copilot.bench.scoring.parsers import parse_answer_letter
+from copilot.bench.scoring.scorers import score_brain
 from copilot.cases.answers import BRAIN_OPTIONS
 from copilot.cases.brain import make_brain_case
 from copilot.medflow.registry import BenchModule, register

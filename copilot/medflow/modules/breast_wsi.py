@@ -1,8 +1,8 @@
 """Breast WSI (BRACS): seven-class slide label with level-0 localisations."""
 
 from copilot.agent.baselines import SlideBaseline
-from copilot.bench.parsers import parse_bracs
-from copilot.bench.scoring import score_breast
+from copilot.bench.scoring.parsers import parse_bracs
+from copilot.bench.scoring.scorers import score_breast
 from copilot.cases.answers import BRACS_NAMES
 from copilot.cases.wsi import make_breast_case
 from copilot.medflow.registry import BenchModule, points_in_words, register

@@ -1,9 +1,9 @@
 """Longitudinal MRI (LUMIERE): RANO response from an OLD/CURRENT pair, with six lesion-state fields."""
 
 from copilot.agent.baselines import LongitudinalBaseline
-from copilot.bench.module_facts import DetailColumns
-from copilot.bench.parsers import RANO_FIELDS, parse_rano
-from copilot.bench.scoring import score_longitudinal
+from copilot.bench.scoring.module_facts import DetailColumns
+from copilot.bench.scoring.parsers import RANO_FIELDS, parse_rano
+from copilot.bench.scoring.scorers import score_longitudinal
 from copilot.cases.answers import RANO_NAMES, RANO_OPTIONS
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.kinds import Checkpoint

@@ -1,9 +1,9 @@
 """Lung PET/CT (NSCLC Radiogenomics): five staging questions with evidence on the source series."""
 
 from copilot.agent.baselines import LungBaseline
-from copilot.bench.module_facts import DetailColumns
-from copilot.bench.parsers import parse_compact
-from copilot.bench.scoring import score_lung
+from copilot.bench.scoring.module_facts import DetailColumns
+from copilot.bench.scoring.parsers import parse_compact
+from copilot.bench.scoring.scorers import score_lung
 from copilot.cases.answers import LUNG_OPTION_NAMES, LUNG_QUESTIONS
 from copilot.cases.lung import make_lung_case
 from copilot.kinds import Checkpoint

@@ -1,8 +1,8 @@
 """Lymph-node WSI (CAMELYON17): tumour presence and largest metastasis size with localisations."""
 
 from copilot.agent.baselines import SlideBaseline
-from copilot.bench.parsers import parse_camelyon
-from copilot.bench.scoring import score_lymph
+from copilot.bench.scoring.parsers import parse_camelyon
+from copilot.bench.scoring.scorers import score_lymph
 from copilot.cases.answers import CAMELYON_NAMES, CAMELYON_PRESENCE
 from copilot.cases.wsi import make_lymph_case
 from copilot.medflow.registry import BenchModule, points_in_words, register

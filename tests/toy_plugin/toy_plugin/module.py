@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from copilot.bench.parsers import ParseError
-from copilot.bench.scoring import CaseScore, Truth
+from copilot.bench.scoring.parsers import ParseError
+from copilot.bench.scoring.scorers import CaseScore, Truth
 from copilot.cases.pack import write_pack
 from copilot.medflow.registry import BenchModule, Generate, register
 

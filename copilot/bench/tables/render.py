@@ -10,7 +10,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
-from copilot.bench.stats import BOOTSTRAP, BOOTSTRAP_SEED
+from copilot.bench.scoring.stats import BOOTSTRAP, BOOTSTRAP_SEED
 
 EPS = 0.005  # a change below half the last printed digit is "no change"
 GLOSSARY = {

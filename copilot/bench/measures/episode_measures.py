@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from copilot.bench import dimensions as D
-from copilot.bench import parsers as P
-from copilot.bench import workflow_audit as W
-from copilot.bench.exploration import hierarchical_hits
-from copilot.bench.failures import (
+from copilot.bench.measures import dimensions as D
+from copilot.bench.measures import workflow_audit as W
+from copilot.bench.measures.exploration import hierarchical_hits
+from copilot.bench.measures.failures import (
     detect_failures,
     measurements,
     rationale,
@@ -19,9 +18,10 @@ from copilot.bench.failures import (
     supported,
     unobserved_items,
 )
-from copilot.bench.reflection import episode_reflection
-from copilot.bench.scoring import Truth
-from copilot.bench.trace_facts import fault_reactions, workflow_faults
+from copilot.bench.measures.reflection import episode_reflection
+from copilot.bench.measures.trace_facts import fault_reactions, workflow_faults
+from copilot.bench.scoring import parsers as P
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack
 from copilot.kind_names import RADIOLOGY
 

@@ -18,10 +18,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from copilot.bench.configs import config_of, label
-from copilot.bench.coverage import MAG_BINS, _overlaps, mag_bin, target_rois
-from copilot.bench.scoring import Truth
-from copilot.bench.trace_views import shown_fields
+from copilot.bench.measures.configs import config_of, label
+from copilot.bench.measures.coverage import MAG_BINS, _overlaps, mag_bin, target_rois
+from copilot.bench.measures.trace_views import shown_fields
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack
 
 K = {"2.5×": 6, "10×": 3, "40×": 2}

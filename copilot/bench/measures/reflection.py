@@ -10,9 +10,9 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from copilot.bench.configs import by_config, label
-from copilot.bench.failures import _target
-from copilot.bench.scoring import Truth
+from copilot.bench.measures.configs import by_config, label
+from copilot.bench.measures.failures import _target
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack
 
 FAMILIES = ("point", "key_slice")  # the comparable metric families, in the order one is chosen (the seed's priority)

@@ -126,7 +126,7 @@ ROW_DEFAULTS: dict[str, Any] = {  # rows that predate a key column (the run's da
 
 
 def _episode_link(r: dict[str, Any], run_dir: Path | None) -> str:
-    from copilot.bench.episode_page import PAGE
+    from copilot.bench.report.episode_page import PAGE
 
     base = html.escape(r["trace_dir"])
     if run_dir is not None and (run_dir / r["trace_dir"] / PAGE).is_file():
@@ -136,8 +136,8 @@ def _episode_link(r: dict[str, Any], run_dir: Path | None) -> str:
 
 def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_dir: str | Path | None = None) -> str:
     """The report page; `columns` lists the benchmark modules in table order; `run_dir` finds episode pages."""
-    from copilot.bench.analysis import process_tables
-    from copilot.bench.tables import glossary_html, paper_tables, to_html
+    from copilot.bench.tables.analysis import process_tables
+    from copilot.bench.tables.paper import glossary_html, paper_tables, to_html
 
     run = Path(run_dir) if run_dir is not None else None
     rows = [{**ROW_DEFAULTS, "model": r.get("policy"), **r} for r in rows]
@@ -161,11 +161,11 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
     for (track, policy, module), _ in sorted(stats.items()):
         values = [r["strict"] for r in rows if (r["track"], r["policy"], r["module"]) == (track, policy, module)]
         parts.append(_histogram(f"Strict: {known[module].title} ({policy}, {track})", values))
-    from copilot.bench.measures_report import measures_html
-    from copilot.bench.perturb import read_perturbations
+    from copilot.bench.measures.perturb import read_perturbations
+    from copilot.bench.report.measures_report import measures_html
 
     measures = measures_html(rows, read_perturbations(run))
-    from copilot.bench.gallery import index_html
+    from copilot.bench.report.gallery import index_html
 
     parts.append(f"</div><h2>Task vs Strict</h2>{_gap_chart(stats)}{measures}{index_html(rows, run)}<h2>Episodes</h2>")
     head = "".join(
@@ -201,11 +201,11 @@ def write_report(
     `galleries` (or `pages`), the final-view galleries of every configuration and case, linked from the pages."""
     path = Path(path)
     if (galleries or pages) and run_dir is not None:
-        from copilot.bench.gallery import write_galleries
+        from copilot.bench.report.gallery import write_galleries
 
         write_galleries(rows, run_dir)
     if pages and run_dir is not None:
-        from copilot.bench.episode_page import write_episode_page
+        from copilot.bench.report.episode_page import write_episode_page
 
         for r in rows:
             write_episode_page(run_dir, r)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.configs import config_of, label
+from copilot.bench.measures.configs import config_of, label
 
 FOLDER = "gallery"
 MARK = "<!-- gallery -->"  # where an episode page carries its gallery link

@@ -7,14 +7,14 @@ import html
 from collections import Counter, defaultdict
 from typing import Any
 
-from copilot.bench import configs as C
-from copilot.bench import dimensions as D
-from copilot.bench import workflow_audit as W
-from copilot.bench.agreement import repeat_agreement
-from copilot.bench.exploration import hit_rates
-from copilot.bench.failures import NAMES
-from copilot.bench.perturb import fault_statistics, statistics_html
-from copilot.bench.reflection import reflection_html, reflection_summary
+from copilot.bench.measures import configs as C
+from copilot.bench.measures import dimensions as D
+from copilot.bench.measures import workflow_audit as W
+from copilot.bench.measures.agreement import repeat_agreement
+from copilot.bench.measures.exploration import hit_rates
+from copilot.bench.measures.failures import NAMES
+from copilot.bench.measures.perturb import fault_statistics, statistics_html
+from copilot.bench.measures.reflection import reflection_html, reflection_summary
 
 FAILURE_CODES = tuple(NAMES)
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from copilot.bench.module_facts import facts_of
-from copilot.bench.scoring import Truth, _norm_class
-from copilot.bench.trace_views import RAS_INDEX, in_plane_axes, shown_fields, shown_planes
+from copilot.bench.measures.trace_views import RAS_INDEX, in_plane_axes, shown_fields, shown_planes
+from copilot.bench.scoring.module_facts import facts_of
+from copilot.bench.scoring.scorers import Truth, _norm_class
 from copilot.cases.pack import CasePack
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 

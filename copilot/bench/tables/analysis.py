@@ -8,9 +8,9 @@ from collections import Counter, defaultdict
 from statistics import median
 from typing import Any
 
-from copilot.bench.configs import config_of, label
-from copilot.bench.coverage import MAG_BINS
-from copilot.bench.tables import Cell, Table, _cfg, _label, _mean, configurations
+from copilot.bench.measures.configs import config_of, label
+from copilot.bench.measures.coverage import MAG_BINS
+from copilot.bench.tables.paper import Cell, Table, _cfg, _label, _mean, configurations
 
 GUARD_CODES = ("unregistered_fusion", "off_source_series", "superseded_node", "unobserved_evidence")
 

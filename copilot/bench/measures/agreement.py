@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from copilot.bench.configs import config_of, label
+from copilot.bench.measures.configs import config_of, label
 
 
 def cohen_kappa(a: list[str], b: list[str]) -> float | None:

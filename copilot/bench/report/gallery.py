@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from PIL import ImageDraw
 
-from copilot.bench.configs import config_of, label
-from copilot.bench.gallery_paths import MARK, gallery_path, link_html
-from copilot.bench.scoring import Truth
+from copilot.bench.measures.configs import config_of, label
+from copilot.bench.report.gallery_paths import MARK, gallery_path, link_html
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack, load_case
 
 VIEWS = {"red": "S", "yellow": "R", "green": "A"}  # axial, sagittal, coronal
@@ -52,7 +52,7 @@ def final_view(events: list[dict[str, Any]]) -> dict[str, Any]:
 def _radiology_cells(case: CasePack, truth: Truth, final: dict[str, Any], answer: dict[str, Any]) -> list[str]:
     """The run's final planes of the source series with the hidden lesion (green), the other planes (yellow) and
     the cited RAS point (red)."""
-    from copilot.bench.episode_page import radiology_figures
+    from copilot.bench.report.episode_page import radiology_figures
 
     views = final["state"].get("views") or {}
     planes = {VIEWS[n]: float(v["offset"]) for n, v in views.items() if n in VIEWS and "offset" in v}
@@ -64,7 +64,7 @@ def _radiology_cells(case: CasePack, truth: Truth, final: dict[str, Any], answer
 def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict[str, Any]) -> list[str]:
     """The slide overview with the target regions (green), the run's final field (blue) and its recorded
     points (yellow)."""
-    from copilot.bench.episode_page import _png_uri
+    from copilot.bench.report.episode_page import _png_uri
     from copilot.engine.slide.source import SlideSource
 
     if "thumb" not in cache:
@@ -91,7 +91,7 @@ def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict
 def _column(run_dir: Path, row: dict[str, Any], case: CasePack | None, truth: Truth | None,
             cache: dict[str, Any], gallery: str) -> tuple[str, str, str]:  # fmt: skip
     """(heading, the agent's last images, the report-time drawing) of one run."""
-    from copilot.bench.episode_page import PAGE, read_trace
+    from copilot.bench.report.episode_page import PAGE, read_trace
 
     trace_dir = run_dir / row["trace_dir"]
     up = os.path.relpath(trace_dir, (run_dir / gallery).parent).replace(os.sep, "/")
@@ -172,7 +172,7 @@ def _stamp(group: list[dict[str, Any]]) -> str:
 def write_galleries(rows: list[dict[str, Any]], run_dir: str | Path) -> list[str]:
     """Write a gallery per configuration and case (redrawn only when its runs changed), and link each episode
     page that exists to its gallery."""
-    from copilot.bench.episode_page import PAGE
+    from copilot.bench.report.episode_page import PAGE
 
     run = Path(run_dir)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)

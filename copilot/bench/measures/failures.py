@@ -22,11 +22,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from copilot.bench import parsers as P
-from copilot.bench.module_facts import facts_of
-from copilot.bench.scoring import Truth, _norm_class
-from copilot.bench.trace_facts import STATE_FAULTS, workflow_faults
-from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
+from copilot.bench.measures.trace_facts import STATE_FAULTS, workflow_faults
+from copilot.bench.measures.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
+from copilot.bench.scoring import parsers as P
+from copilot.bench.scoring.module_facts import facts_of
+from copilot.bench.scoring.scorers import Truth, _norm_class
 from copilot.cases.pack import CasePack
 
 NAMES = {

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.bench import dimensions as D
-from copilot.bench.configs import config_of
-from copilot.bench.stats import bootstrap_ci
-from copilot.bench.trace_facts import SOURCE_CHECKED
-from copilot.bench.workflow_audit import balanced_accuracy, macro_f1
+from copilot.bench.measures import dimensions as D
+from copilot.bench.measures.configs import config_of
+from copilot.bench.measures.trace_facts import SOURCE_CHECKED
+from copilot.bench.measures.workflow_audit import balanced_accuracy, macro_f1
+from copilot.bench.scoring.stats import bootstrap_ci
 from copilot.cases.pack import CasePack
 from copilot.kind_names import PATHOLOGY
 from copilot.trace.recorder import GENESIS, canonical_json, event_hash

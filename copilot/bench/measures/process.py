@@ -10,7 +10,7 @@ definitions are in docs/ARCHITECTURE.md ("Process metrics"):
 - workflow continuity: run-time workflow guards (warnings in handler results), counted by code;
 - care action fulfillment: the episode ended with a parseable answer within its budget.
 The measures of the related benchmarks (failure labels, stages, checkpoints, the seven dimensions by their
-equations…) are added by `copilot.bench.episode_measures` (docs/metrics.md).
+equations…) are added by `copilot.bench.measures.episode_measures` (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import json
 from collections import Counter
 from typing import Any
 
-from copilot.bench import parsers as P
-from copilot.bench.coverage import episode_coverage
-from copilot.bench.episode_measures import harness_measures
-from copilot.bench.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
+from copilot.bench.measures.coverage import episode_coverage
+from copilot.bench.measures.episode_measures import harness_measures
+from copilot.bench.measures.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
+from copilot.bench.scoring import parsers as P
 from copilot.cases.pack import CasePack
 
 TOL_VALUE = 0.05  # a cited value matches a recorded output (answers round to 0.01)

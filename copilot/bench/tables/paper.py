@@ -33,10 +33,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from copilot.bench.model_table import ACCESS_TITLES, FAMILY_TITLES, model_info
-from copilot.bench.module_facts import DetailColumns, all_facts, facts_of, in_table
-from copilot.bench.module_facts import title as module_title
-from copilot.bench.stats import (
+from copilot.bench.scoring.module_facts import DetailColumns, all_facts, facts_of, in_table
+from copilot.bench.scoring.module_facts import title as module_title
+from copilot.bench.scoring.stats import (
     BOOTSTRAP,
     BOOTSTRAP_SEED,
     bootstrap_ci,
@@ -45,7 +44,8 @@ from copilot.bench.stats import (
     delta_ci,
     mean_ci,
 )
-from copilot.bench.table_render import (
+from copilot.bench.tables.model_table import ACCESS_TITLES, FAMILY_TITLES, model_info
+from copilot.bench.tables.render import (
     EPS,
     FILL,
     GLOSSARY,
@@ -79,7 +79,7 @@ class Cfg(NamedTuple):
     budget: int
     backend: str
     seed: int
-    rules: str = ""  # the run's rules that depart from the paper's reading (`copilot.bench.rules.rules_key`)
+    rules: str = ""  # the run's rules that depart from the paper's reading (`copilot.bench.scoring.rules.rules_key`)
 
 
 @dataclass
@@ -316,7 +316,7 @@ def _protocol_note(configs: list[Cfg]) -> str:
 
 # ----- Table 1 -----
 
-# The modules of each table and their columns come from their declarations (`copilot.bench.module_facts`).
+# The modules of each table and their columns come from their declarations (`copilot.bench.scoring.module_facts`).
 
 
 def _has_any(rows: list[dict[str, Any]], modules: tuple[str, ...]) -> bool:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from copilot.bench.module_facts import facts_of
+from copilot.bench.scoring.module_facts import facts_of
 from copilot.cases.answers import (
     BRACS_LABELS,
     CAMELYON_LARGEST,

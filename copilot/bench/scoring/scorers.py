@@ -9,7 +9,7 @@ Geometry (the benchmark's correctness depends on it):
 - a WSI point hits when it lies in or on a polygon of the right class and, for lymph-node slides, in
   no "Exclusion" polygon;
 - lung evidence must also come from the case's source series: with a trace, the series on which the
-  key slices were read and the RAS point was converted (`copilot.bench.process.evidence_provenance`).
+  key slices were read and the RAS point was converted (`copilot.bench.measures.process.evidence_provenance`).
 Every case keeps its parsed answer, each field's correctness and each evidence check in `details`.
 A response that cannot be parsed scores 0 everywhere it is in a denominator, with the reason kept; Loc is
 scored apart from the answer line ("Loc. is reported separately"): an EVIDENCE block or localizations that
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import SimpleITK as sitk
 
-from copilot.bench import parsers as P
-from copilot.bench.rules import DEFAULT_RULES, ScoringRules
+from copilot.bench.scoring import parsers as P
+from copilot.bench.scoring.rules import DEFAULT_RULES, ScoringRules
 from copilot.cases.annotations import Annotation, read_geojson
 from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import CasePack

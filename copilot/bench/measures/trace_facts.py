@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from copilot.bench.trace_views import TOL_MM, point_on_plane, shown_planes
+from copilot.bench.measures.trace_views import TOL_MM, point_on_plane, shown_planes
 from copilot.cases.pack import CasePack
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 from copilot.tools.slide_guards import MIN_EVIDENCE_MAGNIFICATION, RESOLUTION_FACTOR, TOL_PX

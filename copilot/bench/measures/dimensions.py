@@ -14,11 +14,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from copilot.bench.configs import config_of, label, paired
-from copilot.bench.module_facts import facts_of
-from copilot.bench.stats import bootstrap_ci
-from copilot.bench.trace_views import shown_fields, shown_planes
-from copilot.bench.workflow_audit import balanced_accuracy, macro_f1
+from copilot.bench.measures.configs import config_of, label, paired
+from copilot.bench.measures.trace_views import shown_fields, shown_planes
+from copilot.bench.measures.workflow_audit import balanced_accuracy, macro_f1
+from copilot.bench.scoring.module_facts import facts_of
+from copilot.bench.scoring.stats import bootstrap_ci
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 DIMENSIONS = ("F", "R", "E", "W", "A", "V", "B")

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from copilot.bench.coverage import MAG_BINS, mag_bin
-from copilot.bench.scoring import Truth
+from copilot.bench.measures.coverage import MAG_BINS, mag_bin
+from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack, load_case
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 from copilot.pacs.store import stored_html
@@ -295,7 +295,7 @@ def render_episode(
         parts.append("<h2>Prompt</h2>" + "".join(f"<pre>{html.escape(text)}</pre>" for text in prompt))
     parts.append(f"<h2>Final answer against the truth</h2><pre>{html.escape(row['response'])}</pre>")
     parts.append(_field_rows(details) + "<h3>Evidence checks</h3>" + _evidence_rows(details))
-    from copilot.bench.measures_report import failures_html
+    from copilot.bench.report.measures_report import failures_html
 
     parts.append(failures_html(process))
     parts.append("<h2>Evidence drawn on the case</h2>")
@@ -392,7 +392,7 @@ def _process_html(process: dict[str, Any]) -> str:
 
 def _gallery_link(trace_dir: Path, row: dict[str, Any]) -> str:
     """The marker the galleries link at, with the link when the episode's gallery is already written."""
-    from copilot.bench.gallery_paths import MARK, link_html
+    from copilot.bench.report.gallery_paths import MARK, link_html
 
     run_dir = trace_dir.parents[len(Path(row["trace_dir"]).parts) - 1] if row.get("trace_dir") else None
     return MARK + (link_html(run_dir, row) if run_dir is not None else "")

@@ -17,9 +17,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from copilot.bench.agreement import auprc
-from copilot.bench.configs import config_of, label
-from copilot.bench.module_facts import facts_of
+from copilot.bench.measures.agreement import auprc
+from copilot.bench.measures.configs import config_of, label
+from copilot.bench.scoring.module_facts import facts_of
 
 if TYPE_CHECKING:
     from copilot.kinds import Checkpoint, ViewerKind
