@@ -1,15 +1,21 @@
 """The desktop's PACS browser (pytest-qt, offscreen) against a private Orthanc: search by patient ID lists the
-study and its series; a double-click opens the series in the window with its origin traced."""
+study and its series; a double-click opens the series in the window with its origin traced, its slices painted
+as they arrive before the session opens."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from PySide6.QtWidgets import QLabel
+
+from copilot.gui import pacs_arriving
 from copilot.gui.app import MainWindow
 from copilot.pacs.client import PacsClient
 from copilot.pacs.orthanc import LocalOrthanc, missing
@@ -40,12 +46,30 @@ def test_pacs_browser_searches_and_opens(qtbot, tmp_path: Path, monkeypatch: pyt
         assert dock.search() == 1
         study = dock.results.topLevelItem(0)
         assert study.childCount() == 1 and study.child(0).text(2) == "8"
+        painted: list[tuple[int, int, bool]] = []
+        plain = pacs_arriving.paint
+
+        def paint(label: Any, stack: Any, area: Any) -> bool:
+            painted.append((stack.count, stack.total, win.model is None))
+            return plain(label, stack, area)
+
+        monkeypatch.setattr(pacs_arriving, "paint", paint)
+        retrieve = PacsClient.retrieve_instance
+
+        def slow(self: PacsClient, *args: Any) -> None:  # a distant PACS: each instance takes a while
+            time.sleep(0.1)
+            retrieve(self, *args)
+
+        monkeypatch.setattr(PacsClient, "retrieve_instance", slow)
         opened: list[str] = []
         dock.open_url = lambda url: opened.append(url) or win.open_study_path(url, trace_dir=tmp_path / "t")
         dock.results.itemDoubleClicked.emit(study.child(0), 0)
         ds = datasets[0]
         assert opened == [f"{pacs.dicomweb}/studies/{ds.StudyInstanceUID}/series/{ds.SeriesInstanceUID}"]
         assert win.model is not None and win.model.session.kind == "radiology"
+        shown = [count for count, total, before in painted if count and total == 8 and before]
+        assert shown and shown == sorted(shown)  # slices painted as they arrived, before the session existed
+        assert win.findChild(QLabel, "pacs-arriving") is None or win.findChild(QLabel, "pacs-arriving").isHidden()
         assert study_record(tmp_path / "t")["case_inputs"]["origin"]["url"] == opened[0]  # the owner-only sidecar
         monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", "wrong")
         assert dock.search() == -1 and "HTTP 401" in dock.status.text()

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from copilot.engine.volume.display import PRESET_NAMES
 from copilot.gui import reading, startup
+from copilot.gui.pacs_arriving import retrieve_showing
 from copilot.gui.panel import PanelWidget, default_policies
 from copilot.gui.patient_bar import PatientBar
 from copilot.gui.startup import display_problem
@@ -352,8 +353,8 @@ class MainWindow(QMainWindow):
     ) -> bool:
         """Open a trace, a folder of case packs, a case pack, a DICOM folder (`pick` chooses among several series;
         default: the series picker), a volume file or a slide, or a DICOMweb study or series URL (retrieved into the
-        PACS cache first). Errors are raised; False when no series was chosen."""
-        path = local_study(path).path
+        PACS cache first, its slices shown as they arrive). Errors are raised; False when no series was chosen."""
+        path = retrieve_showing(self, str(path)) if is_dicomweb_url(path) else local_study(path).path
         what = classify(path)
         if what == "trace":
             self.open_trace(path)

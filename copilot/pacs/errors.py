@@ -3,7 +3,8 @@
 Codes: `pacs_refused` (HTTP 4xx), `pacs_failed` (5xx), `pacs_unreachable`, `pacs_tls`, `pacs_redirect` (to
 another origin), `pacs_deadline`, `pacs_truncated` (connection dropped, body shorter than announced, no
 closing boundary), `pacs_answer_too_large`, `pacs_part_too_large`, `pacs_too_deep`, `pacs_too_many`,
-`pacs_bad_answer` (not the JSON or DICOM asked for), `pacs_cache_full`, `pacs_incomplete`.
+`pacs_bad_answer` (not the JSON or DICOM asked for, or another instance than asked for), `pacs_cache_full`,
+`pacs_incomplete`, `pacs_not_ready` (a study still arriving when its waiter's timeout passed).
 """
 
 from __future__ import annotations

@@ -45,6 +45,15 @@ def _window(ds: Any, values: np.ndarray) -> tuple[float, float]:
     return float(low), float(max(high, low + 1))
 
 
+def _aspect(ds: Any) -> float:
+    """The height of a pixel in widths (PixelSpacing is row spacing, then column spacing), 1 when unknown."""
+    try:
+        rows, cols = (float(v) for v in ds.PixelSpacing)
+        return rows / cols if rows > 0 and cols > 0 else 1.0
+    except (AttributeError, TypeError, ValueError):
+        return 1.0
+
+
 class SliceStack:
     """The slices of one series as they arrive, in instance order: a (slices, rows, columns) array of modality
     values (int16 when the first slice's are whole numbers that fit), which slices are filled, the slice on show
@@ -56,6 +65,7 @@ class SliceStack:
         self.filled = np.zeros(total, bool)
         self.volume: np.ndarray | None = None
         self.window = (0.0, 1.0)
+        self.aspect = 1.0  # the height of a pixel in widths
         self.current: int | None = None
         self.version = 0
         self.listeners: list[Callable[[int], None]] = []
@@ -76,6 +86,7 @@ class SliceStack:
                 whole = bool(np.all(values == np.round(values))) and values.min() >= -32768 and values.max() <= 32767
                 self.volume = np.zeros((self.total, *values.shape), np.int16 if whole else np.float32)
                 self.window = _window(ds, values)
+                self.aspect = _aspect(ds)
             if values.shape != self.volume.shape[1:]:
                 return False
             if self.volume.dtype == np.int16:
@@ -169,6 +180,10 @@ class ProgressiveStudy:
     @property
     def done(self) -> bool:
         return self._done.is_set()
+
+    def finished(self, within: float) -> bool:
+        """Whether the retrieval has ended (well or not), waiting at most `within` seconds for it."""
+        return self._done.wait(within)
 
     def wait(self, timeout: float | None = None) -> LocalStudy:
         """The local study once every series is complete; the retrieval's own refusal when it failed (what it
