@@ -35,10 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.display import LUTS, to_uint8
-from copilot.engine.volume.image import Volume, volume_from_sitk
+from copilot.engine.volume.image import Volume, sitk_image, volume_from_sitk
 from copilot.engine.volume.render import RENDERER, Layer, encode_png
-from copilot.engine.volume.reslice import image_to_ijk, sitk_image, view_grid
+from copilot.engine.volume.reslice import view_grid
 from copilot.engine.volume.viewer import EmbeddedVolumeViewer
+from copilot.engine.volume.voxel_plane import image_to_ijk
 
 SIZE = (512, 512)
 GOALS_MS = {"axis": 5.0, "oblique": 8.0}  # median and p95 of ours

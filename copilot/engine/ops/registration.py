@@ -20,8 +20,7 @@ import numpy as np
 import SimpleITK as sitk
 
 from copilot.engine.geometry import lps_matrix_to_ras
-from copilot.engine.volume.image import LPS_TO_RAS, Volume, volume_from_sitk
-from copilot.engine.volume.reslice import sitk_image
+from copilot.engine.volume.image import LPS_TO_RAS, Volume, sitk_image, volume_from_sitk
 
 THREADS = 1  # one thread: the metric's sums are then always taken in the same order
 SEED = 1  # the metric's random sampling seed

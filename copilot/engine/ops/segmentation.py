@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 import SimpleITK as sitk
 
-from copilot.engine.volume.image import Volume
-from copilot.engine.volume.reslice import sitk_image
+from copilot.engine.volume.image import Volume, sitk_image
 
 
 def mask_volume(source: Volume, mask: np.ndarray, name: str) -> Volume:

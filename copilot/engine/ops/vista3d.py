@@ -21,8 +21,7 @@ import numpy as np
 import SimpleITK as sitk
 
 from copilot.engine.geometry import inside, ras_to_lps
-from copilot.engine.volume.image import Volume
-from copilot.engine.volume.reslice import sitk_image
+from copilot.engine.volume.image import Volume, sitk_image
 
 DEFAULT_PATCH = (128, 128, 128)
 DEFAULT_SPACING = (1.5, 1.5, 1.5)

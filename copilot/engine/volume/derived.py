@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 
 from copilot.engine.volume.image import Volume
-from copilot.engine.volume.reslice import image_to_ijk
+from copilot.engine.volume.voxel_plane import image_to_ijk
 
 SEGMENT_COLOURS = ((255, 64, 64), (64, 200, 64), (64, 128, 255), (255, 200, 0), (200, 64, 255), (0, 220, 220))
 

@@ -173,6 +173,14 @@ def volume_to_sitk(volume: Volume) -> sitk.Image:
     return image
 
 
+def sitk_image(volume: Volume) -> sitk.Image:
+    """The volume as a SimpleITK image, made once per volume (kept in its cache)."""
+    image = volume.cache.get("sitk")
+    if image is None:
+        image = volume.cache["sitk"] = volume_to_sitk(volume)
+    return image  # type: ignore[return-value]
+
+
 def volume_name_for(path: Path) -> str:
     """Scene name for a file: its name without the image suffix."""
     name = path.name

@@ -1,7 +1,7 @@
 """Windowed 8-bit slices of a volume on a view's image grid, by the cheapest exact-enough route.
 
-The same samples as `reslice.reslice_uint8` (linear interpolation, outside the volume black), within one
-grey level, in a fraction of the time:
+The same samples as the legacy renderer's `reslice.reslice_uint8` (linear interpolation, outside the volume
+black), within one grey level, in a fraction of the time:
 
 - a voxel-plane view whose pixels land on voxel centres one to one (zoom 1, whole-voxel pan) is a copy of
   the windowed slab, flipped or transposed as a numpy view: no resampling at all;
@@ -30,8 +30,8 @@ from PIL import Image
 
 from copilot.engine.volume import trilinear
 from copilot.engine.volume.display import to_uint8
-from copilot.engine.volume.image import LPS_TO_RAS, Volume
-from copilot.engine.volume.reslice import OUTSIDE, _reslice_voxel_plane, _slab, image_to_ijk, sitk_image
+from copilot.engine.volume.image import LPS_TO_RAS, Volume, sitk_image
+from copilot.engine.volume.voxel_plane import OUTSIDE, affine_plane, image_to_ijk, slab
 
 _EPS = 1e-9
 _MAX_UPSAMPLE_SCALE = 1.0 + 1e-6  # source voxels per pixel up to which `resize` samples like bilinear
@@ -70,13 +70,13 @@ def _voxel_plane(
         swap = True  # image x runs along slab rows
         su, tu, sv, tv = ay[col_axis], origin[col_axis], ax[row_axis], origin[row_axis]
     else:  # rotated within the voxel plane: the general 2D affine
-        return _reslice_voxel_plane(volume, axis, ax, ay, origin, size, window, level)
+        return affine_plane(volume, axis, m, size, window, level)
     if abs(su) > _MAX_UPSAMPLE_SCALE or abs(sv) > _MAX_UPSAMPLE_SCALE:
-        return _reslice_voxel_plane(volume, axis, ax, ay, origin, size, window, level)
-    slab = _slab(volume, axis, float(origin[axis]))
-    if slab is None:
+        return affine_plane(volume, axis, m, size, window, level)
+    plane = slab(volume, axis, float(origin[axis]))
+    if plane is None:
         return np.zeros((h, w), dtype=np.uint8)
-    src = to_uint8(slab, window, level)
+    src = to_uint8(plane, window, level)
     # image x → slab column u = su (x + ½) + tu; image y → slab row v = sv (y + ½) + tv (swapped: x ↔ y)
     if swap:
         src = src.T

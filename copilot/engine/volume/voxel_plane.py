@@ -1,0 +1,67 @@
+"""What every slice renderer shares: the view's pixel → IJK map, one slab interpolated along a voxel axis, and
+Pillow's affine resampling of a windowed slab onto a voxel-plane view (the legacy renderer's route for every
+voxel plane, the current one's for views rotated in plane or zoomed out below a pixel per voxel)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+from copilot.engine.volume.display import to_uint8
+from copilot.engine.volume.image import Volume
+
+OUTSIDE = float(-np.finfo(np.float32).max)  # below any window: outside the volume is black, as in Slicer
+
+
+def image_to_ijk(volume: Volume, image_to_ras: np.ndarray) -> np.ndarray:
+    """4×4 map from image coordinates (x, y, 0, 1) to continuous IJK."""
+    return volume.ras_to_ijk @ image_to_ras
+
+
+def slab(volume: Volume, axis: int, index: float) -> np.ndarray | None:
+    """Linearly interpolated 2D slab at a continuous index along IJK `axis` (None when outside)."""
+    n = volume.dimensions[axis]
+    if index < -0.5 or index > n - 0.5:
+        return None
+    index = min(max(index, 0.0), n - 1.0)
+    lo = int(np.floor(index))
+    t = index - lo
+    take = [slice(None)] * 3
+    data_axis = 2 - axis  # data is [k, j, i]
+    take[data_axis] = lo  # type: ignore[call-overload]
+    plane = volume.data[tuple(take)]
+    if t > 1e-6 and lo + 1 < n:
+        take[data_axis] = lo + 1  # type: ignore[call-overload]
+        plane = plane * np.float32(1.0 - t) + volume.data[tuple(take)] * np.float32(t)
+    return plane
+
+
+def affine_plane(
+    volume: Volume,
+    axis: int,
+    m: np.ndarray,
+    size: tuple[int, int],
+    window: float,
+    level: float,
+) -> np.ndarray:
+    """Windowed 8-bit image (H×W) of a voxel-plane view (`m`: its pixel → IJK map, whose `axis` row is constant):
+    the slab windowed, then resampled bilinearly by Pillow's affine transform (black beyond the slab)."""
+    w, h = size
+    ax, ay, origin = m[:3, 0], m[:3, 1], m[:3, 3]
+    plane = slab(volume, axis, float(origin[axis]))
+    if plane is None:
+        return np.zeros((h, w), dtype=np.uint8)
+    # slab rows/cols are the two remaining IJK axes in data order: rows = higher axis, cols = lower
+    col_axis, row_axis = [a for a in range(3) if a != axis]
+    src = Image.fromarray(to_uint8(plane, window, level))
+    # Pillow maps output (x, y) → input (a x + b y + c, d x + e y + f), pixel centres at +0.5.
+    coeffs = (
+        ax[col_axis],
+        ay[col_axis],
+        origin[col_axis] + 0.5,
+        ax[row_axis],
+        ay[row_axis],
+        origin[row_axis] + 0.5,
+    )
+    out = src.transform((w, h), Image.Transform.AFFINE, coeffs, resample=Image.Resampling.BILINEAR)
+    return np.asarray(out)
