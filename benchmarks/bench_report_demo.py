@@ -16,8 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from copilot.batch import read_results, run_batch
 from copilot.medflow import make_cases
+from copilot.medflow.bench_run import run_batch
+from copilot.medflow.runs import read_results
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--no-first-run", "--disable-component-update", "--disable-sync"]  # fmt: skip

@@ -18,10 +18,11 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.bench_report_demo import CHROMIUM_FLAGS
-from copilot.batch import ResultsDB, run_batch
 from copilot.bench.report.run_report import write_report
 from copilot.cases.pack import find_cases
+from copilot.medflow.bench_run import run_batch
 from copilot.medflow.registry import make_cases, report_columns
+from copilot.medflow.runs import ResultsDB
 from copilot.medflow.score_cli import AnswerFile, result_rows, score_answers
 from tests.oracle import perfect_response
 

@@ -71,9 +71,9 @@ def _bench_score(ns: argparse.Namespace) -> int:
     scores = score_answers(cases, answers, parse_rules(ns.rule))
     out = report_json(scores, answers, cases)
     if ns.out:
-        from copilot.batch import ResultsDB, SchemaError
         from copilot.bench.report.run_report import write_report
         from copilot.medflow.registry import report_columns
+        from copilot.medflow.runs import ResultsDB, SchemaError
         from copilot.medflow.score_cli import result_rows
 
         try:
@@ -99,9 +99,10 @@ def _bench_score(ns: argparse.Namespace) -> int:
 
 
 def _bench_run(ns: argparse.Namespace) -> int:
-    from copilot.batch import BatchOutcome, RunRefused, SchemaError, run_batch
     from copilot.bench.report.run_report import summary
     from copilot.bench.scoring.rules import parse_rules
+    from copilot.medflow.bench_run import BatchOutcome, run_batch
+    from copilot.medflow.runs import RunRefused, SchemaError
 
     if ns.base_url:
         os.environ["OPENAI_BASE_URL"] = ns.base_url  # the workers' policies read the service from here
@@ -128,7 +129,6 @@ def _bench_run(ns: argparse.Namespace) -> int:
 
 
 def _bench_report(ns: argparse.Namespace) -> int:
-    from copilot.batch import SchemaError, read_results
     from copilot.bench.report.run_report import write_report
     from copilot.bench.tables.analysis import process_tables
     from copilot.bench.tables.paper import glossary_markdown, paper_tables, to_csv, to_markdown
@@ -221,8 +221,8 @@ def _mcp(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    from copilot.batch import run_episode
     from copilot.llm.spec import is_model_policy
+    from copilot.medflow.bench_run import run_episode
     from copilot.medflow.policies import make_policy
 
     if is_model_policy(ns.policy):
@@ -509,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--model", default=None, help="model name of the answers (default: the file's stem)")
     score.add_argument("--track", choices=["A", "B", "C"], default="C", help="track of the answers (with --out)")
     score.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
-                       help="a scoring option where the paper is ambiguous (copilot/bench/scoring/rules.py)")  # fmt: skip
+                       help="a scoring option where the paper is ambiguous (bench/scoring/rules.py)")  # fmt: skip
     score.set_defaults(func=_bench_score)
     brun = bsub.add_parser("run", help="run episodes of a policy over case packs (resumable)")
     brun.add_argument("--cases", required=True)

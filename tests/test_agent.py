@@ -10,8 +10,8 @@ import pytest
 
 from copilot.agent.loop import BUDGET_MESSAGE, ChatAgent
 from copilot.agent.settings import AgentSettings
-from copilot.batch import run_batch, run_episode
 from copilot.medflow import make_cases
+from copilot.medflow.bench_run import run_batch, run_episode
 from copilot.replay import replay
 from tests.fake_openai import FakeOpenAI, images_in, tool
 from tests.oracle import evidence_block, perfect_evidence

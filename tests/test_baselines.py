@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from copilot.batch import run_batch
 from copilot.bench.report.run_report import summary
 from copilot.cli import main
 from copilot.medflow import make_case
+from copilot.medflow.bench_run import run_batch
 
 SMALL = {
     "brain_mri": {"spacing": 3.0},

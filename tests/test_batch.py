@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from copilot.batch import ResultsDB, run_batch
 from copilot.bench.report.montage import write_montages
 from copilot.medflow import make_cases
+from copilot.medflow.bench_run import run_batch
+from copilot.medflow.runs import ResultsDB
 
 SLOW_SCRIPT = {
     "calls": [{"handler": "scroll", "args": {"view": "red", "num_slices": 30, "output": "cine", "size": 384}}] * 3,

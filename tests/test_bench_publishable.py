@@ -18,7 +18,6 @@ import numpy as np
 import psutil
 import pytest
 
-from copilot.batch import read_results, run_batch
 from copilot.bench.measures.coverage import MAG_BINS, episode_coverage
 from copilot.bench.scoring.rules import ScoringRules
 from copilot.bench.scoring.scorers import Truth
@@ -29,6 +28,8 @@ from copilot.cases.lung import make_lung_case
 from copilot.cases.pack import load_case
 from copilot.cases.wsi import make_breast_case, make_lymph_case
 from copilot.medflow import score_case
+from copilot.medflow.bench_run import run_batch
+from copilot.medflow.runs import read_results
 from copilot.replay import read_events
 from copilot.runtime import open_session
 from tests.fake_openai import FakeOpenAI, images_in, tool
@@ -470,7 +471,7 @@ def test_a_results_database_of_schema_2_gains_the_protocol_column(tmp_path: Path
 
 
 def test_an_episode_folder_of_an_earlier_killed_run_is_recognised_and_redone(tmp_path: Path) -> None:
-    from copilot.batch import MARKER, clear_trace_dir
+    from copilot.medflow.runs import MARKER, clear_trace_dir
 
     ours = tmp_path / "ours"
     (ours / "artifacts").mkdir(parents=True)

@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from copilot.batch import ResultsDB, SchemaError, read_results, run_batch
 from copilot.bench.tables.analysis import first_divergence, guard_table, stability
 from copilot.bench.tables.paper import paper_tables, table1, table3, table5, table6, table7, to_csv, to_markdown
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.cases.lung import make_lung_case
 from copilot.cases.wsi import make_breast_case, make_lymph_case
+from copilot.medflow.bench_run import run_batch
+from copilot.medflow.runs import ResultsDB, SchemaError, read_results
 from copilot.runtime import open_session
 from tests.oracle import evidence_block, perfect_evidence, perfect_response
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from copilot.batch import run_batch
 from copilot.bench.measures.failures import (
     Quantity,
     detect_drift,
@@ -19,6 +18,7 @@ from copilot.bench.measures.failures import (
     stated_quantities,
     supported,
 )
+from copilot.medflow.bench_run import run_batch
 
 LESION = [48, 38, -14]
 SHOW_LESION = [

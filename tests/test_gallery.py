@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from copilot.batch import ResultsDB, run_batch
 from copilot.bench.report.gallery import final_view, gallery_path
 from copilot.bench.report.run_report import write_report
+from copilot.medflow.bench_run import run_batch
 from copilot.medflow.registry import report_columns
+from copilot.medflow.runs import ResultsDB
 
 
 def shot(seq: int, view: str, offset: float, actor: str = "agent", **more: Any) -> dict[str, Any]:

@@ -24,10 +24,11 @@ import pytest
 import SimpleITK as sitk
 from pydicom.data import get_testdata_file
 
-from copilot.batch import clear_trace_dir, confined, run_batch
 from copilot.cases.pack import CaseError, load_case
 from copilot.cli import main
 from copilot.jobs import JobManager
+from copilot.medflow.bench_run import run_batch
+from copilot.medflow.runs import clear_trace_dir, confined
 from copilot.medflow.score_cli import read_answers
 from copilot.runtime import open_session
 from copilot.server.limits import Limits, parse_json_body

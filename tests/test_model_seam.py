@@ -15,9 +15,9 @@ import pytest
 
 from copilot.agent.loop import ChatAgent
 from copilot.agent.settings import AgentSettings
-from copilot.batch import run_episode
 from copilot.llm.prices import price_table
 from copilot.llm.spec import SpecError, model_of, parse_policy, redact_url, service_problem
+from copilot.medflow.bench_run import run_episode
 from tests.fake_openai import FakeAnthropic, FakeGemini, FakeOpenAI, tool
 from tests.oracle import evidence_block, perfect_evidence
 
@@ -433,7 +433,7 @@ def test_the_host_panel_shows_the_question_tokens_and_cost(brain_case: Path, tmp
 
 def test_track_c_runs_natively_on_gemini(brain_case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`bench trackc` through the seam: the montages go to Gemini as inline images, the reply is scored."""
-    from copilot.batch import read_results
+    from copilot.medflow.runs import read_results
     from copilot.medflow.trackc import run_trackc
     from tests.oracle import perfect_response
 

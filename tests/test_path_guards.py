@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from copilot.batch import read_results, run_batch
 from copilot.bench.tables.analysis import guard_table
 from copilot.engine.slide.viewer import EmbeddedSlideViewer
 from copilot.medflow import make_cases
+from copilot.medflow.bench_run import run_batch
+from copilot.medflow.runs import read_results
 from copilot.replay import replay
 from copilot.runtime import open_session
 from copilot.tools.slide_guards import MIN_EVIDENCE_MAGNIFICATION

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from copilot.batch import run_batch
 from copilot.bench.measures import dimensions as D
 from copilot.bench.measures.perturb import FAULTS, fault_statistics, perturb, rechain, write_trace
 from copilot.cases.lung import make_lung_case
 from copilot.cases.pack import load_case
+from copilot.medflow.bench_run import run_batch
 from copilot.replay import read_events
 
 

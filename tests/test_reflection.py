@@ -107,7 +107,7 @@ def test_a_scripted_episode_that_revises_its_point(brain_case: Path, tmp_path: P
     one in the lesion at call 2: rounds 1 and 2 score 0 and 1, Δ = +1, improved; the run's summary counts it."""
     import json
 
-    from copilot.batch import run_batch
+    from copilot.medflow.bench_run import run_batch
 
     truth = Truth(load_case(brain_case))
     m = truth.mask.ijk_to_ras  # type: ignore[union-attr]

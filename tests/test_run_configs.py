@@ -141,7 +141,7 @@ def test_budget_in_rounds_and_in_calls() -> None:
     """Budget 2 in rounds: model turn 1 asks for three calls (round 1: all three run), turn 2 for one (round 2:
     runs), turn 3 for one (round 3 > 2: refused). In calls: the same five calls, the first two run. A policy
     without model turns spends one round per call, as in calls."""
-    from copilot.batch import CallBudget
+    from copilot.medflow.bench_run import CallBudget
 
     def play(unit: str, turns: list[list[str]]) -> list[str]:
         s = _Session()

@@ -154,8 +154,8 @@ def test_bench_scores_are_equal_on_both_backends_and_replay(tmp_path: Path) -> N
     """`bench run --backend slicer` scores the offline policies exactly as the embedded engine does (the
     baseline's pixel-derived RAS may differ by hundredths of a mm), and its traces replay (states, results
     and image hashes) on a fresh Slicer scene."""
-    from copilot.batch import run_batch
     from copilot.medflow import make_cases
+    from copilot.medflow.bench_run import run_batch
     from copilot.replay import replay
 
     cases = tmp_path / "cases"

@@ -116,7 +116,7 @@ def test_the_batch_script_runs_the_slicer_backend(brain_case: Path, tmp_path: Pa
     pytest.importorskip("slicer_core")
     from MedCopilotLib.batch import main
 
-    from copilot.batch import read_results
+    from copilot.medflow.runs import read_results
 
     out = tmp_path / "run"
     assert main(["--cases", str(brain_case.parent), "--policy", "prior", "--out", str(out), "--budget", "3"]) == 0

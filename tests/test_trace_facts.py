@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from copilot.batch import run_batch
 from copilot.bench.measures.trace_facts import fault_reactions, radiology_faults, slide_faults
 from copilot.cases.lung import make_lung_case
+from copilot.medflow.bench_run import run_batch
 from tests.oracle import evidence_block, perfect_evidence
 
 

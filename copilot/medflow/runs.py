@@ -1,6 +1,6 @@
 """Run folders of the benchmark: the results database (one row per episode key), episode folders (confined to
 the run folder, marked as the project's own), the lock that serialises two runs on one folder, error rows and
-the check that refuses a policy that cannot run. Used by `bench run` (`copilot.batch`), `bench score` and
+the check that refuses a policy that cannot run. Used by `bench run` (`copilot.medflow.bench_run`), `bench score` and
 `bench trackc`."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    from copilot.batch import run_batch
+    from copilot.medflow.bench_run import run_batch
 
     parser = argparse.ArgumentParser(prog="MedCopilot batch")
     parser.add_argument("--cases", required=True)

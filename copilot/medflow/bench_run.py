@@ -37,37 +37,20 @@ from typing import Any
 from copilot.bench.scoring.rules import DEFAULT_RULES, rules_key
 from copilot.cases.pack import find_cases
 from copilot.medflow.runs import (
-    COLUMNS,
     DEFAULTS,
-    JSON_COLUMNS,
     KEY,
-    LOCK,
     MARKER,
     PROTOCOLS,
-    SCHEMA,
-    SCHEMA_VERSION,
-    TRACE_ENTRIES,
     ResultsDB,
     RunRefused,
-    SchemaError,
     check_policy,
     clear_trace_dir,
-    confined,
     episode_dir,
     error_row,
     model_name,
-    policy_slug,
-    read_results,
     relative_to_run,
     run_lock,
 )
-
-__all__ = [
-    "COLUMNS", "DEFAULTS", "JSON_COLUMNS", "KEY", "LOCK", "MARKER", "PROTOCOLS", "SCHEMA", "SCHEMA_VERSION",
-    "TRACE_ENTRIES", "BatchOutcome", "CallBudget", "ResultsDB", "RunRefused", "SchemaError", "check_policy",
-    "clear_trace_dir", "confined", "episode_dir", "error_row", "model_name", "policy_slug", "read_results",
-    "run_batch", "run_episode", "run_lock",
-]  # fmt: skip
 
 
 class CallBudget:
