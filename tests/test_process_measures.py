@@ -11,6 +11,7 @@ import pytest
 from copilot.bench.measures import dimensions as D
 from copilot.bench.measures import workflow_audit as W
 from copilot.bench.measures.exploration import Region, hit_rates, level_hits, random_baseline, retain
+from copilot.bench.measures.perturb import fault_statistics
 
 # ----- fixtures -----
 
@@ -269,10 +270,10 @@ def test_perturbation_selectivity_and_localisation() -> None:
         row("c1", {"V": 0.5, "E": 0.75, "W": 1.0}, "stale_view"),
         row("c2", {"E": 0.9, "V": 0.5}, "wrong_series"),
     ]
-    out = D.perturbation_analysis(clean, perturbed)
-    assert out["mean_drop"]["stale_view"] == {"V": 0.5, "E": 0.25, "W": 0.0}
-    assert out["selectivity_margin"]["stale_view"] == pytest.approx(0.25)
-    assert out["selectivity_margin"]["wrong_series"] == pytest.approx(-0.4)
+    out = fault_statistics(clean, perturbed)
+    assert out["faults"]["stale_view"]["mean_drop"] == {"V": 0.5, "E": 0.25, "W": 0.0}
+    assert out["faults"]["stale_view"]["selectivity_margin"] == pytest.approx(0.25)
+    assert out["faults"]["wrong_series"]["selectivity_margin"] == pytest.approx(-0.4)
     assert out["localisation"]["balanced_accuracy"] == pytest.approx(0.5)
     assert out["localisation"]["macro_f1"] == pytest.approx(1 / 3)
 

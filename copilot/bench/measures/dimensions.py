@@ -16,7 +16,6 @@ from typing import Any
 
 from copilot.bench.measures.configs import config_of, label, paired
 from copilot.bench.measures.trace_views import shown_fields, shown_planes
-from copilot.bench.measures.workflow_audit import balanced_accuracy, macro_f1
 from copilot.bench.scoring.module_facts import facts_of
 from copilot.bench.scoring.stats import bootstrap_ci
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
@@ -345,64 +344,6 @@ def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         "delta_strict": _mean(d_y),
         "delta_strict_ci": bootstrap_ci(d_y),  # the pairs resampled jointly
         "delta_dimensions": {d: _mean(v) for d, v in d_s.items()},
-    }
-
-
-# ----- single-fault perturbations (Section 5.3) -----
-
-FAULT_TARGET = {  # the dimension each injected fault is meant to move, as data (`perturb.FAULTS` injects the seven)
-    "unfinished_episode": "F",
-    "redundant_call": "R",
-    "wrong_series": "E",  # evidence bound to a series other than the one asked about
-    "order_swapped": "W",
-    "unlogged_output": "A",
-    "unverified_change": "V",
-    "out_of_bounds_call": "B",
-    "stale_view": "V",  # the view changed under the agent, unverified (rows labelled by hand)
-    "registration_misset": "W",  # a fusion whose registration step is wrong or missing (rows labelled by hand)
-}
-
-
-def perturbation_analysis(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]]) -> dict[str, Any]:
-    """Section 5.3 over pairs (one run configuration, case, repeat, seed) of a clean and a perturbed episode
-    (`perturbation` names the fault): the mean drop ΔS_d = S_d(clean) − S_d(perturbed) per fault and dimension
-    on the pairs where both are defined; the selectivity margin m = ΔS_{d*} − max_{d ≠ d*, d ∈ C} ΔS_d per pair
-    (C: the non-target dimensions defined on both); fault localisation by the dimension with the largest drop, scored by
-    balanced accuracy and macro-F1 against the injected fault's target dimension."""
-    key = lambda r: (config_of(r), r["case_id"], r.get("repeat", 0), r.get("seed", 0))  # noqa: E731
-    by_key = {key(r): r for r in clean}
-    drops: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    margins: dict[str, list[float]] = defaultdict(list)
-    truth: list[str] = []
-    predicted: list[str] = []
-    for r in perturbed:
-        fault = r.get("perturbation")
-        base = by_key.get(key(r))
-        if base is None or fault not in FAULT_TARGET:
-            continue
-        target = FAULT_TARGET[fault]
-        delta: dict[str, float] = {}
-        for d in DIMENSIONS:
-            a = ((base.get("process") or {}).get("dimensions") or {}).get(d, {}).get("score")
-            b = ((r.get("process") or {}).get("dimensions") or {}).get(d, {}).get("score")
-            if a is not None and b is not None:
-                delta[d] = float(a) - float(b)
-                drops[fault][d].append(delta[d])
-        if target in delta:
-            others = [v for d, v in delta.items() if d != target]
-            if others:
-                margins[fault].append(delta[target] - max(others))
-        if delta:
-            truth.append(target)
-            predicted.append(max((d for d in DIMENSIONS if d in delta), key=lambda d: delta[d]))  # ties: F…B order
-    return {
-        "mean_drop": {f: {d: _mean(v) for d, v in per.items()} for f, per in drops.items()},
-        "selectivity_margin": {f: _mean(v) for f, v in margins.items()},
-        "localisation": {
-            "pairs": len(truth),
-            "balanced_accuracy": balanced_accuracy(truth, predicted),
-            "macro_f1": macro_f1(truth, predicted),
-        },
     }
 
 

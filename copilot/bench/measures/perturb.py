@@ -5,9 +5,10 @@ recomputed, to test that each dimension moves for its own fault and little for t
 Each fault is declared once (`FAULTS`: the dimension it targets, what it does, where it applies); applying it
 is deterministic, so a perturbed trace is replayed by applying the same fault to the same clean trace. The
 perturbed trace is a valid hash chain whose header records `perturbation` (fault, target, clean trace).
-The analysis (`fault_statistics`) gives, per fault, the detection rate (pairs whose target dimension
-dropped), the mean target drop and selectivity margin with 95 % bootstrap intervals, and the fault
-localisation (largest drop) scored by balanced accuracy and macro-F1 with a label-permutation p-value.
+The analysis (`fault_statistics`, of these faults and of rows labelled with a fault by hand) gives, per fault,
+the detection rate (pairs whose target dimension dropped), each dimension's mean drop, the mean target drop and
+selectivity margin with 95 % bootstrap intervals, and the fault localisation (largest drop) scored by balanced
+accuracy and macro-F1 with a label-permutation p-value.
 """
 
 from __future__ import annotations
@@ -203,39 +204,56 @@ def _permutation_p(truth: list[str], pred: list[str], observed: float | None) ->
     return (1 + hits) / (1 + PERMUTATIONS)
 
 
+LABELLED = {  # faults rows may carry by hand (never injected here) and the dimension each is meant to move
+    "stale_view": "V",  # the view changed under the agent, unverified
+    "registration_misset": "W",  # a fusion whose registration step is wrong or missing
+}
+
+
+def fault_target(name: str) -> str | None:
+    """The dimension a fault is meant to move: an injected fault's (`FAULTS`) or a hand-labelled one's."""
+    f = FAULTS.get(name)
+    return f.target if f is not None else LABELLED.get(name)
+
+
 def fault_statistics(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per fault over its (clean, perturbed) pairs of one configuration, case, repeat and seed: pairs, detection
-    rate (target drop > 0), mean target drop and selectivity margin m = ΔS_d* − max_{d ≠ d*} ΔS_d with 95 %
-    bootstrap intervals; over all pairs, localisation by the largest drop (balanced accuracy, macro-F1, the
-    permutation p-value)."""
+    """Per fault over its (clean, perturbed) pairs of one configuration, case, repeat and seed whose target dimension
+    is defined on both: pairs, detection rate (target drop > 0), the mean drop ΔS_d = S_d(clean) − S_d(perturbed) of
+    every dimension defined on both, the mean target drop and selectivity margin m = ΔS_d* − max_{d ≠ d*} ΔS_d with
+    95 % bootstrap intervals; over all pairs, localisation by the largest drop (ties in F…B order), scored by
+    balanced accuracy and macro-F1 against the target, with the permutation p-value."""
     key = lambda r: (config_of(r), r["case_id"], r.get("repeat", 0), r.get("seed", 0))  # noqa: E731
     by_key = {key(r): r for r in clean}
-    drops: dict[str, list[float]] = defaultdict(list)
+    drops: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     margins: dict[str, list[float]] = defaultdict(list)
     truth: list[str] = []
     pred: list[str] = []
     for r in perturbed:
-        f = FAULTS.get(str(r.get("perturbation")))
+        name = str(r.get("perturbation"))
+        target = fault_target(name)
         base = by_key.get(key(r))
-        if f is None or base is None:
+        if target is None or base is None:
             continue
         a, b = _dims(base), _dims(r)
         delta = {d: a[d] - b[d] for d in D.DIMENSIONS if d in a and d in b}
-        if f.target not in delta:
+        if target not in delta:
             continue
-        drops[f.name].append(delta[f.target])
-        others = [v for d, v in delta.items() if d != f.target]
+        for d, v in delta.items():
+            drops[name][d].append(v)
+        others = [v for d, v in delta.items() if d != target]
         if others:
-            margins[f.name].append(delta[f.target] - max(others))
-        truth.append(f.target)
+            margins[name].append(delta[target] - max(others))
+        truth.append(target)
         pred.append(max((d for d in D.DIMENSIONS if d in delta), key=lambda d: delta[d]))
     per = {}
-    for name in FAULTS:
-        ds, ms = drops.get(name, []), margins.get(name, [])
+    for name in [*FAULTS, *(n for n in drops if n not in FAULTS)]:
+        target = fault_target(name) or ""
+        ds, ms = drops[name][target] if name in drops else [], margins.get(name, [])
         per[name] = {
-            "target": FAULTS[name].target,
+            "target": target,
             "pairs": len(ds),
             "detection_rate": sum(d > 1e-12 for d in ds) / len(ds) if ds else None,
+            "mean_drop": {d: sum(v) / len(v) for d, v in drops[name].items()} if name in drops else {},
             "target_drop": sum(ds) / len(ds) if ds else None,
             "target_drop_ci": bootstrap_ci(ds),
             "selectivity_margin": sum(ms) / len(ms) if ms else None,

@@ -137,12 +137,13 @@ def protocol_funnels(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {C.label(cfg._replace(protocol="harness vs paper")): D.funnel_pairs(ps) for cfg, ps in pairs.items()}
 
 
-def perturbations(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Sensitivity, selectivity and fault localisation when the rows hold perturbed episodes."""
-    perturbed = [r for r in rows if r.get("perturbation")]
+def perturbations(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """Sensitivity, selectivity and fault localisation of the perturbed episodes (`bench perturb`'s, else rows that
+    carry a fault by hand) against the clean ones; None without any."""
+    perturbed = perturbed or [r for r in rows if r.get("perturbation")]
     if not perturbed:
         return None
-    return D.perturbation_analysis([r for r in rows if not r.get("perturbation")], perturbed)
+    return fault_statistics([r for r in rows if not r.get("perturbation")], perturbed)
 
 
 def measures_json(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -156,7 +157,7 @@ def measures_json(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
         "reflection": reflection_summary(rows),
         "exploration": hit_rates(rows),
         "native_vs_harness": protocol_funnels(rows),
-        "perturbations": fault_statistics(rows, perturbed) if perturbed else perturbations(rows),
+        "perturbations": perturbations(rows, perturbed),
     }
 
 
