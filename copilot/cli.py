@@ -291,14 +291,14 @@ def _gui(ns: argparse.Namespace) -> int:
 
 
 def _gui_main(ns: argparse.Namespace) -> int:
-    from copilot.gui.app import main as gui_main
-
     host, address = _attached(ns)
-    if host is not None:  # the side panel of a running host application, on what it shows
+    if host is not None:  # the side panel of a running host application, on what it shows (its own widgets)
         from copilot.host.apps import attach_panel
 
         return attach_panel(host, address, ns.trace_dir, ns.screenshot)
     cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
+    from copilot.gui.app import main as gui_main
+
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
                     base_url=ns.base_url, trace_dir=ns.trace_dir, series=ns.series, frame=ns.frame,
                     cursor=cursor)  # fmt: skip

@@ -1,7 +1,7 @@
 """Plug-ins by entry points: a package outside the core (tests/toy_plugin, its own pyproject.toml) installed into a
-temporary site adds a viewer kind, a benchmark module with its own prompt and a dataset adapter, and every command
-sees them in a fresh process with no file of `copilot/` or `resources/` changed; a broken plug-in is reported by
-name and the core goes on."""
+temporary site adds a viewer kind, a benchmark module with its own prompt, a dataset adapter, a Track B operation
+set and a host application, and every command sees them in a fresh process with no file of `copilot/` or
+`resources/` changed; a broken plug-in is reported by name and the core goes on."""
 
 from __future__ import annotations
 
@@ -118,6 +118,58 @@ def test_a_plugin_package_adds_a_kind_a_module_and_an_adapter(toy_site: Path, tm
     assert not list((core / "resources" / "prompts").glob("toy*"))  # the module owns its prompt
 
 
+def headless(env: dict[str, str]) -> dict[str, str]:
+    """The environment without a display: `gui` then opens no start-up window (a host's panel is its own)."""
+    return {k: v for k, v in env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")} | {"QT_QPA_PLATFORM": "xcb"}
+
+
+@pytest.mark.slow  # six commands in fresh processes (about 8 s)
+def test_a_plugin_package_adds_an_operation_set_and_a_host(toy_site: Path, tmp_path: Path) -> None:
+    """The toy's `toy_zoom` operation set and `toyview` host are offered by `bench run --ops` and `gui/serve
+    --attach`; a Track B run limited to the set replays in a new process; the host's side panel adopts what the
+    program shows, withholds the handler that would replace it, adds its own and carries its own prompt."""
+    core = core_copy(tmp_path / "core")
+    before = tree_digest(core / "copilot", core / "resources")
+    run = commands(toy_site, core, TOY)
+    assert "{segmentation,registration,vista3d,all,toy_zoom,none}" in run("bench", "run", "--help").stdout
+    env = headless({**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (toy_site, core, TOY)))})
+
+    def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        """`medcopilot ARGS` with no display, whatever its exit code."""
+        return subprocess.run([sys.executable, "-m", "copilot.cli", *map(str, args)], env=env, cwd=toy_site,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    assert "--attach {qupath,slicer,toyview}" in " ".join(cli("gui", "--help").stdout.split())
+
+    run("cases", "make", "--module", "toy_count", "--n", "1", "--seed", "0", "--out", tmp_path / "cases")
+    run("bench", "run", "--cases", tmp_path / "cases", "--policy", "prior", "--out", tmp_path / "run", "--workers",
+        "1", "--track", "B", "--ops", "toy_zoom")  # fmt: skip
+    trace = next((tmp_path / "run").rglob("trace.jsonl"))
+    assert json.loads(trace.read_text(encoding="utf-8").splitlines()[0])["ops"] == "toy_zoom"
+    assert run("replay", trace.parent).stdout.startswith("replay ok:")  # the set found again by its entry point
+
+    picture = tmp_path / "open.png"
+    Image.fromarray(np.full((40, 30), 90, np.uint8)).save(picture)
+    panel = cli("gui", "--attach", "toyview", "--address", picture, "--trace-dir", tmp_path / "host", "--screenshot",
+                tmp_path / "panel.json")  # fmt: skip
+    assert panel.returncode == 0, panel.stderr
+    shown = json.loads((tmp_path / "panel.json").read_text(encoding="utf-8"))
+    assert shown["zoom_ok"] and "picture_size" in shown["offered"] and "zoom_picture" in shown["offered"]
+    assert "open_picture" not in shown["offered"]  # withheld: it would replace the clinician's picture
+    assert shown["prompt"].startswith("The clinician has this picture open in the toy program")
+    events = [json.loads(line) for line in (tmp_path / "host" / "trace.jsonl").read_text().splitlines()]
+    assert events[0]["backend"] == "toyview" and events[0]["module"] == "host_toyview"
+    assert any(e["type"] == "handlers_withheld" and e["handlers"] == ["open_picture"] for e in events)
+    script = f"from copilot.host.apps import connect_viewer; print(connect_viewer('toyview', {str(picture)!r}).state())"
+    served = subprocess.run([sys.executable, "-c", script], env=env, cwd=toy_site, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert "'shape': [40, 30]" in served.stdout, served.stderr  # what `serve --attach toyview` would drive
+
+    refused = cli("serve", "--case", tmp_path / "cases", "--attach", "slicer")
+    assert refused.returncode == 2 and "the 3D Slicer host offers no connection from the command line" in refused.stderr
+    assert tree_digest(core / "copilot", core / "resources") == before  # nothing inside the core was edited
+
+
 def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Path) -> None:
     """The module's prompt file and the kind's system prompt fill the task an agent is given."""
     run = commands(toy_site, TOY)
@@ -135,7 +187,8 @@ def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Pa
 
 def test_a_broken_plugin_is_named_and_the_core_goes_on(tmp_path: Path) -> None:
     """Entry points whose code is missing or is not a descriptor: each reported by group and name; the core's
-    kinds, modules and adapters all stay, and asking for the broken one says why it is not there."""
+    kinds, modules, adapters, operation sets and hosts all stay, and asking for the broken one says why it is not
+    there."""
     site = tmp_path / "site"
     (site / "bad_plugin").mkdir(parents=True)
     (site / "bad_plugin" / "__init__.py").write_text("NOT_A_KIND = 42\n", encoding="utf-8")
@@ -143,14 +196,19 @@ def test_a_broken_plugin_is_named_and_the_core_goes_on(tmp_path: Path) -> None:
         plugins.KINDS_GROUP: {"ghost": "no_such_package.kind:KIND", "number": "bad_plugin:NOT_A_KIND"},
         plugins.MODULES_GROUP: {"ghost_module": "no_such_package.module:MODULE"},
         plugins.ADAPTERS_GROUP: {"ghost_data": "bad_plugin:NOT_A_KIND"},
+        plugins.OPERATION_SETS_GROUP: {"ghost_ops": "bad_plugin:NOT_A_KIND"},
+        plugins.HOSTS_GROUP: {"ghost_host": "no_such_package.host:HOST"},
     })  # fmt: skip
     script = """
 import json
 from copilot import plugins
 from copilot.adapters import adapters
 from copilot.kinds import KINDS, viewer_kind
+from copilot.host.apps import hosts
 from copilot.medflow.registry import modules
-out = {"kinds": list(KINDS), "modules": list(modules()), "adapters": list(adapters())}
+from copilot.tools.operation_sets import operation_sets
+out = {"kinds": list(KINDS), "modules": list(modules()), "adapters": list(adapters()), "ops": list(operation_sets()),
+       "hosts": list(hosts())}
 try:
     viewer_kind("number")
 except ValueError as exc:
@@ -165,8 +223,12 @@ print(json.dumps(out))
     assert out["kinds"] == ["pathology", "radiology"]
     assert out["modules"] == ["longitudinal_mri", "brain_mri", "lung_petct", "breast_wsi", "lymph_node_wsi"]
     assert out["adapters"] == ["bracs", "camelyon17", "lumiere", "nsclc", "ucsf_pdgm"]
-    assert sorted(out["problems"]) == ["medcopilot.adapters:ghost_data", "medcopilot.kinds:ghost",
-                                       "medcopilot.kinds:number", "medcopilot.modules:ghost_module"]  # fmt: skip
+    assert out["ops"] == ["segmentation", "registration", "vista3d", "all", "none"]
+    assert out["hosts"] == ["qupath", "slicer"]
+    assert sorted(out["problems"]) == ["medcopilot.adapters:ghost_data", "medcopilot.hosts:ghost_host",
+                                       "medcopilot.kinds:ghost", "medcopilot.kinds:number",
+                                       "medcopilot.modules:ghost_module", "medcopilot.operation_sets:ghost_ops"]
+    assert "expected the OperationSet 'ghost_ops', got 'int'" in out["problems"]["medcopilot.operation_sets:ghost_ops"]
     assert "No module named 'no_such_package'" in out["problems"]["medcopilot.kinds:ghost"]
     assert re.search(r"expected a ViewerKind, got int", out["problems"]["medcopilot.kinds:number"])
     assert out["error"].startswith("unknown viewer kind 'number'; known: pathology, radiology; plug-ins not loaded:")
@@ -194,8 +256,9 @@ def core_lists(pythonpath: Path | None) -> dict[str, object]:
 
 
 def test_the_core_declares_its_own_through_the_same_groups(tmp_path: Path) -> None:
-    """The core's kinds, modules and adapters are entry points of pyproject.toml; installed metadata (written
-    here as an installer writes it, groups and names sorted) and the source declarations give the same lists."""
+    """The core's kinds, modules, adapters, operation sets and hosts are entry points of pyproject.toml; installed
+    metadata (written here as an installer writes it, groups and names sorted) and the source declarations give the
+    same lists."""
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
     assert set(declared) >= set(plugins.GROUPS)
     for group in plugins.GROUPS:
