@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from copilot.bench.measures.trace_facts import fault_reactions, radiology_faults, slide_faults
+from copilot.bench.measures.trace_facts import radiology_faults, reactions, slide_faults
 from copilot.cases.lung import make_lung_case
 from copilot.medflow.bench_run import run_batch
 from tests.oracle import evidence_block, perfect_evidence
@@ -73,7 +73,7 @@ def test_reactions_to_faults() -> None:
     events = [call(1, "observe"), call(2, "record_point"), call(3, "observe"), call(4, "record_point"),
               call(5, "record_point")]  # fmt: skip
     faults = [{"seq": 2, "code": "unobserved_evidence"}, {"seq": 4, "code": "unobserved_evidence"}]
-    assert [r["depth"] for r in fault_reactions(events, faults)] == [3, 1]
+    assert [r["depth"] for r in reactions(events, faults)] == [3, 1]
 
 
 @pytest.fixture(scope="module")

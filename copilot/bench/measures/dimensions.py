@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from copilot.bench.measures.configs import config_of, label, paired
+from copilot.bench.measures.trace_facts import reactions
 from copilot.bench.measures.trace_views import shown_fields, shown_planes
 from copilot.bench.scoring.module_facts import facts_of
 from copilot.bench.scoring.stats import bootstrap_ci
@@ -275,27 +276,16 @@ FUNNEL = ("guard fired", "warning shown", "model acted", "evidence corrected", "
 
 
 def interventions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each guard warning on an agent call with the deepest in-episode state it reached (z0–z3).
+    """Each guard warning on an agent call with the deepest in-episode state it reached (z0–z3): z0 fired (the
+    warning exists); z1 shown (returned to the model in that call's result); z2 acted (the model's next call is not
+    the same call again); z3 corrected (a later call of the same handler carries no warning of that code)."""
 
-    z0 fired (the warning exists); z1 shown (returned to the model in that call's result); z2 acted (the
-    model's next call is not the same call again); z3 corrected (a later call of the same handler carries no
-    warning of that code).
-    """
-    calls = agent_calls(events)
-    out = []
-    for n, e in enumerate(calls):
+    def warnings(e: dict[str, Any]) -> list[dict[str, Any]]:
         result = e.get("result") if isinstance(e.get("result"), dict) else None
-        for w in (result or {}).get("warnings", []):
-            depth = 1 if e.get("ok") else 0
-            later = calls[n + 1 :]
-            if depth == 1 and later and _signature(later[0]) != _signature(e):
-                depth = 2
-                again = [c for c in later if c["handler"] == e["handler"] and c.get("ok")]
-                if any(w["code"] not in [x.get("code") for x in (c.get("result") or {}).get("warnings", [])]
-                       for c in again):  # fmt: skip
-                    depth = 3
-            out.append({"code": w.get("code"), "seq": e["seq"], "depth": depth})
-    return out
+        return list((result or {}).get("warnings", []))
+
+    marks = [{"code": w.get("code"), "seq": e["seq"]} for e in agent_calls(events) for w in warnings(e)]
+    return reactions(events, marks, lambda c: {w.get("code") for w in warnings(c)})
 
 
 def funnel(native: list[dict[str, Any]], harness: list[dict[str, Any]]) -> dict[str, Any]:

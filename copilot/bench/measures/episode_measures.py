@@ -19,7 +19,7 @@ from copilot.bench.measures.failures import (
     unobserved_items,
 )
 from copilot.bench.measures.reflection import episode_reflection
-from copilot.bench.measures.trace_facts import fault_reactions, workflow_faults
+from copilot.bench.measures.trace_facts import reactions, workflow_faults
 from copilot.bench.scoring import parsers as P
 from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack
@@ -96,7 +96,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         required = cited_items
     retrieved = cited_items - missing
     interventions = D.interventions(events)  # the guard warnings the model was shown (the funnel's)
-    reactions = fault_reactions(events, faults)  # what the agent did after each fault, warned or not
+    fault_reactions = reactions(events, faults)  # what the agent did after each fault, warned or not
     fault_codes = sorted({f["code"] for f in faults})
 
     verification = D.verification(events)
@@ -131,7 +131,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     checkpoints = W.checkpoint_results(case.module, {
         "fault_codes": fault_codes, "frames_all": set(frames.values()),
         "frames_shown": {frames[s] for s in shown_series if s in frames},
-        "calls": calls, "reactions": reactions, "coverage": base.get("coverage"),
+        "calls": calls, "reactions": fault_reactions, "coverage": base.get("coverage"),
         "parse_error": parse_error, "cited_items": cited_items, "unobserved": missing,
         "quantities": len(stated_quantities(text)), "f2": "F2" in codes, "verification": verification["score"],
     }, case.kind)  # fmt: skip
@@ -142,7 +142,7 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "evidence_calls": [e for e in calls if e.get("ok") and e["handler"] in CAPTURES] or
                           [e for e in calls if e.get("ok") and e.get("images")],
         "evidence_recall": retrieved / required if required else None, "fault_codes": fault_codes,
-        "reactions": reactions, "conflicts": conflicts,
+        "reactions": fault_reactions, "conflicts": conflicts,
     })  # fmt: skip
     out: dict[str, Any] = {
         "failures": failures,

@@ -9,6 +9,7 @@ and checkpoints are identical under both protocols for the same calls. Codes mat
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from copilot.bench.measures.trace_views import TOL_MM, point_on_plane, shown_planes
@@ -144,24 +145,33 @@ def _signature(e: dict[str, Any]) -> str:
     return f"{e['handler']}:{json.dumps(e.get('args', {}), sort_keys=True, separators=(',', ':'))}"
 
 
-def fault_reactions(events: list[dict[str, Any]], faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What the agent did after each fault, as the intervention depths: 1 the faulty call ran; 2 its next call
-    was another call; 3 a later call of the same handler carried no fault of that code."""
+def reactions(
+    events: list[dict[str, Any]],
+    marks: list[dict[str, Any]],
+    codes_at: Callable[[dict[str, Any]], set[Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """What the agent did after each mark on one of its calls (a workflow fault, or a guard warning; `seq` and
+    `code`), as intervention depths: 0 the marked call was refused, 1 it ran; 2 its next call was another call; 3 a
+    later successful call of the same handler carried no mark of that code (`codes_at`: the codes a call carries;
+    by default the marks at its `seq`)."""
     calls = [e for e in events if e.get("type") == "handler_call" and e.get("actor") == "agent"]
     index = {int(e["seq"]): n for n, e in enumerate(calls)}
-    by_seq: dict[int, set[str]] = {}
-    for f in faults:
-        by_seq.setdefault(int(f["seq"]), set()).add(str(f["code"]))
+    if codes_at is None:
+        by_seq: dict[int, set[str]] = {}
+        for m in marks:
+            by_seq.setdefault(int(m["seq"]), set()).add(str(m["code"]))
+        codes_at = lambda c: by_seq.get(int(c["seq"]), set())  # noqa: E731
     out = []
-    for f in faults:
-        n = index.get(int(f["seq"]))
+    for m in marks:
+        n = index.get(int(m["seq"]))
         if n is None:
             continue
-        e, later, depth = calls[n], calls[n + 1 :], 1
-        if later and _signature(later[0]) != _signature(e):
+        e, later = calls[n], calls[n + 1 :]
+        depth = 1 if e.get("ok") else 0
+        if depth == 1 and later and _signature(later[0]) != _signature(e):
             depth = 2
             again = [c for c in later if c["handler"] == e["handler"] and c.get("ok")]
-            if any(f["code"] not in by_seq.get(int(c["seq"]), set()) for c in again):
+            if any(m["code"] not in codes_at(c) for c in again):
                 depth = 3
-        out.append({"code": f["code"], "seq": int(f["seq"]), "depth": depth})
+        out.append({"code": m["code"], "seq": int(m["seq"]), "depth": depth})
     return out
