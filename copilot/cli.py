@@ -296,10 +296,10 @@ def _gui_main(ns: argparse.Namespace) -> int:
         from copilot.host.apps import attach_panel
 
         return attach_panel(host, address, ns.trace_dir, ns.screenshot)
-    cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
     from copilot.gui.app import main as gui_main
 
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
+    cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
                     base_url=ns.base_url, trace_dir=ns.trace_dir, series=ns.series, frame=ns.frame,
                     cursor=cursor)  # fmt: skip
 
