@@ -298,8 +298,8 @@ def _gui_main(ns: argparse.Namespace) -> int:
         return attach_panel(host, address, ns.trace_dir, ns.screenshot)
     from copilot.gui.app import main as gui_main
 
-    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
     cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
+    return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
                     base_url=ns.base_url, trace_dir=ns.trace_dir, series=ns.series, frame=ns.frame,
                     cursor=cursor)  # fmt: skip
 
