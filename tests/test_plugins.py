@@ -171,18 +171,22 @@ def test_a_plugin_package_adds_an_operation_set_and_a_host(toy_site: Path, tmp_p
 
 
 def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Path) -> None:
-    """The module's prompt file and the kind's system prompt fill the task an agent is given."""
+    """The module's prompt file and the kind's system prompt fill the task an agent is given; its own parser and
+    scorer judge the answers (a bundle: nothing of it in a core table)."""
     run = commands(toy_site, TOY)
     run("cases", "make", "--module", "toy_count", "--n", "1", "--seed", "2", "--out", tmp_path)
     case = str(tmp_path / "toy_count_002_0000")
     script = ("from copilot.agent.prompts import task_prompt; from copilot.cases.pack import load_case; "
-              f"p = task_prompt(load_case({case!r}), 7); print(p.system); print(p.user)")  # fmt: skip
+              f"p = task_prompt(load_case({case!r}), 7); print(p.system); print(p.user); "
+              "from copilot.medflow.registry import score_case; "
+              f"print([(s.task, s.parse_error) for s in (score_case({case!r}, r) for r in ('ANSWER: 1', 'one'))])")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (toy_site, TOY)))}
     out = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "You read one greyscale picture" in out.stdout and "at most 7 tool calls" in out.stdout
     assert "Case toy_count_002_0000: how many bright squares" in out.stdout
+    assert "[(1.0, None), (0.0, \"no 'ANSWER: <1-4>' line\")]" in out.stdout  # case seed 2000: one square
 
 
 def test_a_broken_plugin_is_named_and_the_core_goes_on(tmp_path: Path) -> None:
