@@ -140,7 +140,8 @@ def run_episode(
         )
         session.close({"status": result.status, "response": result.response, "error": result.error})
     (trace_dir / "answer.txt").write_text(result.response, encoding="utf-8")
-    process = episode_metrics(read_events(trace_dir)[0], case, score, budget) if session is not None else {}
+    events, broken = read_events(trace_dir) if session is not None else (None, None)  # read once: measures, page
+    process = episode_metrics(events, case, score, budget) if events is not None else {}
     row = {
         "case_id": case.case_id,
         "module": case.module,
@@ -161,7 +162,7 @@ def run_episode(
     }
     from copilot.bench.report.episode_page import write_episode_page
 
-    write_episode_page(run_dir, row)
+    write_episode_page(run_dir, row, events=events if broken is None else None)  # a broken chain: the page reads all
     return row
 
 

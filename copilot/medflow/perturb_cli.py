@@ -15,10 +15,10 @@ from copilot.bench.measures.perturb import (
     fault_statistics,
     p_text,
     perturb,
-    read_trace,
     write_trace,
 )
 from copilot.bench.measures.process import episode_metrics
+from copilot.bench.measures.trace_views import recorded_events
 from copilot.cases.pack import find_cases
 from copilot.medflow.runs import confined, read_results, relative_to_run
 
@@ -37,10 +37,9 @@ def perturb_run(
     out = []
     for r in clean:
         case = cases.get(r["case_id"])
-        source = run / r["trace_dir"] / "trace.jsonl"
-        if case is None or not source.is_file():
+        events = recorded_events(run / r["trace_dir"])
+        if case is None or events is None:
             continue
-        events = read_trace(source)
         for name in names:
             perturbed = perturb(events, name, case, r["trace_dir"])
             if perturbed is None:

@@ -174,11 +174,6 @@ def perturb(events: Events, fault: str, case: CasePack, source: str = "") -> Eve
     return rechain(done)
 
 
-def read_trace(path: Path) -> Events:
-    """The events of a trace file (one JSON object a line)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def write_trace(path: Path, events: Events) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(canonical_json(e) + "\n" for e in events), encoding="utf-8")

@@ -1,8 +1,13 @@
-"""What a trace showed the agent: the radiology planes and slide fields of the images handler calls returned."""
+"""What a trace showed the agent: the radiology planes and slide fields of the images handler calls returned; and the
+events of an episode's trace, read once for every measure and page drawn from them."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+from copilot.trace.recorder import TRACE_FILE
 
 TOL_MM = 0.51  # a cited offset matches a displayed one within half a millimetre (corner overlays show 0.1 mm)
 RAS_INDEX = {"R": 0, "A": 1, "S": 2}
@@ -62,3 +67,12 @@ def point_on_plane(ras: list[float], plane: dict[str, Any]) -> bool:
         if abs(ras[RAS_INDEX[a]] - plane["center"][RAS_INDEX[a]]) > half:
             return False
     return True
+
+
+def recorded_events(trace_dir: Path) -> list[dict[str, Any]] | None:
+    """The events of the trace in an episode folder as recorded (None without one); its integrity is `medcopilot
+    replay`'s business, not a page's or a measure's."""
+    path = Path(trace_dir) / TRACE_FILE
+    if not path.is_file():
+        return None
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]

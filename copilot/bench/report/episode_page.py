@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from copilot.bench.measures.coverage import MAG_BINS, mag_bin
+from copilot.bench.measures.trace_views import recorded_events
 from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack, load_case
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
@@ -403,18 +404,18 @@ def _back_link(trace_dir: Path, row: dict[str, Any]) -> str:
     return "/".join([".."] * depth + ["report.html"])
 
 
-def read_trace(trace_dir: Path) -> list[dict[str, Any]]:
-    """The events of a trace file (its integrity is `medcopilot replay`'s business, not the page's)."""
-    text = (trace_dir / "trace.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.split("\n") if line]
-
-
-def write_episode_page(run_dir: str | Path, row: dict[str, Any], prompt: tuple[str, ...] | None = None) -> Path | None:
-    """Write `episode.html` into an episode's trace folder (None when the trace is missing)."""
+def write_episode_page(
+    run_dir: str | Path,
+    row: dict[str, Any],
+    prompt: tuple[str, ...] | None = None,
+    events: list[dict[str, Any]] | None = None,
+) -> Path | None:
+    """Write `episode.html` into an episode's trace folder from its trace's `events` (read here when not given;
+    None when the trace is missing)."""
     trace_dir = Path(run_dir) / row["trace_dir"]
-    if not (trace_dir / "trace.jsonl").is_file():
+    events = events if events is not None else recorded_events(trace_dir)
+    if events is None:
         return None
-    events = read_trace(trace_dir)
     case = None
     root = next((e.get("case_root") for e in events if e.get("type") == "episode_start"), None)
     if root and Path(root, "case.json").is_file():

@@ -17,6 +17,7 @@ import numpy as np
 from PIL import ImageDraw
 
 from copilot.bench.measures.configs import config_of, label
+from copilot.bench.measures.trace_views import recorded_events
 from copilot.bench.report.gallery_paths import MARK, gallery_path, link_html
 from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack, load_case
@@ -88,10 +89,10 @@ def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict
     return [f'<img src="{_png_uri(thumb)}" alt="overview">']
 
 
-def _column(run_dir: Path, row: dict[str, Any], case: CasePack | None, truth: Truth | None,
-            cache: dict[str, Any], gallery: str) -> tuple[str, str, str]:  # fmt: skip
-    """(heading, the agent's last images, the report-time drawing) of one run."""
-    from copilot.bench.report.episode_page import PAGE, read_trace
+def _column(run_dir: Path, row: dict[str, Any], events: list[dict[str, Any]] | None, case: CasePack | None,
+            truth: Truth | None, cache: dict[str, Any], gallery: str) -> tuple[str, str, str]:  # fmt: skip
+    """(heading, the agent's last images, the report-time drawing) of one run (`events`: its trace's, None without)."""
+    from copilot.bench.report.episode_page import PAGE
 
     trace_dir = run_dir / row["trace_dir"]
     up = os.path.relpath(trace_dir, (run_dir / gallery).parent).replace(os.sep, "/")
@@ -99,9 +100,9 @@ def _column(run_dir: Path, row: dict[str, Any], case: CasePack | None, truth: Tr
     head = (f'<a href="{html.escape(up)}/{PAGE}">repeat {row.get("repeat", 0)} · seed {row.get("seed", 0)}</a><br>'
             f"{html.escape(str(row['status']))} · Task {row['task']:.2f} · Strict {row['strict']:.2f} · "
             f"Loc {loc}")  # fmt: skip
-    if not (trace_dir / "trace.jsonl").is_file():
+    if events is None:
         return head, '<span class="na">no trace</span>', ""
-    final = final_view(read_trace(trace_dir))
+    final = final_view(events)
     shown = "".join(
         f'<img src="{html.escape(up)}/{html.escape(a)}" alt="{html.escape(v)}" title="{html.escape(v)}">'
         for v, a in sorted(final["images"].items(), key=lambda kv: (ORDER.get(kv[0], len(ORDER)), kv[0]))
@@ -124,16 +125,19 @@ td img{width:120px;margin:1px;vertical-align:top} h1{font-size:20px} .na{color:#
 p.caption{font-size:12px;color:#555;max-width:1100px}"""
 
 
-def render_gallery(run_dir: Path, rows: list[dict[str, Any]], gallery: str) -> str:
-    """The gallery page of one configuration and case (rows: its runs, in repeat and seed order)."""
+def render_gallery(
+    run_dir: Path, rows: list[dict[str, Any]], gallery: str, traces: list[list[dict[str, Any]] | None]
+) -> str:
+    """The gallery page of one configuration and case (rows: its runs, in repeat and seed order; `traces`: the
+    events of each run's trace, None where it has none)."""
     first = rows[0]
     case = truth = None
-    root = _case_root(run_dir, first)
+    root = _case_root(traces[0])
     if root is not None:
         case = load_case(root)
         truth = Truth(case)
     cache: dict[str, Any] = {}
-    cols = [_column(run_dir, r, case, truth, cache, gallery) for r in rows]
+    cols = [_column(run_dir, r, events, case, truth, cache, gallery) for r, events in zip(rows, traces, strict=True)]
     back = "/".join([".."] * len(Path(gallery).parts[:-1]) + ["report.html"])
     title = f"{first['case_id']} · {label(config_of(first))}: final views of {len(rows)} run(s)"
     return (
@@ -152,13 +156,9 @@ def render_gallery(run_dir: Path, rows: list[dict[str, Any]], gallery: str) -> s
     )  # fmt: skip
 
 
-def _case_root(run_dir: Path, row: dict[str, Any]) -> Path | None:
-    """The case pack the episode's trace header names, when it is still readable."""
-    trace = run_dir / row["trace_dir"] / "trace.jsonl"
-    if not trace.is_file():
-        return None
-    with trace.open(encoding="utf-8") as f:
-        head = json.loads(f.readline() or "{}")
+def _case_root(events: list[dict[str, Any]] | None) -> Path | None:
+    """The case pack an episode's trace header names, when it is still readable."""
+    head = events[0] if events else {}
     root = head.get("case_root")
     return Path(root) if root and Path(root, "case.json").is_file() else None
 
@@ -169,10 +169,25 @@ def _stamp(group: list[dict[str, Any]]) -> str:
     return f"<!-- runs {hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
 
 
-def write_galleries(rows: list[dict[str, Any]], run_dir: str | Path) -> list[str]:
+class _Traces:
+    """The events of each episode's trace, read on first use and kept while its case's gallery and pages are drawn."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._run = run_dir
+        self._events: dict[str, list[dict[str, Any]] | None] = {}
+
+    def __call__(self, row: dict[str, Any]) -> list[dict[str, Any]] | None:
+        key = row["trace_dir"]
+        if key not in self._events:
+            self._events[key] = recorded_events(self._run / key)
+        return self._events[key]
+
+
+def write_galleries(rows: list[dict[str, Any]], run_dir: str | Path, pages: bool = False) -> list[str]:
     """Write a gallery per configuration and case (redrawn only when its runs changed), and link each episode
-    page that exists to its gallery."""
-    from copilot.bench.report.episode_page import PAGE
+    page that exists to its gallery; with `pages`, (re)write every episode's page as well, from the same reading
+    of its trace (each trace is read at most once)."""
+    from copilot.bench.report.episode_page import PAGE, write_episode_page
 
     run = Path(run_dir)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -183,12 +198,15 @@ def write_galleries(rows: list[dict[str, Any]], run_dir: str | Path) -> list[str
         group.sort(key=lambda r: (r.get("repeat", 0), r.get("seed", 0)))
         path = run / gallery
         stamp = _stamp(group)
+        events = _Traces(run)  # one case's traces, for its gallery and its pages
         if not (path.is_file() and stamp in path.read_text(encoding="utf-8")):  # unchanged runs: not redrawn
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render_gallery(run, group, gallery) + stamp, encoding="utf-8")
+            path.write_text(render_gallery(run, group, gallery, [events(r) for r in group]) + stamp, encoding="utf-8")
         for r in group:
             page = run / r["trace_dir"] / PAGE
-            if page.is_file():
+            if pages:  # written after its gallery, so it carries the link
+                write_episode_page(run, r, events=events(r))
+            elif page.is_file():
                 text = page.read_text(encoding="utf-8")
                 if MARK in text and 'class="gallery"' not in text:
                     page.write_text(text.replace(MARK, MARK + link_html(run, r), 1), encoding="utf-8")

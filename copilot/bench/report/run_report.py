@@ -197,17 +197,12 @@ def write_report(
     pages: bool = False,
     galleries: bool = False,
 ) -> Path:
-    """Write report.html; with `pages`, (re)write every episode's audit page from its trace first; with
-    `galleries` (or `pages`), the final-view galleries of every configuration and case, linked from the pages."""
+    """Write report.html; with `galleries` (or `pages`), the final-view galleries of every configuration and case
+    first, linked from the pages; with `pages`, every episode's audit page rewritten from its trace as well."""
     path = Path(path)
     if (galleries or pages) and run_dir is not None:
         from copilot.bench.report.gallery import write_galleries
 
-        write_galleries(rows, run_dir)
-    if pages and run_dir is not None:
-        from copilot.bench.report.episode_page import write_episode_page
-
-        for r in rows:
-            write_episode_page(run_dir, r)
+        write_galleries(rows, run_dir, pages=pages)  # each trace read once, for its gallery and its page
     path.write_text(render_report(rows, columns, run_dir), encoding="utf-8")
     return path
