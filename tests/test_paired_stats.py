@@ -9,7 +9,7 @@ import pytest
 import copilot.medflow  # noqa: F401  (registers the benchmark modules the tables look up)
 from copilot.bench.measures import dimensions as D
 from copilot.bench.scoring.stats import delta_ci
-from copilot.bench.tables.paper import _cell, _stat, mean_cell, table1
+from copilot.bench.tables.paper import mean_cell, score_cell, stat_of, table1
 
 
 def test_identical_runs_change_by_zero_with_a_zero_interval() -> None:
@@ -29,8 +29,8 @@ def test_paired_interval_by_hand() -> None:
 def test_table_change_of_identical_runs() -> None:
     """A module cell against itself as the reference: Δ 0.00 and Δ [+0.00, +0.00] in its detail."""
     rows = [{"case_id": c, "strict": s, "status": "done"} for c, s in (("x", 1.0), ("y", 0.0))]
-    st = {"strict": _stat(rows, lambda r: r["strict"])}
-    c = _cell(st, "strict", "strict", st)
+    st = {"strict": stat_of(rows, lambda r: r["strict"])}
+    c = score_cell(st, "strict", "strict", st)
     assert c.delta == 0.0 and c.delta_ci == (0.0, 0.0) and "Δ [+0.00, +0.00]" in c.detail()
 
 
@@ -38,12 +38,12 @@ def test_mean_cell_has_n_and_a_ci() -> None:
     """Column A over cases a1, a2 both 1 (every resample 1); column B over b1 0, b2 1 (resampled means 0, 0.5, 1
     with p 1/4, 1/2, 1/4). Their mean 0.75 resamples to (1 + {0, 0.5, 1}) / 2 = 0.5, 0.75, 1 → CI [0.5, 1.0];
     n = 2 + 2 = 4 episodes. A mean with an empty cell is empty."""
-    a = _cell({"task": _stat([{"case_id": c, "task": 1.0} for c in ("a1", "a2")], lambda r: r["task"])}, "task")
-    b = _cell({"task": _stat([{"case_id": "b1", "task": 0.0}, {"case_id": "b2", "task": 1.0}],
+    a = score_cell({"task": stat_of([{"case_id": c, "task": 1.0} for c in ("a1", "a2")], lambda r: r["task"])}, "task")
+    b = score_cell({"task": stat_of([{"case_id": "b1", "task": 0.0}, {"case_id": "b2", "task": 1.0}],
                              lambda r: r["task"])}, "task")  # fmt: skip
     m = mean_cell([a, b])
     assert (m.value, m.n, m.ci) == (0.75, 4, (0.5, 1.0))
-    assert mean_cell([a, _cell(None, "task")]).value is None
+    assert mean_cell([a, score_cell(None, "task")]).value is None
 
 
 def _row(model: str, module: str, case: str, v: float) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from copilot.bench.report.episode_page import CSS, _png_uri, _timeline
+from copilot.bench.report.episode_page import CSS, png_uri, timeline_html
 from copilot.kinds import viewer_kind
 from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import evidence_label
@@ -155,7 +155,7 @@ def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[s
     try:
         for image, caption, _ in evidence_figures(session, evidence):
             parts.append(
-                f'<figure><img class="evidence-view" src="{_png_uri(image)}"><figcaption>{html.escape(caption)}'
+                f'<figure><img class="evidence-view" src="{png_uri(image)}"><figcaption>{html.escape(caption)}'
                 "</figcaption></figure>"
             )
         parts.append('<p class="legend"><span style="color:#e22">○ evidence point</span>'
@@ -163,7 +163,7 @@ def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[s
     except Exception as exc:  # a view that cannot be drawn: the rest of the page still stands
         parts.append(f"<p class=na>Cannot draw the evidence: {html.escape(f'{type(exc).__name__}: {exc}')}</p>")
     parts.append(stored_html(trace_dir / "derived" if trace_dir is not None else None))  # what went to a PACS
-    parts.append("<h2>Session</h2>" + _timeline(events) + "</body></html>")
+    parts.append("<h2>Session</h2>" + timeline_html(events) + "</body></html>")
     page = "".join(parts)
     if inline is not None:
         page = _inline_artifacts(page, inline)

@@ -16,7 +16,7 @@ import numpy as np
 
 from copilot.bench.measures.trace_views import RAS_INDEX, in_plane_axes, shown_fields, shown_planes
 from copilot.bench.scoring.module_facts import facts_of
-from copilot.bench.scoring.scorers import Truth, _norm_class
+from copilot.bench.scoring.scorers import Truth, norm_class
 from copilot.cases.pack import CasePack
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
@@ -65,7 +65,7 @@ def radiology_coverage(events: list[dict[str, Any]], truth: Truth) -> dict[str, 
     }
 
 
-def _overlaps(region: list[float], polygon: Any) -> bool:
+def overlaps(region: list[float], polygon: Any) -> bool:
     """A rectangle (x0, y0, x1, y1) overlaps a polygon: a vertex inside the rectangle or a lattice point inside it."""
     x0, y0, x1, y1 = region
     ext = np.asarray(polygon.exterior, dtype=float)
@@ -83,7 +83,7 @@ def target_rois(case: CasePack, truth: Truth) -> list[Any]:
     if facts is not None and facts.roi_label is not None:
         field, negative = facts.roi_label
         target = truth.data.get(field)
-        return [a for a in truth.annotations if _norm_class(a.cls) == target] if target != negative else []
+        return [a for a in truth.annotations if norm_class(a.cls) == target] if target != negative else []
     return [a for a in truth.annotations if a.cls == "Tumor"]
 
 
@@ -94,7 +94,7 @@ def pathology_coverage(events: list[dict[str, Any]], truth: Truth, case: CasePac
     bins: dict[str, Any] = {}
     for b in MAG_BINS:
         mine = [f for f in fields if mag_bin(f["magnification"]) == b]
-        hit_seqs = [f["seq"] for f in mine if any(_overlaps(f["region"], r) for r in rois)]
+        hit_seqs = [f["seq"] for f in mine if any(overlaps(f["region"], r) for r in rois)]
         seen = np.zeros((GRID, GRID), dtype=bool)
         for f in mine:
             x0, y0, x1, y1 = f["region"]

@@ -18,7 +18,7 @@ from copilot.bench.measures.configs import config_of, label, paired
 from copilot.bench.measures.trace_facts import reactions
 from copilot.bench.measures.trace_views import shown_fields, shown_planes
 from copilot.bench.scoring.module_facts import facts_of
-from copilot.bench.scoring.stats import bootstrap_ci
+from copilot.bench.scoring.stats import bootstrap_ci, mean
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 DIMENSIONS = ("F", "R", "E", "W", "A", "V", "B")
@@ -78,9 +78,6 @@ def agent_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e.get("type") == "handler_call" and e.get("actor") == "agent"]
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
 
 def _signature(e: dict[str, Any]) -> str:
     args = json.dumps(e.get("args", {}), sort_keys=True, separators=(",", ":"))
@@ -101,7 +98,7 @@ def care(events: list[dict[str, Any]], kind: str, answered: bool) -> dict[str, A
             break
         done, pos = done + 1, hit + 1
     c_op = (done + float(answered)) / (len(steps) + 1)
-    m_act = _mean([float(bool(e.get("ok"))) for e in calls])
+    m_act = mean([float(bool(e.get("ok"))) for e in calls])
     if m_act is None:
         return {"score": c_op * LAMBDA, "c_op": c_op, "m_act": None, "support": 1}
     return {"score": c_op * (LAMBDA + (1 - LAMBDA) * m_act), "c_op": c_op, "m_act": m_act, "support": 1}
@@ -121,9 +118,9 @@ def resource(events: list[dict[str, Any]]) -> dict[str, Any]:
         sig, state = _signature(e), json.dumps(e.get("state"), sort_keys=True)
         novelty.append(0.0 if seen.get(sig) == state else 1.0)
         seen[sig] = state
-    metrics = {"valid_call": _mean(validity), "non_redundant": _mean(novelty)}
+    metrics = {"valid_call": mean(validity), "non_redundant": mean(novelty)}
     active = {k: v for k, v in metrics.items() if v is not None}
-    return {"score": _mean(list(active.values())), "metrics": active, "support": len(calls)}
+    return {"score": mean(list(active.values())), "metrics": active, "support": len(calls)}
 
 
 def alignment(required: int, retrieved: int, object_ok: bool | None) -> dict[str, Any]:
@@ -265,7 +262,7 @@ def dimension_summary(
                 for r in group
                 if (s := ((r.get("process") or {}).get("dimensions") or {}).get(d, {}).get("score")) is not None
             ]
-            per[d] = {"mean": _mean(vals), "n": len(vals), "episodes": len(group)}
+            per[d] = {"mean": mean(vals), "n": len(vals), "episodes": len(group)}
         out[model] = per
     return out
 
@@ -331,9 +328,9 @@ def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         "rho": rho,
         "pairs": len(pairs),
         "p_behaviour": reached_z5 / len(pairs) if pairs else None,
-        "delta_strict": _mean(d_y),
+        "delta_strict": mean(d_y),
         "delta_strict_ci": bootstrap_ci(d_y),  # the pairs resampled jointly
-        "delta_dimensions": {d: _mean(v) for d, v in d_s.items()},
+        "delta_dimensions": {d: mean(v) for d, v in d_s.items()},
     }
 
 

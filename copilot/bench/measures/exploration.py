@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from copilot.bench.measures.configs import config_of, label
-from copilot.bench.measures.coverage import MAG_BINS, _overlaps, mag_bin, target_rois
+from copilot.bench.measures.coverage import MAG_BINS, mag_bin, overlaps, target_rois
 from copilot.bench.measures.trace_views import shown_fields
 from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack
@@ -120,7 +120,7 @@ def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth
     fields = [(lv, tuple(f["region"])) for f in agent if (lv := mag_bin(f["magnification"])) is not None]
 
     def hit(r: Region) -> bool:
-        return any(_overlaps(list(r), roi) for roi in rois)
+        return any(overlaps(list(r), roi) for roi in rois)
 
     slide = next(
         ((float(d[0]), float(d[1])) for e in calls if (d := (e.get("state") or {}).get("dimensions"))), (0.0, 0.0)

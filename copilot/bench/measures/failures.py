@@ -26,7 +26,7 @@ from copilot.bench.measures.trace_facts import STATE_FAULTS, workflow_faults
 from copilot.bench.measures.trace_views import RAS_INDEX, TOL_MM, point_on_plane, shown_fields, shown_planes
 from copilot.bench.scoring import parsers as P
 from copilot.bench.scoring.module_facts import facts_of
-from copilot.bench.scoring.scorers import Truth, _norm_class
+from copilot.bench.scoring.scorers import Truth, norm_class
 from copilot.cases.pack import CasePack
 
 NAMES = {
@@ -264,7 +264,7 @@ def detect_unobserved(
     return Failure("F5", NAMES["F5"], seqs, "; ".join(parts))
 
 
-def _target(case: CasePack, truth: Truth) -> tuple[str, bool] | None:
+def slide_target(case: CasePack, truth: Truth) -> tuple[str, bool] | None:
     """The pathology target class and whether exclusion polygons apply; None when the slide is negative."""
     facts = facts_of(case.module)
     if facts is not None and facts.roi_label is not None:
@@ -278,7 +278,7 @@ def _target(case: CasePack, truth: Truth) -> tuple[str, bool] | None:
 
 def _wsi_hit(truth: Truth, x: float, y: float, target: tuple[str, bool]) -> bool:
     cls, exclusion = target
-    inside = any(_norm_class(a.cls) == _norm_class(cls) and a.contains(x, y) for a in truth.annotations)
+    inside = any(norm_class(a.cls) == norm_class(cls) and a.contains(x, y) for a in truth.annotations)
     if inside and exclusion:
         inside = not any(a.cls.lower() == "exclusion" and a.contains(x, y) for a in truth.annotations)
     return inside
@@ -298,7 +298,7 @@ def detect_discarded_candidate(
                 good.append(int(e["seq"]))
         answered_hit = truth.ras_hit(tuple(cited["ras"]))
     elif "points" in cited:  # a slide: the cited points against the target regions
-        target = _target(case, truth)
+        target = slide_target(case, truth)
         if target is None or not cited.get("points"):
             return None
         for e in _calls(events):

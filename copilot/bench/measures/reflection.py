@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from copilot.bench.measures.configs import by_config, label
-from copilot.bench.measures.failures import _target
+from copilot.bench.measures.failures import slide_target
 from copilot.bench.scoring.scorers import Truth
 from copilot.cases.pack import CasePack
 
@@ -37,7 +37,7 @@ def scored_recordings(events: list[dict[str, Any]], case: CasePack, truth: Truth
     """(round, family, inside the truth) for each evidence recording: a RAS point in the lesion mask, a key slice
     within the lesion's extent on its axis, a slide point in a target-class region. None: not scorable (a
     negative case, no mask, a view recorded without a point)."""
-    target = _target(case, truth) if case.inputs.get("slide") else None
+    target = slide_target(case, truth) if case.inputs.get("slide") else None
     out: list[tuple[int, str, bool | None]] = []
     for rnd, e in call_rounds(events):
         ev = (e.get("result") or {}).get("evidence") if e.get("ok") else None

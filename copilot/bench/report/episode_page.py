@@ -48,7 +48,7 @@ SESSION_EVENTS = (
 RAS = {"R": 0, "A": 1, "S": 2}
 
 
-def _png_uri(image: Image.Image) -> str:
+def png_uri(image: Image.Image) -> str:
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
@@ -134,7 +134,7 @@ def radiology_figures(case: CasePack, truth: Truth, answer: dict[str, Any], size
         label = f"{v.orientation} {axis} = {v.offset:.1f} mm"
         if axis in slices:
             label += f" (cited key slice {slices[axis]:.2f})"
-        out.append((_png_uri(img), label))
+        out.append((png_uri(img), label))
     return out
 
 
@@ -190,7 +190,7 @@ def pathology_figure(case: CasePack, truth: Truth, answer: dict[str, Any], cover
         "".join(f'<span style="color:rgb{MAG_COLOURS[b]}">■ fields at {b}</span>' for b in MAG_BINS)
         + '<span style="color:#0a0">□ ground-truth ROI</span><span style="color:#e22">○ cited point</span>'
     )
-    img = f'<img class="overview" src="{_png_uri(thumb)}">'
+    img = f'<img class="overview" src="{png_uri(thumb)}">'
     return f'<figure>{img}<figcaption class="legend">{legend}</figcaption></figure>'
 
 
@@ -220,7 +220,7 @@ def _field_rows(details: dict[str, Any]) -> str:
     return "<table class=fields><tr><th>field</th><th>answer</th><th>truth</th></tr>" + "".join(rows) + "</table>"
 
 
-def _timeline(events: list[dict[str, Any]]) -> str:
+def timeline_html(events: list[dict[str, Any]]) -> str:
     parts = []
     for e in events:
         kind = e.get("type")
@@ -315,7 +315,7 @@ def render_episode(
     parts.append("<h2>Exploration coverage</h2>" + _coverage_html(coverage, details))
     parts.append("<h2>Process metrics</h2>" + _process_html(process))
     parts.append(stored_html(trace_dir / "derived"))  # what the episode stored on the study's PACS, linked
-    parts.append("<h2>Episode</h2>" + _timeline(events) + "</body></html>")
+    parts.append("<h2>Episode</h2>" + timeline_html(events) + "</body></html>")
     return "".join(parts)
 
 

@@ -65,7 +65,7 @@ def _radiology_cells(case: CasePack, truth: Truth, final: dict[str, Any], answer
 def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict[str, Any]) -> list[str]:
     """The slide overview with the target regions (green), the run's final field (blue) and its recorded
     points (yellow)."""
-    from copilot.bench.report.episode_page import _png_uri
+    from copilot.bench.report.episode_page import png_uri
     from copilot.engine.slide.source import SlideSource
 
     if "thumb" not in cache:
@@ -86,7 +86,7 @@ def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict
         draw.rectangle([float(v) * s for v in region], outline=(40, 110, 230, 255), width=2)
     for x, y in final["points"]:
         draw.ellipse([x * s - 4, y * s - 4, x * s + 4, y * s + 4], outline=(240, 200, 0, 255), width=2)
-    return [f'<img src="{_png_uri(thumb)}" alt="overview">']
+    return [f'<img src="{png_uri(thumb)}" alt="overview">']
 
 
 def _column(run_dir: Path, row: dict[str, Any], events: list[dict[str, Any]] | None, case: CasePack | None,

@@ -15,6 +15,7 @@ from copilot.bench.measures.exploration import hit_rates
 from copilot.bench.measures.failures import NAMES
 from copilot.bench.measures.perturb import fault_statistics, statistics_html
 from copilot.bench.measures.reflection import reflection_html, reflection_summary
+from copilot.bench.scoring.stats import mean
 
 FAILURE_CODES = tuple(NAMES)
 
@@ -22,9 +23,6 @@ FAILURE_CODES = tuple(NAMES)
 def _model(r: dict[str, Any]) -> str:
     return str(r.get("model") or r["policy"])
 
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def episode_json(r: dict[str, Any]) -> dict[str, Any]:
@@ -99,10 +97,10 @@ def model_json(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "failures": {c: failures.get(c, 0) for c in FAILURE_CODES},
             "episodes_with_failure": sum(1 for p in procs if p.get("failures")),
             "failures_by_module": {m: {c: n.get(c, 0) for c in FAILURE_CODES} for m, n in sorted(by_module.items())},
-            "checkpoint_S": _mean([s for s in scores if s is not None]),
+            "checkpoint_S": mean([s for s in scores if s is not None]),
             "formal_passes": W.pass_sweep(scores),
-            "cwas3": _mean([p["cwas3"]["score"] for p in procs if p.get("cwas3")]),
-            "r6": _mean([p["r6"]["score"] for p in procs if p.get("r6")]),
+            "cwas3": mean([p["cwas3"]["score"] for p in procs if p.get("cwas3")]),
+            "r6": mean([p["r6"]["score"] for p in procs if p.get("r6")]),
             "r6_flags": {k: dict(v) for k, v in sorted(flags.items())},
             "claim_violations": sum(len(p.get("claims", [])) for p in procs),
             "dimensions": dims.get(model, {}),

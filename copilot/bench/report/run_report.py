@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from copilot.bench.scoring.stats import mean
+
 
 @dataclass(frozen=True)
 class Column:
@@ -32,9 +34,6 @@ dl.glossary dt{font-weight:600;margin-top:4px} dl.glossary dd{margin:0 0 0 18px;
 """
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
 
 def _fmt(v: float | None) -> str:
     return '<span class="muted">—</span>' if v is None else f"{v:.2f}"
@@ -51,9 +50,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, 
         ok = [r for r in g if r["status"] != "error"]
         out[key] = {
             "n": len(g),
-            "task": _mean([r["task"] for r in ok]),
-            "strict": _mean([r["strict"] for r in ok]),
-            "loc": _mean([r["loc"] for r in ok if r["loc"] is not None]),
+            "task": mean([r["task"] for r in ok]),
+            "strict": mean([r["strict"] for r in ok]),
+            "loc": mean([r["loc"] for r in ok if r["loc"] is not None]),
             "errors": len(g) - len(ok),
         }
     return out

@@ -135,13 +135,13 @@ class Truth:
         return vox is not None and bool(self.mask.data[vox[2], vox[1], vox[0]] > 0)
 
     def wsi_hit(self, x: float, y: float, cls: str, exclusion: bool) -> bool:
-        inside = any(_norm_class(a.cls) == cls and a.contains(x, y) for a in self.annotations)
+        inside = any(norm_class(a.cls) == cls and a.contains(x, y) for a in self.annotations)
         if inside and exclusion:
             inside = not any(a.cls.lower() == "exclusion" and a.contains(x, y) for a in self.annotations)
         return inside
 
 
-def _norm_class(name: str) -> str:
+def norm_class(name: str) -> str:
     return bracs_label(name) or name.strip()
 
 
@@ -283,7 +283,7 @@ def _wsi_checks(truth: Truth, points: list[tuple[float, float]], cls: str, exclu
     """Each returned coordinate: hit (inside a right-class ROI), excluded (inside an Exclusion polygon)."""
     out = []
     for x, y in points:
-        rois = [a.cls for a in truth.annotations if _norm_class(a.cls) == cls and a.contains(x, y)]
+        rois = [a.cls for a in truth.annotations if norm_class(a.cls) == cls and a.contains(x, y)]
         excluded = exclusion and any(a.cls.lower() == "exclusion" and a.contains(x, y) for a in truth.annotations)
         out.append({"kind": "wsi_point", "x": x, "y": y, "roi": rois[0] if rois else None,
                     "excluded": excluded, "ok": bool(rois) and not excluded})  # fmt: skip

@@ -53,3 +53,8 @@ def mean_ci(boots: list[np.ndarray], cases: int) -> tuple[float, float] | None:
         return None
     means = np.mean(np.stack(boots), axis=0)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def mean(values: list[float]) -> float | None:
+    """The mean of the values, None for none (a cell with nothing behind it is empty, never zero)."""
+    return sum(values) / len(values) if values else None

@@ -10,7 +10,8 @@ from typing import Any
 
 from copilot.bench.measures.configs import config_of, label
 from copilot.bench.measures.coverage import MAG_BINS
-from copilot.bench.tables.paper import Cell, Table, _cfg, _label, _mean, configurations
+from copilot.bench.scoring.stats import mean
+from copilot.bench.tables.paper import Cell, Table, cfg_of, config_label, configurations
 
 GUARD_CODES = ("unregistered_fusion", "off_source_series", "superseded_node", "unobserved_evidence")
 
@@ -79,16 +80,16 @@ def coverage_table(rows: list[dict[str, Any]]) -> Table:
         firsts = [c["first_seen_call"] for c in rad if c.get("first_seen_call") is not None]
         cells = [
             Cell(str(len(rad)), "label"),
-            Cell(_mean([float(c["lesion_seen"]) for c in rad])),
+            Cell(mean([float(c["lesion_seen"]) for c in rad])),
             Cell(f"{median(firsts):g}" if firsts else None, "label"),
         ]
         prev_bin: str | None = None
         for b in MAG_BINS:
             hits = [float(bool(c["bins"][b]["hit"])) for c in path]
             cond = [float(bool(c["bins"][b]["hit"])) for c in path if prev_bin and c["bins"][prev_bin]["hit"]]
-            cells += [Cell(_mean(hits)), Cell(_mean(cond) if prev_bin else None)]
+            cells += [Cell(mean(hits)), Cell(mean(cond) if prev_bin else None)]
             prev_bin = b
-        t.rows.append([Cell(_label(cfg, configs), "label"), *cells])
+        t.rows.append([Cell(config_label(cfg, configs), "label"), *cells])
     return t
 
 
@@ -112,7 +113,7 @@ def stability(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (configuration, case) with two or more repeats: answer and Strict agreement, trace divergence."""
     by_case: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        by_case[(*_cfg(r), r["case_id"])].append(r)
+        by_case[(*cfg_of(r), r["case_id"])].append(r)
     out = []
     for key, g in sorted(by_case.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if len(g) < 2:
@@ -162,7 +163,7 @@ def stability_table(rows: list[dict[str, Any]]) -> Table:
     for s in stability(rows):
         t.rows.append(
             [
-                Cell(_label(s["config"], configs), "label"),
+                Cell(config_label(s["config"], configs), "label"),
                 Cell(s["case_id"], "label"),
                 Cell(str(s["repeats"]), "label"),
                 Cell(s["answer_agreement"]),

@@ -42,6 +42,7 @@ from copilot.bench.scoring.stats import (
     bootstrap_means,
     case_seed,
     delta_ci,
+    mean,
     mean_ci,
 )
 from copilot.bench.tables.model_table import ACCESS_TITLES, FAMILY_TITLES, model_info
@@ -95,11 +96,8 @@ class Stat:
     unchecked: int = 0  # episodes whose gate passed an item without checking it (marked †)
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
-
-def _stat(rows: list[dict[str, Any]], value: Any) -> Stat:
+def stat_of(rows: list[dict[str, Any]], value: Any) -> Stat:
     """The mean of `value(row)` (None: not in the denominator) over scored rows, per case first for the CI."""
     scored = [r for r in rows if r.get("status") != "error"]
     per: dict[str, list[float]] = defaultdict(list)
@@ -110,13 +108,13 @@ def _stat(rows: list[dict[str, Any]], value: Any) -> Stat:
     flat = [v for vs in per.values() for v in vs]
     per_case = {c: sum(vs) / len(vs) for c, vs in per.items()}
     errors = len(rows) - len(scored)
-    return Stat(_mean(flat), len(flat), bootstrap_ci(list(per_case.values())), errors, len(rows), per_case)
+    return Stat(mean(flat), len(flat), bootstrap_ci(list(per_case.values())), errors, len(rows), per_case)
 
 
 # ----- aggregation -----
 
 
-def _cfg(r: dict[str, Any]) -> Cfg:
+def cfg_of(r: dict[str, Any]) -> Cfg:
     return Cfg(r["model"], r["policy"], r["track"], r.get("ops", ""), r.get("protocol", "harness"), r["budget"],
                r.get("backend", "embedded"), r.get("seed", 0), r.get("rules") or "")  # fmt: skip
 
@@ -124,7 +122,7 @@ def _cfg(r: dict[str, Any]) -> Cfg:
 def configurations(rows: list[dict[str, Any]]) -> dict[Cfg, list[dict[str, Any]]]:
     groups: dict[Cfg, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        groups[_cfg(r)].append(r)
+        groups[cfg_of(r)].append(r)
     return dict(groups)
 
 
@@ -133,17 +131,17 @@ def module_stats(rows: list[dict[str, Any]], module: str) -> dict[str, Any] | No
     mine = [r for r in rows if r["module"] == module]
     if not mine:
         return None
-    strict = _stat(mine, lambda r: r["strict"])
+    strict = stat_of(mine, lambda r: r["strict"])
     strict.unchecked = sum(1 for r in mine if (r.get("details") or {}).get("unchecked"))
     out: dict[str, Any] = {
         "n": len(mine),
-        "task": _stat(mine, lambda r: r["task"]),
+        "task": stat_of(mine, lambda r: r["task"]),
         "strict": strict,
-        "loc": _stat(mine, lambda r: r["loc"]),
+        "loc": stat_of(mine, lambda r: r["loc"]),
     }
     names = {k for r in mine for k in (r.get("details") or {}).get("fields", {})}
     out["fields"] = {
-        k: _stat(mine, lambda r, k=k: _field_value((r.get("details") or {}).get("fields", {}).get(k))) for k in names
+        k: stat_of(mine, lambda r, k=k: _field_value((r.get("details") or {}).get("fields", {}).get(k))) for k in names
     }
     return out
 
@@ -178,7 +176,7 @@ GROUP_ORDER = {
 }  # fmt: skip
 
 
-def _label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
+def config_label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
     """The model name, with budget/backend/protocol/seed/policy only where the table holds several values."""
     cfg = Cfg(*cfg)
     same = [Cfg(*c) for c in configs if c[0] == cfg.model]
@@ -236,7 +234,7 @@ def _add_group_rows(
         for cfg in members:
             cells = cells_for(cfg)
             block.append(cells)
-            table.rows.append([Cell(_label(cfg, label_configs or configs), "label"), *cells])
+            table.rows.append([Cell(config_label(cfg, label_configs or configs), "label"), *cells])
         if in_means and len(block) > 1:
             _bold_best(block)
             means = []
@@ -269,7 +267,7 @@ def _get(stats: dict[str, Any] | None, key: str) -> float | None:
     return v.value if isinstance(v, Stat) else v
 
 
-def _cell(stats: dict[str, Any] | None, key: str, kind: str = "", ref: dict[str, Any] | None = None) -> Cell:
+def score_cell(stats: dict[str, Any] | None, key: str, kind: str = "", ref: dict[str, Any] | None = None) -> Cell:
     """A score cell with n, CI, errors, the † mark, and (with `ref`) its change and the change's CI."""
     st = None if stats is None else stats.get(key)
     if not isinstance(st, Stat):
@@ -366,8 +364,8 @@ def table1(rows: list[dict[str, Any]]) -> Table:
         task = _avg([_get(s, "task") for s in stats.values()])
         strict = _avg([_get(s, "strict") for s in stats.values()])
         loc = _avg([_get(s, "loc") for m, s in stats.items() if _has_loc(m)])
-        out = [_cell(stats[m], k, "" if k == "task" else k) for m in radiology for k in _metrics(m)]
-        avg = [mean_cell([_cell(stats[m], k, kind) for m in radiology if k != "loc" or _has_loc(m)], kind)
+        out = [score_cell(stats[m], k, "" if k == "task" else k) for m in radiology for k in _metrics(m)]
+        avg = [mean_cell([score_cell(stats[m], k, kind) for m in radiology if k != "loc" or _has_loc(m)], kind)
                for k, kind in (("task", ""), ("strict", "strict"), ("loc", "loc"))]  # fmt: skip
         for a, v in zip(avg, (task, strict, loc), strict=True):
             a.value = v  # the paper's Model Avg. (None when a column is missing)
@@ -398,7 +396,7 @@ def table2(rows: list[dict[str, Any]]) -> Table:
         out = []
         for m in pathology:
             s = module_stats(groups[cfg], m)
-            out += [_cell(s, k, "" if k == "task" else k) for k in _metrics(m)]
+            out += [score_cell(s, k, "" if k == "task" else k) for k in _metrics(m)]
         return out
 
     _add_group_rows(t, groups, configs, cells)
@@ -469,9 +467,9 @@ def table3(rows: list[dict[str, Any]]) -> Table:
                     ref_cfg = _matched(groups, cfg, "B", "none")
                 ref_cfg = ref_cfg or _matched(groups, cfg, "A")
                 ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
-                cells.append(_cell(s, metric, kind, ref))
+                cells.append(score_cell(s, metric, kind, ref))
             block.append(cells)
-        label = _label(key, list(b_configs))
+        label = config_label(key, list(b_configs))
         for n, cells in enumerate(block):
             t.rows.append([Cell(label if n == 0 else "", "label"), *cells])
     return t
@@ -550,7 +548,7 @@ def _t5_cells(rows: list[dict[str, Any]]) -> list[Cell]:
                 if key.startswith("field:"):
                     out.append(_field_cell(s, key.removeprefix("field:")))
                 else:
-                    out.append(_cell(s, key, "" if key == "task" else key))
+                    out.append(score_cell(s, key, "" if key == "task" else key))
     return out
 
 
@@ -588,11 +586,11 @@ def table7(rows: list[dict[str, Any]]) -> Table:
     t.label_cols = 2
     for key in sorted(k for k, b in budgets.items() if len(b) > 1):
         members = sorted((c for c in configs if c._replace(budget=0) == key), key=lambda c: c.budget)
-        t.groups.append((len(t.rows), _label(members[0], configs, with_budget=False)))
+        t.groups.append((len(t.rows), config_label(members[0], configs, with_budget=False)))
         for cfg in members:
             t.rows.append(
                 [
-                    Cell(_label(cfg, configs, with_budget=False), "label"),
+                    Cell(config_label(cfg, configs, with_budget=False), "label"),
                     Cell(str(cfg.budget), "label"),
                     *_t5_cells(groups[cfg]),
                 ]
@@ -623,12 +621,12 @@ def table6(rows: list[dict[str, Any]]) -> Table:
         for m in radiology:
             s = module_stats(groups[cfg], m)
             ref = module_stats(groups[ref_cfg], m) if ref_cfg else None
-            out += [_cell(s, metric, "" if metric == "task" else metric, ref) for metric in _metrics(m)]
+            out += [score_cell(s, metric, "" if metric == "task" else metric, ref) for metric in _metrics(m)]
         return out
 
     _add_group_rows(t, groups, configs, cells, scheme="montage")
     for row in t.rows:  # name the Track A run each change is against
-        cfg = next((c for c in configs if _label(c, configs) == row[0].value), None)
+        cfg = next((c for c in configs if config_label(c, configs) == row[0].value), None)
         ref_cfg = _matched(groups, cfg, "A", budget=TRACK_C_BUDGET) if cfg is not None else None
         if ref_cfg is not None:
             row[0] = Cell(f"{row[0].value} vs A b{ref_cfg.budget}"
@@ -670,13 +668,13 @@ def passk_table(rows: list[dict[str, Any]]) -> Table:
                 agree.append(max(answers.count(a) for a in answers) / len(answers))
             track = f"Track {cfg.track}" + (f"/{cfg.ops}" if cfg.ops else "")
             t.rows.append([
-                Cell(f"{_label(cfg, configs)} · {track}", "label"), Cell(module_title(module), "label"),
+                Cell(f"{config_label(cfg, configs)} · {track}", "label"), Cell(module_title(module), "label"),
                 Cell(str(k), "label"), Cell(str(len(by_case)), "label"),
-                Cell(_mean([float(any(r["task"] >= 1.0 for r in v)) for v in by_case.values()]), n=len(by_case)),
-                Cell(_mean([float(any(r["strict"] >= 1.0 for r in v)) for v in by_case.values()]), "strict",
+                Cell(mean([float(any(r["task"] >= 1.0 for r in v)) for v in by_case.values()]), n=len(by_case)),
+                Cell(mean([float(any(r["strict"] >= 1.0 for r in v)) for v in by_case.values()]), "strict",
                      n=len(by_case)),
-                Cell(_mean([r["task"] for v in by_case.values() for r in v]), n=sum(map(len, by_case.values()))),
-                Cell(_mean(agree), n=len(by_case)),
+                Cell(mean([r["task"] for v in by_case.values() for r in v]), n=sum(map(len, by_case.values()))),
+                Cell(mean(agree), n=len(by_case)),
             ])  # fmt: skip
     return t
 
@@ -708,7 +706,7 @@ def protocol_table(rows: list[dict[str, Any]]) -> Table:
         for module in [f.name for f in all_facts() if _has_any(groups[cfg], (f.name,))]:
             p, h = module_stats(groups[cfg], module), module_stats(groups[twin], module)
             for metric, kind in (("task", ""), ("strict", "strict"), ("loc", "loc")):
-                pc, hc = _cell(p, metric, kind), _cell(h, metric, kind, p)
+                pc, hc = score_cell(p, metric, kind), score_cell(h, metric, kind, p)
                 if pc.value is None and hc.value is None:
                     continue
                 change = Cell(hc.delta, kind, ci=hc.delta_ci)
