@@ -27,9 +27,10 @@ AXIS_COLOURS = {"R": QColor(235, 80, 80), "A": QColor(90, 200, 90), "S": QColor(
 
 
 def to_qimage(pixels: np.ndarray, ratio: float) -> QImage:
-    """A QImage over an H×W×3 uint8 array (no copy: the frame keeps the array alive)."""
+    """An H×W×3 uint8 array as a 32-bit QImage (one conversion per frame: painting 24-bit pixels converts them on
+    every repaint, several times slower than this copy)."""
     h, w = pixels.shape[:2]
-    image = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888)
+    image = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
     image.setDevicePixelRatio(ratio)
     return image
 
@@ -77,7 +78,10 @@ class PaneWidget(QWidget):
 
     def paintEvent(self, event: Any) -> None:
         p = QPainter(self)
-        p.fillRect(self.rect(), QColor(0, 0, 0))
+        image = self._image
+        if image is None or image.width() < self.width() * self.devicePixelRatioF() or \
+                image.height() < self.height() * self.devicePixelRatioF():  # fmt: skip
+            p.fillRect(self.rect(), QColor(0, 0, 0))  # black where no picture covers the pane
         if self._image is not None:
             p.drawImage(QPointF(0, 0), self._image)
             if self.frame is not None:

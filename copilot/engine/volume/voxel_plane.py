@@ -1,12 +1,14 @@
 """What every slice renderer shares: the view's pixel → IJK map, one slab interpolated along a voxel axis, and
 Pillow's affine resampling of a windowed slab onto a voxel-plane view (the legacy renderer's route for every
-voxel plane, the current one's for views rotated in plane or zoomed out below a pixel per voxel)."""
+voxel plane, the current one's for views rotated in plane or zoomed out below a pixel per voxel; compiled by
+`affine2d` where numba is installed, with Pillow's bytes)."""
 
 from __future__ import annotations
 
 import numpy as np
 from PIL import Image
 
+from copilot.engine.volume import affine2d
 from copilot.engine.volume.display import to_uint8
 from copilot.engine.volume.image import Volume
 
@@ -53,15 +55,17 @@ def affine_plane(
         return np.zeros((h, w), dtype=np.uint8)
     # slab rows/cols are the two remaining IJK axes in data order: rows = higher axis, cols = lower
     col_axis, row_axis = [a for a in range(3) if a != axis]
-    src = Image.fromarray(to_uint8(plane, window, level))
+    src = to_uint8(plane, window, level)
     # Pillow maps output (x, y) → input (a x + b y + c, d x + e y + f), pixel centres at +0.5.
     coeffs = (
-        ax[col_axis],
-        ay[col_axis],
-        origin[col_axis] + 0.5,
-        ax[row_axis],
-        ay[row_axis],
-        origin[row_axis] + 0.5,
+        float(ax[col_axis]),
+        float(ay[col_axis]),
+        float(origin[col_axis] + 0.5),
+        float(ax[row_axis]),
+        float(ay[row_axis]),
+        float(origin[row_axis] + 0.5),
     )
-    out = src.transform((w, h), Image.Transform.AFFINE, coeffs, resample=Image.Resampling.BILINEAR)
+    if affine2d.available():  # Pillow's bytes, compiled
+        return affine2d.affine_uint8(src, coeffs, size)
+    out = Image.fromarray(src).transform((w, h), Image.Transform.AFFINE, coeffs, resample=Image.Resampling.BILINEAR)
     return np.asarray(out)

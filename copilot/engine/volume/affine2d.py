@@ -1,0 +1,97 @@
+"""Pillow's bilinear affine transform of an 8-bit image, compiled (numba) and cut into bands of rows on two threads.
+
+The arithmetic is Pillow's, operation for operation, so the pixels are Pillow's bytes: each output pixel centre
+(x + ½, y + ½) maps to the input point a·(x + ½) + b·(y + ½) + c, d·(x + ½) + e·(y + ½) + f in double precision;
+a point outside [0, width) × [0, height) is black; otherwise the point less ½ is split into whole and fractional
+parts (floor), the two columns clamped to the image, the row below taken only when it exists, each row
+interpolated as a + (b − a)·t, then the rows, and the result truncated to a byte. Slice views zoomed out below a
+pixel per voxel (the usual fitted view of a 512² CT in a desktop pane) and views rotated within the voxel plane
+take this route: about twice Pillow's speed on one core, and the bands share out the rest.
+
+`available()` says whether numba is installed; without it the callers use Pillow itself (the same bytes).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from copilot.engine.volume import trilinear
+
+_BANDS = max(1, min(2, os.cpu_count() or 1))  # bands of rows transformed at once
+_BAND_PIXELS = 65536  # the least pixels a band is worth (below: one band)
+
+
+def available() -> bool:
+    """Whether the compiled transform can run (numba installed)."""
+    return trilinear.available()
+
+
+def affine_uint8(src: np.ndarray, coeffs: tuple[float, ...], size: tuple[int, int]) -> np.ndarray:
+    """The H×W (size: W, H) bilinear affine transform of an 8-bit image, as Pillow's `Image.transform(size, AFFINE,
+    coeffs, BILINEAR)` computes it (black outside the source)."""
+    w, h = size
+    out = np.zeros((h, w), dtype=np.uint8)
+    a = np.array(coeffs[:6], dtype=np.float64)
+    image = np.ascontiguousarray(src, dtype=np.uint8)
+    kernel = _compiled()
+    bands = min(_BANDS, max(1, w * h // _BAND_PIXELS))
+    cuts = [h * b // bands for b in range(bands + 1)]
+    others = [_pool(os.getpid()).submit(kernel, image, a, cuts[b], cuts[b + 1], out) for b in range(1, bands)]
+    kernel(image, a, cuts[0], cuts[1], out)
+    for band in others:
+        band.result()
+    return out
+
+
+@cache
+def _pool(pid: int) -> ThreadPoolExecutor:
+    """The band threads of this process (a forked child gets its own)."""
+    return ThreadPoolExecutor(max_workers=max(1, _BANDS - 1), thread_name_prefix="affine2d")
+
+
+@cache
+def _compiled() -> Callable[..., Any]:
+    """The kernel compiled, kept in numba's on-disk cache where a cache folder is writable."""
+    import numba
+
+    try:
+        return numba.njit(nogil=True, cache=True)(_rows)  # type: ignore[no-any-return]
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return numba.njit(nogil=True)(_rows)  # type: ignore[no-any-return]
+
+
+def _rows(src: np.ndarray, a: np.ndarray, y0: int, y1: int, out: np.ndarray) -> None:
+    """Rows y0 ≤ y < y1 of the transform (compiled by numba; plain Python is the same arithmetic, slowly)."""
+    sh, sw = src.shape
+    w = out.shape[1]
+    for y in range(y0, y1):
+        yin = y + 0.5
+        for x in range(w):
+            xin = x + 0.5
+            xx = a[0] * xin + a[1] * yin + a[2]
+            yy = a[3] * xin + a[4] * yin + a[5]
+            if xx < 0.0 or xx >= sw or yy < 0.0 or yy >= sh:
+                continue  # outside the source: stays black
+            xx -= 0.5
+            yy -= 0.5
+            xi = int(np.floor(xx)) if xx < 0.0 else int(xx)
+            yi = int(np.floor(yy)) if yy < 0.0 else int(yy)
+            dx = xx - xi
+            dy = yy - yi
+            c0 = 0 if xi < 0 else (xi if xi < sw else sw - 1)
+            c1 = 0 if xi + 1 < 0 else (xi + 1 if xi + 1 < sw else sw - 1)
+            r0 = 0 if yi < 0 else (yi if yi < sh else sh - 1)
+            p, q = float(src[r0, c0]), float(src[r0, c1])
+            v1 = p + (q - p) * dx
+            if 0 <= yi + 1 < sh:
+                p, q = float(src[yi + 1, c0]), float(src[yi + 1, c1])
+                v2 = p + (q - p) * dx
+            else:
+                v2 = v1
+            out[y, x] = np.uint8(v1 + (v2 - v1) * dy)
