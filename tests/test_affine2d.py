@@ -1,5 +1,5 @@
 """The compiled bilinear affine transform gives Pillow's bytes: scaled, flipped, swapped and rotated maps, maps that
-land on pixel centres and edges, sources of one row or column, points outside the source (black), band counts;
+land on pixel centres and edges, sources of one row or column, points outside the source (black);
 and the voxel-plane views drawn through it are the views Pillow draws (fitted zoomed-out CT panes among them)."""
 
 from __future__ import annotations
@@ -44,18 +44,6 @@ def test_the_compiled_transform_gives_pillows_bytes(shape: tuple[int, int]) -> N
             got = affine2d.affine_uint8(src, coeffs, size)
             assert got.shape == (size[1], size[0]) and got.dtype == np.uint8
             assert np.array_equal(got, _pillow(src, coeffs, size)), (shape, n, coeffs, size)
-
-
-def test_bands_do_not_change_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    src = np.random.default_rng(1).integers(0, 256, (300, 280), dtype=np.uint8)
-    coeffs = (1.37, 0.21, -12.3, -0.18, 1.41, 40.7)
-    monkeypatch.setattr(affine2d, "_BAND_PIXELS", 1)
-    shown = []
-    for bands in (1, 2, 3):
-        monkeypatch.setattr(affine2d, "_BANDS", bands)
-        shown.append(affine2d.affine_uint8(src, coeffs, (400, 390)))
-    assert all(np.array_equal(shown[0], s) for s in shown[1:])
-    assert np.array_equal(shown[0], _pillow(src, coeffs, (400, 390)))
 
 
 def test_voxel_plane_views_are_the_views_pillow_draws() -> None:

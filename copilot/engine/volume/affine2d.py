@@ -1,4 +1,4 @@
-"""Pillow's bilinear affine transform of an 8-bit image, compiled (numba) and cut into bands of rows on two threads.
+"""Pillow's bilinear affine transform of an 8-bit image, compiled (numba).
 
 The arithmetic is Pillow's, operation for operation, so the pixels are Pillow's bytes: each output pixel centre
 (x + ½, y + ½) maps to the input point a·(x + ½) + b·(y + ½) + c, d·(x + ½) + e·(y + ½) + f in double precision;
@@ -6,25 +6,21 @@ a point outside [0, width) × [0, height) is black; otherwise the point less ½ 
 parts (floor), the two columns clamped to the image, the row below taken only when it exists, each row
 interpolated as a + (b − a)·t, then the rows, and the result truncated to a byte. Slice views zoomed out below a
 pixel per voxel (the usual fitted view of a 512² CT in a desktop pane) and views rotated within the voxel plane
-take this route: about twice Pillow's speed on one core, and the bands share out the rest.
+take this route: about twice Pillow's speed, on one core (cutting the rows into bands on a second thread cost
+more in hand-over than it saved on a loaded two-core machine).
 
 `available()` says whether numba is installed; without it the callers use Pillow itself (the same bytes).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 from copilot.engine.volume import trilinear
-
-_BANDS = max(1, min(2, os.cpu_count() or 1))  # bands of rows transformed at once
-_BAND_PIXELS = 65536  # the least pixels a band is worth (below: one band)
 
 
 def available() -> bool:
@@ -39,20 +35,8 @@ def affine_uint8(src: np.ndarray, coeffs: tuple[float, ...], size: tuple[int, in
     out = np.zeros((h, w), dtype=np.uint8)
     a = np.array(coeffs[:6], dtype=np.float64)
     image = np.ascontiguousarray(src, dtype=np.uint8)
-    kernel = _compiled()
-    bands = min(_BANDS, max(1, w * h // _BAND_PIXELS))
-    cuts = [h * b // bands for b in range(bands + 1)]
-    others = [_pool(os.getpid()).submit(kernel, image, a, cuts[b], cuts[b + 1], out) for b in range(1, bands)]
-    kernel(image, a, cuts[0], cuts[1], out)
-    for band in others:
-        band.result()
+    _compiled()(image, a, 0, h, out)
     return out
-
-
-@cache
-def _pool(pid: int) -> ThreadPoolExecutor:
-    """The band threads of this process (a forked child gets its own)."""
-    return ThreadPoolExecutor(max_workers=max(1, _BANDS - 1), thread_name_prefix="affine2d")
 
 
 @cache
