@@ -218,6 +218,7 @@ def test_a_series_streams_in_instance_by_instance_and_opens_once_complete(
     from copilot.pacs.progressive import ProgressiveStudy
 
     folder, datasets = uploaded
+    monkeypatch.setenv("MEDCOPILOT_PACS_WORKERS", "4")
     asked: list[str] = []
     plain = PacsClient.retrieve_instance
 

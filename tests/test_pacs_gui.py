@@ -61,6 +61,7 @@ def test_pacs_browser_searches_and_opens(qtbot, tmp_path: Path, monkeypatch: pyt
             retrieve(self, *args)
 
         monkeypatch.setattr(PacsClient, "retrieve_instance", slow)
+        monkeypatch.setenv("MEDCOPILOT_PACS_WORKERS", "4")
         opened: list[str] = []
         dock.open_url = lambda url: opened.append(url) or win.open_study_path(url, trace_dir=tmp_path / "t")
         dock.results.itemDoubleClicked.emit(study.child(0), 0)

@@ -49,7 +49,7 @@ def _instance_requests(server: HostilePacs) -> list[str]:
     return [p for p in server.requests if "/instances/" in p]
 
 
-@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("workers", [2, 3])
 def test_requests_in_flight_stay_within_the_pool(server: HostilePacs, monkeypatch: pytest.MonkeyPatch,
                                                  workers: int) -> None:  # fmt: skip
     monkeypatch.setenv("MEDCOPILOT_PACS_WORKERS", str(workers))
@@ -141,7 +141,27 @@ def test_a_deadline_ends_every_request_in_flight(server: HostilePacs, monkeypatc
     assert threading.active_count() < 20  # the pool's threads ended
 
 
-def test_a_pacs_without_instance_listing_answers_the_whole_series(server: HostilePacs) -> None:
-    server.instance_level = False
-    local = fetch(server.series_url, PacsCache())
+@pytest.mark.parametrize("listing", [False, True])
+def test_one_worker_or_a_pacs_without_instance_listing_streams_the_whole_series(
+    server: HostilePacs, monkeypatch: pytest.MonkeyPatch, listing: bool
+) -> None:
+    server.instance_level = listing
+    if listing:
+        monkeypatch.setenv("MEDCOPILOT_PACS_WORKERS", "1")
+    study = ProgressiveStudy(server.series_url, PacsCache()).start()
+    local = study.wait(10)
     assert _instance_requests(server) == [] and sorted(_numbers(local.path)) == list(range(1, N + 1))
+    assert study.stack is not None and study.stack.count == N  # shown as the parts of the one answer arrive
+
+
+def test_a_streamed_series_fills_its_slices_by_instance_number(server: HostilePacs) -> None:
+    from copilot.pacs.progressive import SliceStack
+
+    stack = SliceStack(N)
+    arrived = list(reversed(server.data.datasets))  # a server's own order: last instance first
+    for k, ds in enumerate(arrived):
+        assert stack.put(k, ds)
+    assert stack.current == N - 1 and stack.count == N
+    for ds in server.data.datasets:
+        assert np.array_equal(stack.volume[int(ds.InstanceNumber) - 1], ds.pixel_array * float(ds.RescaleSlope)  # type: ignore[index]
+                              + float(ds.RescaleIntercept))  # fmt: skip

@@ -187,7 +187,7 @@ class PacsClient:
         boundary (`pacs_truncated` otherwise)."""
         stream = open_stream(
             self._session, f"{self.root}{path}", accept=MULTIPART_DICOM, deadline=deadline, limits=self.limits,
-            what=what, limit=1 << 62, limit_code="pacs_answer_too_large",
+            what=what, limit=1 << 62, limit_code="pacs_answer_too_large", encoding="identity",
         )  # fmt: skip
         try:
             reader = MultipartReader(
@@ -197,8 +197,10 @@ class PacsClient:
             for chunk in stream.chunks():
                 reader.feed(chunk)
             reader.finish()
-        finally:
+        except BaseException:
             stream.close()
+            raise
+        stream.release()  # kept open for the next instance's request
         return reader.parts
 
     def retrieve_series(self, study: str, series: str, sink: PartSink, deadline: Deadline | None = None) -> int:

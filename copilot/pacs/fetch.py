@@ -62,8 +62,9 @@ def incomplete_error(origin: dict[str, Any], ref: DicomwebRef | None = None) -> 
 
 def _listing(client: PacsClient, ref: DicomwebRef, expected: int | None, deadline: Deadline) -> Listing | None:
     """The series' instances in instance order, to be retrieved one by one; None (the whole series in one answer)
-    when the count is unknown, the PACS does not list instances, or lists fewer than the series says it holds."""
-    if expected is None:
+    when one request at a time is allowed (MEDCOPILOT_PACS_WORKERS=1), the count is unknown, the PACS does not
+    list instances, or lists fewer than the series says it holds."""
+    if expected is None or client.limits.workers <= 1:
         return None
     assert ref.series is not None
     try:
@@ -80,8 +81,9 @@ def retrieve_series(
     deadline: Deadline | None = None, progress: SeriesProgress | None = None,
 ) -> Path:  # fmt: skip
     """One series in the cache; its folder. A complete copy holding `expected` instances is reused; anything
-    less is retrieved again, keeping the instances already held (a resume): instance by instance through the
-    bounded pool (`pool`) when the PACS lists them, else as one answer. Instances are written as they arrive
+    less is retrieved again, keeping the instances already held (a resume): as one streamed answer, or with
+    MEDCOPILOT_PACS_WORKERS above 1 instance by instance through a pool of that many requests (`pool`) when the
+    PACS lists them. Instances are written as they arrive
     within the cache bound (`progress` hears of each); the series is marked complete only when every answer
     ended properly and it holds at least `expected` instances, else it stays marked incomplete (never opened)
     and `pacs_incomplete` (or the refusal that stopped it) is raised. Making room never removes `keep` (the

@@ -4,8 +4,9 @@ and item bounds, and overall deadlines per command and per retrieval (each overr
 Environment (read when a client is made): `MEDCOPILOT_PACS_DEADLINE_S` (a search or listing, default 120),
 `MEDCOPILOT_PACS_RETRIEVAL_S` (retrieving a series or a study, default 1800), `MEDCOPILOT_PACS_READ_S` (one
 silent wait on the connection, default 30), `MEDCOPILOT_PACS_MAX_JSON_MB` (a search answer, default 32),
-`MEDCOPILOT_PACS_MAX_PART_MB` (one retrieved instance, default 2048), `MEDCOPILOT_PACS_WORKERS` (instances
-retrieved at once, 1 to 16, default 6), `MEDCOPILOT_PACS_REDIRECTS` (`same-origin`, the default, or `none`).
+`MEDCOPILOT_PACS_MAX_PART_MB` (one retrieved instance, default 2048), `MEDCOPILOT_PACS_WORKERS` (1, the
+default: each series in one streamed answer; 2 to 16: instance by instance, that many requests at once),
+`MEDCOPILOT_PACS_REDIRECTS` (`same-origin`, the default, or `none`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class PacsLimits:
     json_depth: int = 24  # DICOM JSON of a study entry nests 4 deep; sequences a few more
     max_series: int = 5000  # series listed for one study
     max_instances: int = 50_000  # instances listed for one series
-    workers: int = 6  # instance requests in flight at once
+    workers: int = 1  # requests in flight at once (1: a series in one streamed answer)
     part_bytes: int = 2048 * MIB  # one instance, as decompressed
     part_header_bytes: int = 16 * 1024
     redirects: str = "same-origin"

@@ -6,6 +6,7 @@ holds no entry marked complete), or `pacs_not_ready` when its timeout passes fir
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pydicom
 
 from copilot.pacs.cache import PacsCache
 from copilot.pacs.errors import PacsError
@@ -20,10 +22,30 @@ from copilot.pacs.fetch import LocalStudy, fetch
 from copilot.pacs.limits import PacsLimits
 
 
+def _raw_pixels(ds: Any) -> np.ndarray | None:
+    """The pixels of an uncompressed single-frame greyscale instance whose stored bits fill their allocation,
+    straight from its bytes (pydicom's pixel handlers cost milliseconds a slice); None for anything else."""
+    meta = getattr(ds, "file_meta", None)
+    syntax = pydicom.uid.UID(str(getattr(meta, "TransferSyntaxUID", "")))
+    bits, stored = int(getattr(ds, "BitsAllocated", 0) or 0), int(getattr(ds, "BitsStored", 0) or 0)
+    if not syntax or syntax.is_compressed or syntax.is_deflated or bits not in (8, 16) or stored != bits:
+        return None
+    if int(getattr(ds, "SamplesPerPixel", 1) or 1) != 1 or int(getattr(ds, "NumberOfFrames", 1) or 1) != 1:
+        return None
+    rows, cols = int(ds.Rows), int(ds.Columns)
+    kind = "i" if int(getattr(ds, "PixelRepresentation", 0) or 0) else "u"
+    dtype = np.dtype(f"{'<' if syntax.is_little_endian else '>'}{kind}{bits // 8}")
+    data = ds.PixelData
+    return np.frombuffer(data, dtype, rows * cols).reshape(rows, cols) if len(data) >= rows * cols * bits // 8 \
+        else None  # fmt: skip
+
+
 def _modality_values(ds: Any) -> np.ndarray | None:
     """One single-frame instance's pixels as modality values (rescale applied), or None."""
     try:
-        pixels = ds.pixel_array
+        pixels = _raw_pixels(ds)
+        if pixels is None:
+            pixels = ds.pixel_array
     except Exception:  # compressed without a decoder, or damaged: the viewer judges it later
         return None
     if pixels.ndim != 2:
@@ -91,6 +113,7 @@ class SliceStack:
                 return False
             if self.volume.dtype == np.int16:
                 values = np.clip(np.round(values), -32768, 32767)
+            position = self._slot(ds, position)
             self.volume[position] = values
             self.filled[position] = True
             if self.current is None:
@@ -99,6 +122,18 @@ class SliceStack:
         for listener in list(self.listeners):
             listener(position)
         return True
+
+    def _slot(self, ds: Any, position: int) -> int:
+        """Where a slice goes: its Instance Number's place when that is free (a series streamed in one answer
+        comes in the server's order), else the position it came with, else the first free one."""
+        try:
+            numbered = int(ds.InstanceNumber) - 1
+        except (AttributeError, TypeError, ValueError):
+            numbered = -1
+        for slot in (numbered, position):
+            if 0 <= slot < self.total and not self.filled[slot]:
+                return slot
+        return int(np.argmin(self.filled))
 
     def scroll(self, step: int) -> int | None:
         """Show the filled slice `step` slices on (or the nearest filled one before it); the slice shown."""
@@ -141,10 +176,13 @@ class ProgressiveStudy:
         self.first_slice_s: float | None = None  # seconds from the start to the first slice shown
         self._shown_series: str | None = None
         self._done = threading.Event()
+        self._arrivals: queue.SimpleQueue[tuple[int, Path] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="pacs-progressive", daemon=True)
+        self._decoder = threading.Thread(target=self._decode, name="pacs-slices", daemon=True)
 
     def start(self) -> ProgressiveStudy:
         self.started = time.monotonic()
+        self._decoder.start()
         self._thread.start()
         return self
 
@@ -154,7 +192,20 @@ class ProgressiveStudy:
         except BaseException as exc:  # handed to whoever waits
             self.error = exc
         finally:
+            self._arrivals.put(None)
+            self._decoder.join()  # every slice that arrived is in the stack before anyone is told it ended
             self._done.set()
+
+    def _decode(self) -> None:
+        """Arrived slices read into the stack off the retrieving threads (which go on reading the network)."""
+        while (item := self._arrivals.get()) is not None:
+            assert self.stack is not None
+            try:
+                ds = pydicom.dcmread(item[1])
+            except Exception:  # checked when written: only a file removed since could fail here
+                continue
+            if self.stack.put(item[0], ds) and self.first_slice_s is None:
+                self.first_slice_s = time.monotonic() - self.started
 
     # ----- SeriesProgress -----
     def listed(self, series: str, total: int) -> None:
@@ -163,18 +214,10 @@ class ProgressiveStudy:
             self._shown_series, self.stack = series, SliceStack(total)
 
     def arrived(self, series: str, position: int, path: Path) -> None:
-        import pydicom
-
         with self._count:
             self.received += 1
-        if series != self._shown_series or self.stack is None:
-            return
-        try:
-            ds = pydicom.dcmread(path)
-        except Exception:  # checked when written: only a file removed since could fail here
-            return
-        if self.stack.put(position, ds) and self.first_slice_s is None:
-            self.first_slice_s = time.monotonic() - self.started
+        if series == self._shown_series and self.stack is not None:
+            self._arrivals.put((position, path))
 
     # ----- waiting -----
     @property

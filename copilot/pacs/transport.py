@@ -109,6 +109,18 @@ class Stream:
     def close(self) -> None:
         self.response.close()
 
+    def release(self) -> None:
+        """The answer was read: its connection goes back to the session for the next request once the body's
+        end is reached (at most a few more pieces of it read), else it is dropped."""
+        try:
+            for _ in range(4):
+                if not self._read():
+                    self.response.raw.release_conn()
+                    return
+        except PacsError:
+            pass
+        self.close()
+
 
 class _BoundedBody:
     """A non-streamed answer's body (a store's reply, read whole by `requests`) read no further than `limit`
@@ -150,10 +162,11 @@ def _wait(deadline: Deadline, attempt: int) -> bool:
 
 def open_stream(
     session: Any, url: str, *, accept: str, deadline: Deadline, limits: PacsLimits, what: str, limit: int,
-    limit_code: str,
+    limit_code: str, encoding: str = "gzip, deflate",
 ) -> Stream:  # fmt: skip
-    """GET `url` and return its body as a `Stream`; refusals are named (`pacs_refused`, `pacs_failed`,
-    `pacs_unreachable`, `pacs_tls`, `pacs_redirect`, `pacs_deadline`)."""
+    """GET `url` and return its body as a `Stream` (`encoding`: the content encodings asked for; `identity` where
+    compressing costs the server more than it saves, as for pixel data); refusals are named (`pacs_refused`,
+    `pacs_failed`, `pacs_unreachable`, `pacs_tls`, `pacs_redirect`, `pacs_deadline`)."""
     import requests
 
     attempt = hops = 0
@@ -161,7 +174,7 @@ def open_stream(
         left = deadline.check()
         try:
             response = session.get(
-                url, headers={"Accept": accept}, stream=True, allow_redirects=False,
+                url, headers={"Accept": accept, "Accept-Encoding": encoding}, stream=True, allow_redirects=False,
                 timeout=(min(CONNECT_S, left), min(limits.read_s, left)),
             )  # fmt: skip
         except requests.exceptions.SSLError:
