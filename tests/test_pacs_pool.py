@@ -64,7 +64,7 @@ def test_files_follow_instance_order_whatever_order_the_answers_come_in(server: 
     order: list[int] = []
     study = ProgressiveStudy(server.series_url, PacsCache())
     study.listed = lambda series, total: None  # type: ignore[method-assign]
-    study.arrived = lambda series, position, path: order.append(position)  # type: ignore[method-assign]
+    study.arrived = lambda series, position, path, ds=None: order.append(position)  # type: ignore[method-assign]
     local = study.start().wait(10)
     assert sorted(order) == list(range(N)) and order != sorted(order)  # arrived out of order
     assert _numbers(local.path) == list(range(1, N + 1))  # kept in order

@@ -110,7 +110,7 @@ def retrieve_series(
     budget = CacheBudget(cache, [*keep, folder])  # counts the record just written
     writer.take, writer.give = budget.take, budget.give
     deadline = deadline or client.deadline(retrieval=True)
-    arrived = (lambda pos, path: progress.arrived(series, pos, path)) if progress is not None else None
+    arrived = (lambda pos, path, ds: progress.arrived(series, pos, path, ds)) if progress is not None else None
     try:
         listing = _listing(client, ref, expected, deadline)
         if progress is not None and (listing is not None or expected is not None):

@@ -10,23 +10,23 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from copilot.pacs.cache import CacheBudget
 from copilot.pacs.client import PacsClient
 from copilot.pacs.limits import Deadline
 from copilot.pacs.writer import InstanceWriter, RetrievalStopped, next_index
 
-Arrived = Callable[[int, Path], None]
+Arrived = Callable[[int, Path, Any], None]  # place in instance order, file, its dataset as checked (or None)
 
 
 class SeriesProgress(Protocol):
     """Told what a retrieval lists and what arrives: a series' instance count, then each instance kept (its place
-    in instance order and its file), from the retrieving threads."""
+    in instance order, its file, its dataset as read to check it or None), from the retrieving threads."""
 
     def listed(self, series: str, total: int) -> None: ...
 
-    def arrived(self, series: str, position: int, path: Path) -> None: ...
+    def arrived(self, series: str, position: int, path: Path, dataset: Any = None) -> None: ...
 
 
 class _Shared:
@@ -70,7 +70,7 @@ def retrieve_pooled(
     missing = [(pos, uid) for pos, (uid, _) in enumerate(listing) if uid not in held]
     for pos, (uid, _) in enumerate(listing):
         if uid in held and on_instance is not None:
-            on_instance(pos, held[uid])
+            on_instance(pos, held[uid], None)
 
     def one(k: int, pos: int, uid: str) -> None:
         if shared.stop.is_set():
@@ -81,7 +81,7 @@ def retrieve_pooled(
             path = writer.commit()  # the answer ended properly with this one instance
             shared.keep(uid, path)
             if on_instance is not None:
-                on_instance(pos, path)
+                on_instance(pos, path, writer.dataset)
         except RetrievalStopped:
             writer.discard()
         except BaseException as exc:  # the first one is raised in the caller's thread

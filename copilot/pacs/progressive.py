@@ -176,7 +176,7 @@ class ProgressiveStudy:
         self.first_slice_s: float | None = None  # seconds from the start to the first slice shown
         self._shown_series: str | None = None
         self._done = threading.Event()
-        self._arrivals: queue.SimpleQueue[tuple[int, Path] | None] = queue.SimpleQueue()
+        self._arrivals: queue.SimpleQueue[tuple[int, Path, Any] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="pacs-progressive", daemon=True)
         self._decoder = threading.Thread(target=self._decode, name="pacs-slices", daemon=True)
 
@@ -200,11 +200,12 @@ class ProgressiveStudy:
         """Arrived slices read into the stack off the retrieving threads (which go on reading the network)."""
         while (item := self._arrivals.get()) is not None:
             assert self.stack is not None
-            try:
-                ds = pydicom.dcmread(item[1])
+            try:  # the dataset as read to check it, its pixel data still on disk, else the file read again
+                ds = item[2] if item[2] is not None else pydicom.dcmread(item[1])
+                placed = self.stack.put(item[0], ds)
             except Exception:  # checked when written: only a file removed since could fail here
                 continue
-            if self.stack.put(item[0], ds) and self.first_slice_s is None:
+            if placed and self.first_slice_s is None:
                 self.first_slice_s = time.monotonic() - self.started
 
     # ----- SeriesProgress -----
@@ -213,11 +214,11 @@ class ProgressiveStudy:
         if self._shown_series is None and total > 0:
             self._shown_series, self.stack = series, SliceStack(total)
 
-    def arrived(self, series: str, position: int, path: Path) -> None:
+    def arrived(self, series: str, position: int, path: Path, dataset: Any = None) -> None:
         with self._count:
             self.received += 1
         if series == self._shown_series and self.stack is not None:
-            self._arrivals.put((position, path))
+            self._arrivals.put((position, path, dataset))
 
     # ----- waiting -----
     @property

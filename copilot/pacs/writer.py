@@ -62,6 +62,7 @@ class PartFile:
         self._fh: IO[bytes] | None = None
         self._tmp: Path | None = None
         self._bytes = 0
+        self.dataset: Any = None  # the last part kept, as read to check it (values over 4 KiB left on disk)
 
     def _open(self, headers: dict[str, str], index: int) -> None:
         kind = headers.get("content-type", "application/dicom").split(";")[0].strip().lower()
@@ -86,22 +87,21 @@ class PartFile:
         return self._check(self._tmp)
 
     def _keep(self, final: Path) -> None:
-        """The checked part becomes `final`."""
+        """The checked part becomes `final` (where its dataset's deferred values are read from)."""
         assert self._tmp is not None
         self._tmp.rename(final)
         self._tmp = None
+        if self.dataset is not None:
+            self.dataset.filename = str(final)
 
     def _check(self, path: Path) -> str:
         """The SOP Instance UID of a complete part; `pacs_bad_answer` unless it is a DICOM file of the series."""
-        try:
-            with path.open("rb") as fh:
-                fh.seek(128)
-                magic = fh.read(4)
-            ds = pydicom.dcmread(path, defer_size=4096)  # read once; values over 4 KiB stay on disk
+        try:  # read once, the preamble's DICM required; values over 4 KiB stay on disk
+            ds = pydicom.dcmread(path, defer_size=4096)
             uid, series = str(ds.SOPInstanceUID), str(ds.SeriesInstanceUID)
         except Exception:
-            ds, magic, uid, series = None, b"", "", ""
-        if magic != b"DICM" or not uid:
+            ds, uid, series = None, "", ""
+        if not uid:
             self.discard()
             raise PacsError("pacs_bad_answer", "the PACS sent a part that is not a DICOM file")
         if series != self.series_uid:
@@ -110,6 +110,7 @@ class PartFile:
         if _pixels_cut_short(ds, path):
             self.discard()
             raise PacsError("pacs_truncated", "the PACS sent an instance whose pixel data is shorter than it says")
+        self.dataset = ds
         return uid
 
     def discard(self) -> None:
@@ -133,7 +134,7 @@ class SeriesWriter(PartFile):
         self.held = held_instances(folder)
         self.next = next_index(folder)
         self.new = 0
-        self.on_instance: Callable[[int, Path], None] | None = None  # told of each kept (arrival order, file)
+        self.on_instance: Callable[[int, Path, Any], None] | None = None  # each kept: arrival order, file, dataset
 
     @property
     def count(self) -> int:
@@ -154,7 +155,7 @@ class SeriesWriter(PartFile):
         self.next += 1
         self.new += 1
         if self.on_instance is not None:
-            self.on_instance(len(self.held) - 1, final)
+            self.on_instance(len(self.held) - 1, final, self.dataset)
 
 
 def next_index(folder: Path) -> int:
