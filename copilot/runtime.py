@@ -3,6 +3,7 @@ limited to an operation set, optional trace), for batch episodes, the server, re
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,12 +19,12 @@ from copilot.session import Session
 from copilot.tools.operation_sets import registry_view
 from copilot.trace.recorder import TraceRecorder
 from copilot.trace.study_ref import pseudonymous_header
-from copilot.viewer.protocol import Viewer
+from copilot.viewer.protocol import StateT, Viewer
 
 ALLOW_STORE_ENV = "MEDCOPILOT_ALLOW_STORE"  # destinations named with --allow-store, one a line (read by workers too)
 
 
-def allow_store_option(parser: Any) -> None:
+def allow_store_option(parser: argparse.ArgumentParser) -> None:
     """`--allow-store DESTINATION` on a headless command: the one way it may write outside the session."""
     parser.add_argument(
         "--allow-store", action="append", default=[], metavar="URL", type=_destination,
@@ -75,7 +76,7 @@ def new_session(
     kind_name: str,
     *,
     backend: str = "embedded",
-    viewer: Viewer | None = None,
+    viewer: Viewer[StateT] | None = None,
     ops: str | None = None,
     track: str = "A",
     trace: TraceRecorder | None = None,
@@ -110,7 +111,7 @@ def open_session(
     track: str = "A",
     trace_dir: str | Path | None = None,
     preload: bool = True,
-    viewer: Any = None,
+    viewer: Viewer[StateT] | None = None,
     ops: str | None = None,
     backend: str = "embedded",
     protocol: str | None = None,

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from PIL import Image
 
@@ -27,22 +27,35 @@ from copilot.engine.peek import Peek
 from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
-from copilot.tools.registry import HandlerContext, HandlerSpec, ImageOut, Registry
+from copilot.tools.registry import Cancelled, HandlerContext, Handlers, HandlerSpec, ImageOut, Progress
 from copilot.tools.writes import REFUSED, WRITE_EVENT, WriteConsent, WritePlan, allowed, attempt, refusal_message
 from copilot.trace.outcome import CallOutcome, EncodedImage, json_text, jsonable
 from copilot.trace.recorder import TraceRecorder
-from copilot.viewer.protocol import Viewer
+from copilot.viewer.protocol import StateT, Viewer, ViewerBase
 
 __all__ = ["Listener", "Peek", "Session", "SessionState"]
 
 Listener = Callable[[CallOutcome, "dict[str, Any] | None", str], None]  # fn(outcome, args, actor) after every call
+Restore = Callable[[], None]  # puts the viewer back as it was when its state was exported
+G = TypeVar("G")  # the geometry a caller expects of a view
+
+
+def _saver(viewer: Viewer[StateT]) -> Callable[[], Restore]:
+    """What exports the viewer's state and returns the call that puts it back: the state's own type stays between
+    the viewer and this closure, so the session holds any viewer without knowing it."""
+
+    def save() -> Restore:
+        state = viewer.export_state()
+        return lambda: viewer.restore_state(state)
+
+    return save
 
 
 class SessionState:
-    """What `rewind` puts back: the viewer's exported state and a copy of the evidence (opaque to callers)."""
+    """What `rewind` puts back: the viewer's exported state (behind `restore_viewer`) and a copy of the evidence."""
 
-    def __init__(self, viewer_state: Any, evidence: list[dict[str, Any]]) -> None:
-        self.viewer_state = viewer_state
+    def __init__(self, restore_viewer: Restore, evidence: list[dict[str, Any]]) -> None:
+        self.restore_viewer = restore_viewer
         self.evidence = evidence
 
 
@@ -51,8 +64,8 @@ class Session:
 
     def __init__(
         self,
-        viewer: Viewer,
-        registry: Registry,
+        viewer: Viewer[StateT],
+        registry: Handlers,
         case_root: Path | None = None,
         case_inputs: dict[str, Any] | None = None,
         track: str = "A",
@@ -63,14 +76,15 @@ class Session:
     ) -> None:
         """`allow_store`: destinations (PACS URLs, folders) a headless run named with `--allow-store`; calls that
         write there run without asking (every other write needs the clinician's consent)."""
-        self._viewer = viewer
+        self._viewer: ViewerBase = viewer
+        self._save = _saver(viewer)  # export the viewer's state; what it returns puts the state back
         self.allow_store = tuple(allow_store)
         self.png_encoder = png_encoder  # the lossless encoder of the images this session returns and traces
         self._lock = threading.RLock()
         self._committed: str | None = None  # the state after the last completed call, as JSON text
         self._trace = trace
         self.case = case
-        self.registry = registry
+        self.registry: Handlers = registry
         self.track = track
         self.kind: str = viewer.kind
         self._evidence: list[dict[str, Any]] = []
@@ -78,7 +92,7 @@ class Session:
         root = case.root if case is not None and case_root is None else case_root
         inputs = case.inputs if case is not None and case_inputs is None else case_inputs
         output = trace.dir / "derived" if trace is not None else None
-        self._ctx = HandlerContext(viewer, root, self._evidence, dict(inputs or {}), output)
+        self._ctx: HandlerContext[ViewerBase] = HandlerContext(viewer, root, self._evidence, dict(inputs or {}), output)
         show = getattr(viewer, "show_evidence", None)
         if show is not None:  # a Slicer scene shows the evidence as markups, following this list
             show(self._evidence)
@@ -127,24 +141,27 @@ class Session:
     def save_state(self) -> SessionState:
         """The viewer's state and the evidence now, for `rewind` (replay seeking)."""
         with self._lock:
-            return SessionState(self._viewer.export_state(), copy.deepcopy(self._evidence))
+            return SessionState(self._save(), copy.deepcopy(self._evidence))
 
     def rewind(self, saved: SessionState) -> None:
         """Put the viewer and the evidence back as `save_state` found them (a replay's scrubber; not a call: the
         trace of a live session is never rewound). `saved` stays usable for later rewinds."""
         with self._lock:
-            self._viewer.restore_state(saved.viewer_state)
-            self._viewer.restore_state(self._viewer.export_state())  # a copy: later moves leave `saved` intact
+            saved.restore_viewer()
+            self._save()()  # a copy: later moves leave `saved` intact
             self._evidence[:] = copy.deepcopy(saved.evidence)
 
     def handlers(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.registry.specs(self.track)]
 
-    def view_geometry(self, view: str) -> Any:
-        """A copy of a slice view's geometry (`SliceView`) or of the slide viewport (`Viewport`), for conversions
-        between screen and patient coordinates in a host's own widgets."""
+    def view_geometry(self, view: str, expected: type[G]) -> G:
+        """A copy of a view's geometry, of the type the caller `expected` (a slice view's `SliceView`, the slide
+        viewport's `Viewport`), for conversions between screen and patient coordinates in a host's own widgets."""
         with self._lock:
-            return self._viewer.geometry(view)
+            geometry = self._viewer.geometry(view)
+        if not isinstance(geometry, expected):
+            raise HandlerError("invalid_arguments", f"the {view} view has no {expected.__name__} geometry")
+        return geometry
 
     @property
     def trace_dir(self) -> Path | None:
@@ -183,8 +200,8 @@ class Session:
         name: str,
         args: dict[str, Any] | None = None,
         actor: str = "agent",
-        progress: Any = None,
-        cancelled: Any = None,
+        progress: Progress | None = None,
+        cancelled: Cancelled | None = None,
         consent: WriteConsent | None = None,
     ) -> CallOutcome:
         """Execute one handler call atomically; a refused or failed call changes nothing.
@@ -217,11 +234,11 @@ class Session:
         if not self._lock.acquire(blocking=blocking):
             return None
         try:
-            saved = self._viewer.export_state()
+            restore = self._save()
             try:
                 return self._viewer.peek(request)
             finally:
-                self._viewer.restore_state(saved)
+                restore()
         finally:
             self._lock.release()
 
@@ -252,7 +269,12 @@ class Session:
         return self.track in spec.tracks or (actor == "clinician" and spec.writes is not None)
 
     def _authorize(
-        self, spec: HandlerSpec, args: dict[str, Any] | None, kwargs: dict[str, Any], actor: str, consent: Any
+        self,
+        spec: HandlerSpec,
+        args: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+        actor: str,
+        consent: WriteConsent | None,
     ) -> None:
         """Let a call of the second kind through only with consent to its plan or an `--allow-store` naming every
         destination; each attempt is traced (what, where, decision, by whom). Raises the refusal."""
@@ -275,7 +297,7 @@ class Session:
             raise HandlerError(REFUSED, refusal_message(plan), status=403)
 
     def _execute(
-        self, name: str, args: dict[str, Any] | None, actor: str = "agent", consent: Any = None
+        self, name: str, args: dict[str, Any] | None, actor: str = "agent", consent: WriteConsent | None = None
     ) -> CallOutcome:
         try:
             spec = self.registry.get(name)
@@ -286,7 +308,7 @@ class Session:
                 self._authorize(spec, args, kwargs, actor, consent)
         except HandlerError as exc:
             return CallOutcome(name, False, exc.status, error=exc.to_json())
-        saved_viewer = self._viewer.export_state()
+        restore_viewer = self._save()
         saved_evidence = copy.deepcopy(self._evidence)
         saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
@@ -295,7 +317,7 @@ class Session:
             images = [EncodedImage(im.view, im.mime, _encoded(im, self.png_encoder), im.label) for im in out.images]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
-            self._viewer.restore_state(saved_viewer)
+            restore_viewer()
             self._evidence[:] = saved_evidence
             self._ctx.memo.clear()
             self._ctx.memo.update(saved_memo)  # a failed call showed the model nothing

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from copilot.engine.geometry import SliceView
 from copilot.trace.outcome import CallOutcome
 
 PAGE_SLICES = 10  # PageUp/PageDown move this many slices
@@ -49,7 +50,7 @@ class ClinicianTools:
     # ----- zoom and pan -----
     def _norm(self, view: str, ras: Any) -> list[float]:
         """Where a RAS point lies on the view's image in the 0–999 coordinates its handlers take."""
-        xy = self.session.view_geometry(view).ras_to_norm1000(np.asarray(ras, dtype=float))
+        xy = self.session.view_geometry(view, SliceView).ras_to_norm1000(np.asarray(ras, dtype=float))
         return [round(float(v), 4) for v in xy]
 
     def zoom_at(self, view: str, frame: Any, at: tuple[float, float], factor: float) -> CallOutcome:
@@ -70,7 +71,7 @@ class ClinicianTools:
         if a is None or b is None:
             raise ValueError("pan needs a slice view")
         drag = np.asarray(b) - np.asarray(a)
-        centre = self.session.view_geometry(view).center
+        centre = self.session.view_geometry(view, SliceView).center
         history = self.model.history
         with history.gesture() as step:
             out = self.model.act("zoom", {"view": view, "factor": 0.5, "center_1000": self._norm(view, centre),

@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image
 
 import copilot
-from copilot.engine.geometry import VIEW_NAMES, canonical_offset
+from copilot.engine.geometry import VIEW_NAMES, SliceView, canonical_offset
 from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.session import Peek, Session
@@ -85,7 +85,7 @@ class SlicerCompat:
         if not 16 <= side <= MAX_SIZE:
             raise HandlerError("invalid_arguments", f"size must lie in [16, {MAX_SIZE}]")
         if offset is not None:  # Slicer's own offset, along Slicer's slice normal (sagittal: L): made canonical
-            offset = canonical_offset(orientation or self.session.view_geometry(view).orientation, offset)
+            offset = canonical_offset(orientation or self.session.view_geometry(view, SliceView).orientation, offset)
         peek = Peek((view,), (side, side), orientation=orientation, offset=offset, scroll_to=scroll_to)
         images = self.session.peek(peek) or {}
         if view not in images:

@@ -95,7 +95,8 @@ def source_series(ctx: RadiologyContext) -> str | None:
             data = json.loads((ctx.case_root / "case.json").read_text(encoding="utf-8"))
             value = (data.get("prompt") or {}).get("source_series")
         ctx.memo["source_series"] = value
-    return ctx.memo["source_series"]
+    source: str | None = ctx.memo["source_series"]
+    return source
 
 
 def check_source_series(ctx: RadiologyContext, vid: str, result: dict[str, Any]) -> None:

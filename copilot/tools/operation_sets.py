@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from copilot import plugins
-from copilot.tools.registry import HandlerSpec, RegistryView
+from copilot.tools.registry import Handlers, HandlerSpec, RegistryView
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ def ops_title(name: str) -> str:
 class OpsRegistry(RegistryView):
     """A registry view whose analysis operators outside an operation set are refused as not in the track."""
 
-    def __init__(self, base: Any, ops: str) -> None:
+    def __init__(self, base: Handlers, ops: str) -> None:
         allowed = operation_set(ops).operators
         super().__init__(base)
         self.ops, self.allowed = ops, allowed
@@ -70,7 +69,7 @@ class OpsRegistry(RegistryView):
         return dataclasses.replace(spec, tracks=())
 
 
-def registry_view(registry: Any, ops: str | None, protocol: str | None = None) -> Any:
+def registry_view(registry: Handlers, ops: str | None, protocol: str | None = None) -> Handlers:
     """The registry itself, or a view limited to an operation set and/or a tool protocol (`tools.protocols`)."""
     from copilot.tools.protocols import protocol_view
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from copilot.engine.ops import registration as reg
 from copilot.engine.ops import segmentation as seg
 from copilot.engine.volume.derived import Segment, TransformNode
-from copilot.engine.volume.image import sitk_reason
+from copilot.engine.volume.image import Volume, sitk_reason
 from copilot.engine.volume.render import RENDERER, Layer, compose
 from copilot.errors import HandlerError
 from copilot.tools import guards
@@ -122,7 +122,7 @@ def register_volumes(
     )
 
 
-def _verification_views(ctx: RadiologyContext, fid: str, registered, size: int) -> list[ImageOut]:
+def _verification_views(ctx: RadiologyContext, fid: str, registered: Volume, size: int) -> list[ImageOut]:
     """Fused (50 %) and checkerboard renders of fixed vs registered in the axial view."""
     viewer = ctx.viewer
     view = viewer.view("red")
@@ -199,7 +199,7 @@ def resample_volume(
 
 
 def _add_segment(
-    ctx: RadiologyContext, vid: str, mask: np.ndarray, name: str, provenance: dict, size: int
+    ctx: RadiologyContext, vid: str, mask: np.ndarray, name: str, provenance: dict[str, Any], size: int
 ) -> HandlerOutput:
     if not mask.any():
         raise HandlerError("empty_segment", "the operation selected no voxel; nothing was created")

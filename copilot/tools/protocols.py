@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
-from copilot.tools.registry import HandlerOutput, HandlerSpec, RegistryView
+from copilot.tools.registry import HandlerContext, HandlerOutput, Handlers, HandlerSpec, RegistryView
+from copilot.viewer.protocol import ViewerBase
 
 PROTOCOLS = ("harness", "paper")
 PAPER_RADIOLOGY_TOOLS = (  # Table 9, in the paper's order
@@ -46,7 +46,7 @@ def paper_tools(kind: str) -> tuple[str, ...]:
 def _quiet(spec: HandlerSpec) -> HandlerSpec:
     """The same handler with its workflow-guard warnings dropped from the result."""
 
-    def impl(ctx: Any, **kwargs: Any) -> HandlerOutput:
+    def impl(ctx: HandlerContext[ViewerBase], **kwargs: object) -> HandlerOutput:
         out = spec.impl(ctx, **kwargs)
         out.result.pop("warnings", None)
         return out
@@ -57,7 +57,7 @@ def _quiet(spec: HandlerSpec) -> HandlerSpec:
 class PaperRegistry(RegistryView):
     """A registry view offering only the paper's tools of its kind (and the operators in Track B), unguarded."""
 
-    def __init__(self, base: Any) -> None:
+    def __init__(self, base: Handlers) -> None:
         super().__init__(base)
         self.visible = set(paper_tools(base.kind))
 
@@ -74,7 +74,7 @@ class PaperRegistry(RegistryView):
         return super().get(name)
 
 
-def protocol_view(registry: Any, protocol: str | None) -> Any:
+def protocol_view(registry: Handlers, protocol: str | None) -> Handlers:
     """The registry as a protocol shows it (`harness` or None: unchanged)."""
     if protocol in (None, "", "harness"):
         return registry

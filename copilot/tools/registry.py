@@ -15,13 +15,14 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from copilot.errors import HandlerError
-from copilot.viewer.protocol import RadiologyViewer, SlideViewer
+from copilot.tools.writes import WritePlan
+from copilot.viewer.protocol import RadiologyViewer, SlideViewer, ViewerBase
 
 Role = Literal["viewer_control", "evidence_capture", "analysis_operator"]
 ROLES: tuple[str, ...] = ("viewer_control", "evidence_capture", "analysis_operator")
@@ -55,7 +56,9 @@ class HandlerOutput:
     images: list[ImageOut] = field(default_factory=list)
 
 
-V = TypeVar("V")
+V = TypeVar("V", bound=ViewerBase)
+Progress = Callable[[float, str], None]  # progress(fraction, message) of a call that runs as a job
+Cancelled = Callable[[], bool]  # whether the job running the call was cancelled
 
 
 @dataclass
@@ -67,8 +70,8 @@ class HandlerContext(Generic[V]):
     evidence: list[dict[str, Any]]
     case_inputs: dict[str, Any] = field(default_factory=dict)
     output_dir: Path | None = None  # where operators write files (DICOM SEG); the trace's derived/ folder
-    progress: Callable[[float, str], None] | None = None  # set while a job runs the call
-    cancelled: Callable[[], bool] | None = None
+    progress: Progress | None = None  # set while a job runs the call
+    cancelled: Cancelled | None = None
     memo: dict[str, Any] = field(default_factory=dict)  # what the workflow guards remember (planes shown)
 
     def report(self, fraction: float, message: str = "") -> None:
@@ -89,8 +92,8 @@ RadiologyContext = HandlerContext[RadiologyViewer]  # what radiology handlers ar
 SlideContext = HandlerContext[SlideViewer]  # what pathology handlers are written against
 
 
-Impl = Callable[..., HandlerOutput]
-Planner = Callable[..., Any]  # (ctx, **args) -> copilot.tools.writes.WritePlan, writing nothing
+Impl = Callable[..., HandlerOutput]  # (ctx, **args): the arguments are checked by the spec's model, not by mypy
+Planner = Callable[..., WritePlan]  # (ctx, **args): what the call would write and where, writing nothing
 
 
 @dataclass(frozen=True)
@@ -145,12 +148,29 @@ class HandlerSpec:
         return {k: getattr(model, k) for k in type(model).model_fields}
 
 
-def _strip_titles(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
-    if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
+def _strip_titles(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema without its `title` strings, at every depth."""
+    return {k: _untitled(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+
+
+def _untitled(value: object) -> object:
+    """A value inside a JSON schema with the titles of the objects in it stripped."""
+    if isinstance(value, dict):
+        return _strip_titles(value)
+    if isinstance(value, list):
+        return [_untitled(v) for v in value]
+    return value
+
+
+class Handlers(Protocol):
+    """What a session asks of its handlers: a `Registry`, or a `RegistryView` of one (views stack)."""
+
+    @property
+    def kind(self) -> str: ...
+    def get(self, name: str) -> HandlerSpec: ...
+    def names(self) -> list[str]: ...
+    def specs(self, track: str | None = None) -> list[HandlerSpec]: ...
+    def __contains__(self, name: object) -> bool: ...
 
 
 class Registry:
@@ -218,7 +238,7 @@ def build_spec(fn: Impl, *, kind: str, role: str, tracks: tuple[str, ...], name:
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (p.annotation, default)
     config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
-    model = create_model(f"{hname}_args", __config__=config, **fields)  # type: ignore[call-overload]
+    model = create_model(f"{hname}_args", __config__=config, **fields)
     for fname, finfo in model.model_fields.items():
         if not finfo.description:
             raise RegistryError(f"{hname}: argument {fname!r} has no description")
@@ -230,8 +250,12 @@ class RegistryView:
     view does not say it takes from the registry under it (operation sets, tool protocols, a host's withheld
     handlers are views, and views stack)."""
 
-    def __init__(self, base: Any) -> None:
+    def __init__(self, base: Handlers) -> None:
         self.base = base
+
+    @property
+    def kind(self) -> str:
+        return self.base.kind
 
     def _view(self, spec: HandlerSpec) -> HandlerSpec:
         return spec
@@ -242,7 +266,10 @@ class RegistryView:
     def specs(self, track: str | None = None) -> list[HandlerSpec]:
         return [s for s in map(self._view, self.base.specs(None)) if track is None or track in s.tracks]
 
-    def __getattr__(self, name: str) -> Any:
+    def names(self) -> list[str]:
+        return self.base.names()
+
+    def __getattr__(self, name: str) -> object:
         if name == "base":  # not set yet (a copy being made): no registry under it to ask
             raise AttributeError(name)
         return getattr(self.base, name)

@@ -4,9 +4,8 @@ session offers on a clinician's own study, rebuilt by replay from the trace's `h
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from copilot.tools.registry import HandlerSpec, RegistryView
+from copilot.tools.registry import Handlers, HandlerSpec, RegistryView
 
 WITHHELD_EVENT = "handlers_withheld"  # trace event naming the handlers a session withheld
 
@@ -14,7 +13,7 @@ WITHHELD_EVENT = "handlers_withheld"  # trace event naming the handlers a sessio
 class WithheldRegistry(RegistryView):
     """A registry view: `hidden` handlers are in no track (refused as such), `extra` registries add handlers."""
 
-    def __init__(self, base: Any, hidden: frozenset[str] = frozenset(), extra: tuple[Any, ...] = ()) -> None:
+    def __init__(self, base: Handlers, hidden: frozenset[str] = frozenset(), extra: tuple[Handlers, ...] = ()) -> None:
         super().__init__(base)
         self.hidden, self.extra = hidden, extra
 

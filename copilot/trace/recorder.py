@@ -89,8 +89,9 @@ class TraceRecorder:
             self._fh.write(line + "\n")
             self._fh.flush()
             self._prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
+            seq: int = event["seq"]
             self._seq += 1
-            return event["seq"]
+            return seq
 
     def record_call(
         self, name: str, args: dict[str, Any] | None, actor: str, outcome: CallOutcome, duration_ms: float

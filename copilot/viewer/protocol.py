@@ -1,43 +1,63 @@
 """The viewer contracts: what a session needs of any viewer, and what handlers are written against.
 
-`EmbeddedVolumeViewer` implements it here; `copilot.slicer_backend.SlicerSceneViewer` implements it on
-Slicer's MRML scene (slicer-core standalone, or the Slicer application's scene). Handlers never reach
-past this protocol, so both behave the same.
+`ViewerBase` is what every viewer shows; `Viewer[StateT]` adds the snapshot (of the viewer's own type) that only the
+session keeps. `EmbeddedVolumeViewer` implements the radiology contract here; `copilot.slicer_backend.SlicerSceneViewer`
+implements it on Slicer's MRML scene (slicer-core standalone, or the Slicer application's scene). Handlers never reach
+past these protocols, so both behave the same.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from PIL import Image
 
 from copilot.engine.geometry import SliceView, Viewport
 from copilot.engine.peek import Peek
+from copilot.engine.slide.source import SlideInfo
 from copilot.engine.volume.derived import Segment, TransformNode
 from copilot.engine.volume.display import DisplaySettings
 from copilot.engine.volume.image import Volume
 
+StateT = TypeVar("StateT")  # a viewer's own snapshot type: opaque to everyone but the viewer that exported it
+
 
 @runtime_checkable
-class Viewer(Protocol):
-    """What a session needs of every viewer, whatever its kind: a transactional state, renders that move
-    nothing (`peek`), a copy of a view's geometry for a host's conversions, and the data of a 3D view."""
+class ViewerBase(Protocol):
+    """What every viewer shows, whatever its kind: its state as JSON, renders that move nothing (`peek`), a copy of
+    a view's geometry for a host's conversions, and the data of a 3D view. Handlers are written against it."""
 
     kind: str
 
-    def export_state(self) -> Any: ...
-    def restore_state(self, state: Any) -> None: ...
     def state(self) -> dict[str, Any]: ...
     def peek(self, request: Peek) -> dict[str, Image.Image]: ...  # the session restores the state afterwards
-    def geometry(self, view: str) -> Any: ...  # a copy: `SliceView` or `Viewport`
+    def geometry(self, view: str) -> object: ...  # a copy; each kind says of what (`SliceView`, `Viewport`)
     def scene_data(self) -> dict[str, Any]: ...  # {} where there is no 3D scene
 
 
 @runtime_checkable
-class RadiologyViewer(Viewer, Protocol):
+class Viewer(ViewerBase, Protocol[StateT]):
+    """What a session needs of a viewer: `ViewerBase` plus a transactional state of the viewer's own type `StateT`,
+    which only the session keeps (to roll back a failed call, to put the views back after a `peek`)."""
+
+    def export_state(self) -> StateT: ...
+    def restore_state(self, state: StateT) -> None: ...
+
+
+class OpenSlide(Protocol):
+    """The slide a slide viewer has open, as handlers read it: the description of its pyramid."""
+
+    @property
+    def info(self) -> SlideInfo: ...
+
+
+@runtime_checkable
+class RadiologyViewer(ViewerBase, Protocol):
     """Scene of volumes shown in red/yellow/green slice views with Slicer's conventions."""
+
+    def geometry(self, view: str) -> SliceView: ...
 
     def add_volume(self, volume: Volume) -> str: ...
     def clear(self) -> None: ...
@@ -74,7 +94,7 @@ class RadiologyViewer(Viewer, Protocol):
 
 
 @runtime_checkable
-class SlideViewer(Viewer, Protocol):
+class SlideViewer(ViewerBase, Protocol):
     """A whole-slide viewer with QuPath's viewport: centre (level-0 px), downsample, component size.
 
     `EmbeddedSlideViewer` implements it here; `qupath_ext.bridge.QuPathViewer` against a live QuPath.
@@ -84,10 +104,11 @@ class SlideViewer(Viewer, Protocol):
 
     @property
     def viewport(self) -> Viewport: ...
+    def geometry(self, view: str) -> Viewport: ...
     def open(self, path: str | Path, image_type: str = "BRIGHTFIELD_H_E") -> None: ...
     def close(self) -> None: ...
     def has_image(self) -> bool: ...
-    def require(self) -> Any: ...
+    def require(self) -> OpenSlide: ...  # the open slide (`ViewerError` when none is)
     def set_image_type(self, image_type: str) -> None: ...
     def full_magnification(self) -> float | None: ...
     def magnification(self) -> float | None: ...
