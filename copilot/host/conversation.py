@@ -29,7 +29,7 @@ from copilot.panel.answer_evidence import answer_evidence, evidence_label
 from copilot.panel.model import cited_views
 from copilot.privatefs import write_private
 from copilot.session import Session
-from copilot.tools.writes import WritePlan, consent
+from copilot.tools.writes import WritePlan, rejected, settle
 from copilot.trace.outcome import CallOutcome
 
 DECISION_EVENT, QUESTION_EVENT = "clinician_decision", "clinician_question"
@@ -104,14 +104,11 @@ class _Gate:
                 DECISION_EVENT, {"handler": name, "args": args or {}, "decision": decision, "reason": reason,
                                  **({"write": plan.to_json()} if plan else {})}
             )  # fmt: skip
-            if plan is not None and decision != "approve":  # the attempt is traced as such, with its destination
-                c.session.note_declined_write(plan, args, actor, "rejected" if decision == "reject" else "stopped")
+            allowed = settle(c.session, plan, args, actor, decision)  # a declined write is traced as such
             if decision == "stop":
                 raise TurnStopped
             if decision == "reject":
-                message = "the clinician rejected this action" + (f": {reason}" if reason else "")
-                return CallOutcome(name, False, 403, error={"code": "rejected_by_clinician", "message": message})
-            allowed = consent(plan, args) if plan is not None else None
+                return rejected(name, reason)
         return c.on_host(lambda: c.session.call(name, args, actor=actor, consent=allowed, **kw))
 
 

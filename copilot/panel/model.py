@@ -25,7 +25,7 @@ from copilot.panel.stream import chain_stream
 from copilot.panel.undo import UndoHistory, UndoStep
 from copilot.panel.usage import add_usage
 from copilot.session import Peek, Session
-from copilot.tools.writes import WritePlan, consent
+from copilot.tools.writes import WritePlan, rejected, settle
 from copilot.trace.outcome import CallOutcome
 
 
@@ -63,22 +63,14 @@ class ApprovalGate:
         if (actor == "agent" and m.approve_mode) or plan is not None:  # a write outside the session always asks
             decision, reason = m.await_approval(name, args or {}, plan)
             proposal = {"handler": name, "args": dict(args or {}), **({"write": plan.to_json()} if plan else {})}
-            if plan is not None and decision != "approve":  # the attempt is traced as such, with its destination
-                self._session.note_declined_write(plan, args, actor, "rejected" if decision == "reject" else "stopped")
+            allowed = settle(self._session, plan, args, actor, decision)  # a declined write is traced as such
             if decision == "stop":
                 self._session.note("clinician_stop", {"during": "approval", **proposal})
                 raise EpisodeStopped
             if decision == "reject":
-                why = reason or "no reason given"
-                self._session.note("clinician_rejection", {**proposal, "reason": why})
-                return CallOutcome(
-                    name,
-                    False,
-                    403,
-                    error={"code": "rejected_by_clinician", "message": f"the clinician rejected this action: {why}"},
-                )
+                self._session.note("clinician_rejection", {**proposal, "reason": reason or "no reason given"})
+                return rejected(name, reason)
             self._session.note("clinician_approval", proposal)
-            allowed = consent(plan, args) if plan is not None else None
         return self._session.call(name, args, actor=actor, consent=allowed, **kw)
 
 

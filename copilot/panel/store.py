@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from copilot.tools.writes import WritePlan, consent
+from copilot.tools.writes import WritePlan, settle
 from copilot.trace.outcome import CallOutcome
 
 REPORT = "export_evidence_sr"
@@ -121,15 +121,13 @@ def run_store(model: Any, store: StorePlan, decision: str, reason: str = "") -> 
     `reject` (or `stop`) writes nothing and traces each declined write. Outcomes of the calls made."""
     session = model.session
     plans = [{"handler": s.handler, "args": s.args, "write": s.plan.to_json()} for s in store.steps]
+    consents = [settle(session, s.plan, s.args, "clinician", decision) for s in store.steps]  # declines traced
     if decision != "approve":
-        for step in store.steps:
-            session.note_declined_write(step.plan, step.args, "clinician", "rejected" if decision == "reject"
-                                        else "stopped")  # fmt: skip
         session.note("clinician_rejection", {"handler": "store", "writes": plans, "reason": reason or "declined"})
         return []
     session.note("clinician_approval", {"handler": "store", "writes": plans})
-    return [session.call(s.handler, s.args, actor="clinician", consent=consent(s.plan, s.args))
-            for s in store.steps]  # fmt: skip
+    steps = zip(store.steps, consents, strict=True)
+    return [session.call(s.handler, s.args, actor="clinician", consent=c) for s, c in steps]
 
 
 def store_with(model: Any, confirm: Callable[[StorePlan], tuple[str, str]]) -> tuple[StorePlan, list[CallOutcome]]:

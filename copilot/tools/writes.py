@@ -13,9 +13,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+from copilot.trace.outcome import CallOutcome
 from copilot.trace.redact import redact_text
 
 WRITE_EVENT = "write_attempt"
@@ -57,6 +58,31 @@ def canonical(args: dict[str, Any] | None) -> str:
 def consent(plan: WritePlan, args: dict[str, Any] | None) -> WriteConsent:
     """The consent a host's gate passes with the call after the clinician said yes to `plan`."""
     return WriteConsent(plan, canonical(args))
+
+
+class DeclinedWrites(Protocol):
+    """Where a declined write is traced (the session)."""
+
+    def note_declined_write(self, plan: WritePlan, args: dict[str, Any] | None, actor: str, decision: str) -> None: ...
+
+
+def settle(
+    session: DeclinedWrites, plan: WritePlan | None, args: dict[str, Any] | None, actor: str, decision: str
+) -> WriteConsent | None:
+    """The clinician's answer to a planned write: `approve` gives the consent for exactly that plan; `reject` or
+    `stop` traces the declined attempt with its destination. None when there is no plan or no yes."""
+    if plan is None:
+        return None
+    if decision == "approve":
+        return consent(plan, args)
+    session.note_declined_write(plan, args, actor, "rejected" if decision == "reject" else "stopped")
+    return None
+
+
+def rejected(name: str, reason: str) -> CallOutcome:
+    """The outcome the agent sees for a call the clinician rejected (with the reason given, if any)."""
+    message = "the clinician rejected this action" + (f": {reason}" if reason else "")
+    return CallOutcome(name, False, 403, error={"code": "rejected_by_clinician", "message": message})
 
 
 def file_destination(path: Path) -> str:
