@@ -83,6 +83,7 @@ class Screen:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._cache: dict[str, tuple[Any, np.ndarray]] = {}
+        self._marks: dict[str, tuple[Any, list[Marker]]] = {}  # each slice pane's markers and what they depend on
         self.renders = 0  # how many panes were actually rendered (the rest came from the cache)
         self._state: dict[str, Any] = session.snapshot()
         self._scene_seen: dict[str, Any] = {}  # the last scene data read (volumes are immutable)
@@ -227,7 +228,11 @@ class Screen:
         sv = self.view(view)
         m = sv.image_to_ras_matrix(size)
         step = float(self._state.get("slice_step_mm") or 1.0)
-        return Frame(pane, pixels, slice_markers(sv, size, step, evidence, crosshair, selected), m)
+        depends = (key, step, list(evidence), list(crosshair or []), selected)  # another view's scroll changes none
+        seen = self._marks.get(pane)
+        if seen is None or seen[0] != depends:
+            seen = self._marks[pane] = (depends, slice_markers(sv, size, step, evidence, crosshair, selected))
+        return Frame(pane, pixels, seen[1], m)
 
     def _slide_frame(
         self, size: tuple[int, int], evidence: list[dict[str, Any]], selected: int | None, blocking: bool
