@@ -3,8 +3,8 @@ what the clinician has open, plus host-only handlers (e.g. listing QuPath's own 
 
 from __future__ import annotations
 
-from typing import Any
-
+from copilot.session import Session
+from copilot.tools.registry import Handlers
 from copilot.tools.withheld import WITHHELD_EVENT, WithheldRegistry
 
 # never offered on a clinician's own study: they would clear, replace or close it
@@ -13,7 +13,7 @@ HIDDEN = {"radiology": frozenset({"open_case"}), "pathology": frozenset({"load_c
 HostRegistry = WithheldRegistry
 
 
-def withhold(session: Any, hidden: frozenset[str], extra: tuple[Any, ...] = ()) -> None:
+def withhold(session: Session, hidden: frozenset[str], extra: tuple[Handlers, ...] = ()) -> None:
     """Offer the session's registry less `hidden` (plus `extra`), and say so in its trace (replay withholds the
     same handlers)."""
     session.registry = WithheldRegistry(session.registry, hidden, extra)
