@@ -16,8 +16,9 @@ import pytest
 from copilot.agent.loop import ChatAgent
 from copilot.agent.settings import AgentSettings
 from copilot.llm.prices import price_table
-from copilot.llm.spec import SpecError, model_of, parse_policy, redact_url, service_problem
+from copilot.llm.spec import SpecError, model_of, parse_policy, service_problem
 from copilot.medflow.bench_run import run_episode
+from copilot.trace.redact import redact_text
 from tests.fake_openai import FakeAnthropic, FakeGemini, FakeOpenAI, tool
 from tests.oracle import evidence_block, perfect_evidence
 
@@ -325,7 +326,7 @@ def test_secrets_in_a_base_url_are_refused_and_redacted() -> None:
         with pytest.raises(SpecError) as err:
             parse_policy("openai", base_url=url, env={})
         assert "pw" not in str(err.value) and "sk-123" not in str(err.value) and "AIza" not in str(err.value)
-    assert redact_url("http://user:pw@host:8/v1?key=s&x=1") == "http://***@host:8/v1?key=***&x=1"
+    assert redact_text("http://user:pw@host:8/v1?key=s&x=1") == "http://[redacted]@host:8/v1?key=[redacted]&x=1"
 
 
 def test_keys_come_from_the_environment_or_an_owner_only_file(tmp_path: Path) -> None:

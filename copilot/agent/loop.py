@@ -27,11 +27,11 @@ from copilot.cases.pack import CasePack
 from copilot.kinds import viewer_kind
 from copilot.llm.calls import RetryPolicy, request_round
 from copilot.llm.connect import connect, explain
-from copilot.llm.spec import redact_url
 from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, ToolDecl, Usage
 from copilot.session import Session
 from copilot.tools.study_text import printable
 from copilot.trace.outcome import CallOutcome
+from copilot.trace.redact import redact_text
 
 BUDGET_MESSAGE = (
     "The tool budget is exhausted. Give your final answer now, in the required format, using only the "
@@ -124,7 +124,7 @@ class ChatAgent:
                 self._trace(session, "model_cancelled", {"round": round_no,
                                                          "after_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
                 raise RequestStopped(str(exc)) from exc
-            where = redact_url(self.spec.base_url or str(getattr(self.wire, "base_url", "") or self.spec.provider))
+            where = redact_text(self.spec.base_url or str(getattr(self.wire, "base_url", "") or self.spec.provider))
             if exc.kind == "retryable":
                 message = (f"model service at {where} failed {attempts[0]} times: {exc} "
                            f"({explain(exc, self.spec)})")  # fmt: skip
@@ -172,7 +172,7 @@ class ChatAgent:
     # ----- episode -----
     def start_record(self, budget: int, prompt_sha256: str, **more: Any) -> dict[str, Any]:
         """What `agent_start` records: the model as the result key names it (provider, id, wire), the budget."""
-        base_url = redact_url(self.spec.base_url) if self.spec.base_url else None
+        base_url = redact_text(self.spec.base_url) if self.spec.base_url else None
         return {**self.spec.describe(), "base_url": base_url, "budget": budget, **more, "prompt_sha256": prompt_sha256}
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:

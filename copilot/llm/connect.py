@@ -7,8 +7,9 @@ from typing import Any
 
 from copilot.llm.calls import ChatModel
 from copilot.llm.providers import PROVIDERS
-from copilot.llm.spec import ModelSpec, SpecError, redact_url
+from copilot.llm.spec import ModelSpec, SpecError
 from copilot.llm.types import ModelError
+from copilot.trace.redact import redact_text
 
 IMAGE_BUDGET_SETTING = "MEDCOPILOT_KEEP_IMAGES"
 
@@ -20,10 +21,10 @@ def connect(spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any 
         try:
             listed = wire.list_models()
         except ModelError as exc:
-            where = redact_url(spec.base_url or "")
+            where = redact_text(spec.base_url or "")
             raise SpecError(f"{where} lists no models ({exc}); name one with --model") from exc
         if not listed:
-            raise SpecError(f"{redact_url(spec.base_url or '')} serves no model; name one with --model")
+            raise SpecError(f"{redact_text(spec.base_url or '')} serves no model; name one with --model")
         spec = replace(spec, model=listed[0])
         wire = PROVIDERS[spec.provider].wire_class()(spec, timeout_s, stream, client)
     return spec, wire
@@ -31,7 +32,7 @@ def connect(spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any 
 
 def explain(error: ModelError, spec: ModelSpec, wire: ChatModel | None = None) -> str:
     """One line for the user: what failed and the setting that fixes it."""
-    where = f"{spec.provider} model service at {redact_url(spec.base_url or 'its default address')}"
+    where = f"{spec.provider} model service at {redact_text(spec.base_url or 'its default address')}"
     provider = PROVIDERS[spec.provider]
     if error.kind == "not_found":
         names = ""

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from copilot.llm.providers import PROVIDERS, Provider
+from copilot.trace.redact import redact_text
 
 SECRET_QUERY_NAMES = ("key", "api_key", "apikey", "api-key", "token", "access_token", "password", "secret", "sig")
 AZURE_API_VERSION = "2024-10-21"
@@ -71,26 +72,13 @@ def check_url(url: str, what: str = "--base-url") -> str:
     """The URL unchanged, or SpecError when it is not http(s) or carries a secret."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SpecError(f"{what} must be an http(s) URL with a host, not {redact_url(url)!r}")
+        raise SpecError(f"{what} must be an http(s) URL with a host, not {redact_text(url)!r}")
     if parts.username or parts.password:
         raise SpecError(f"{what} carries a user name or password: give the key in the environment instead "
-                        f"({redact_url(url)})")  # fmt: skip
+                        f"({redact_text(url)})")  # fmt: skip
     if any(k.lower() in SECRET_QUERY_NAMES for k, _ in parse_qsl(parts.query, keep_blank_values=True)):
-        raise SpecError(f"{what} carries a key in its query: give it in the environment instead ({redact_url(url)})")
+        raise SpecError(f"{what} carries a key in its query: give it in the environment instead ({redact_text(url)})")
     return url
-
-
-def redact_url(url: str) -> str:
-    """The URL with any user-info and secret-named query values replaced by ***, safe to print."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = "&".join(
-        f"{k}=***" if k.lower() in SECRET_QUERY_NAMES else (f"{k}={v}" if v else k)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return parts._replace(netloc=netloc, query=query).geturl()
 
 
 def read_key_file(path: str | Path) -> str:

@@ -269,8 +269,8 @@ def _reachable(spec: Any, timeout_s: float) -> None:
 
     from copilot.llm.connect import connect
     from copilot.llm.providers import PROVIDERS
-    from copilot.llm.spec import redact_url
     from copilot.llm.types import ModelError
+    from copilot.trace.redact import redact_text
 
     url = spec.base_url or PROVIDERS[spec.provider].default_base_url or ""
     parts = urlsplit(url)
@@ -278,13 +278,13 @@ def _reachable(spec: Any, timeout_s: float) -> None:
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as exc:
-        raise RunRefused(f"model service {redact_url(url)} is not reachable ({exc.strerror or exc})") from None
+        raise RunRefused(f"model service {redact_text(url)} is not reachable ({exc.strerror or exc})") from None
     try:
         connect(spec, timeout_s)[1].list_models()
     except ModelError as exc:
         if exc.kind == "auth":
             keys = " or ".join(PROVIDERS[spec.provider].key_env)
-            raise RunRefused(f"model service {redact_url(url)} refused the credentials (HTTP {exc.status}); "
+            raise RunRefused(f"model service {redact_text(url)} refused the credentials (HTTP {exc.status}); "
                              f"check {keys}") from None  # fmt: skip
     except Exception:  # a service without a model listing: its first request is the real test
         return
