@@ -57,6 +57,7 @@ from copilot.panel.studies import (
     case_packs,
     classify,
     dicom_series,
+    read_headers,
     select_series_list,
     study_at,
 )
@@ -365,10 +366,11 @@ class MainWindow(QMainWindow):
             return True
         if what == "dicom" and Path(path).is_dir() and series is None:
             self.progress(f"Reading the DICOM headers of {place_label(path)}…")
-            found = dicom_series(path)
+            headers = read_headers(path)  # read once for the series and the derived results
+            found = dicom_series(path, headers)
             if not found:
                 raise StudyError(f"{place_label(path)}: no image series")
-            self.derived = study_derived(path)  # listed apart in the picker, never as series
+            self.derived = study_derived(path, headers)  # listed apart in the picker, never as series
             series = found[0] if len(found) == 1 and pick is None else (pick or self.pick_series)(found)
             if series is None:
                 return False

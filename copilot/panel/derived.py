@@ -10,7 +10,7 @@ from typing import Any
 
 from copilot.pacs.cache import read_origin
 from copilot.pacs.store import referenced_uids
-from copilot.panel.studies import UID_TAIL, _dicom_files, is_derived_object
+from copilot.panel.studies import UID_TAIL, is_derived_object, read_headers
 
 
 @dataclass(frozen=True)
@@ -34,19 +34,16 @@ class Derived:
         return f"{self.modality}{number} {self.description or '(no description)'}{where}"
 
 
-def study_derived(folder: str | Path) -> list[Derived]:
-    """The derived results of a study folder (its non-image DICOM files by series) and of its PACS study (as the
-    PACS listed them when the study was retrieved), each once, in series-number order."""
-    import pydicom
-
+def study_derived(folder: str | Path, headers: list[tuple[Path, Any]] | None = None) -> list[Derived]:
+    """The derived results of a study folder (its non-image DICOM files by series, from the headers already read
+    when given) and of its PACS study (as the PACS listed them when the study was retrieved), each once, in
+    series-number order."""
     groups: dict[str, list[Any]] = {}
     parents: dict[str, Path] = {}
     root = Path(folder)
-    for f in _dicom_files(root) if root.is_dir() else []:
-        try:
-            ds = pydicom.dcmread(f, stop_before_pixels=True)
-        except Exception:  # not DICOM: skipped
-            continue
+    if headers is None:
+        headers = read_headers(root) if root.is_dir() else []
+    for f, ds in headers:
         if is_derived_object(ds):
             uid = str(getattr(ds, "SeriesInstanceUID", ""))
             groups.setdefault(uid, []).append(ds)

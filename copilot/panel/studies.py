@@ -168,17 +168,26 @@ def _first_dicom(folder: Path) -> Path | None:
     return None
 
 
-def dicom_series(folder: str | Path) -> list[Series]:
-    """The image series under a folder (headers only), in series-number order; segmentations, reports, key
-    object selections and presentation states are derived results (`study_derived`), never image series."""
+def read_headers(folder: str | Path) -> list[tuple[Path, Any]]:
+    """(file, header without pixels) of every readable DICOM file under a folder, in walk order: read once for
+    both the image series and the derived results of a study."""
     import pydicom
 
-    groups: dict[tuple[str, Path], list[Any]] = {}
+    out = []
     for f in _dicom_files(Path(folder)):
         try:
-            ds = pydicom.dcmread(f, stop_before_pixels=True)
+            out.append((f, pydicom.dcmread(f, stop_before_pixels=True)))
         except Exception:  # a non-DICOM or broken file among the images: skipped, like a viewer's import
             continue
+    return out
+
+
+def dicom_series(folder: str | Path, headers: list[tuple[Path, Any]] | None = None) -> list[Series]:
+    """The image series under a folder (headers only, or those already `read_headers`), in series-number order;
+    segmentations, reports, key object selections and presentation states are derived results
+    (`study_derived`), never image series."""
+    groups: dict[tuple[str, Path], list[Any]] = {}
+    for f, ds in read_headers(folder) if headers is None else headers:
         if getattr(ds, "Rows", None) is None or is_derived_object(ds):
             continue
         groups.setdefault((str(getattr(ds, "SeriesInstanceUID", "")), f.parent), []).append(ds)
