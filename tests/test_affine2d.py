@@ -21,13 +21,14 @@ def _pillow(src: np.ndarray, coeffs: tuple[float, ...], size: tuple[int, int]) -
 
 
 def _maps(rng: np.random.Generator) -> list[tuple[float, ...]]:
-    """Scales with flips, swaps, general maps, and maps on halves of a pixel (points on centres and edges)."""
+    """Scales with flips (signed zero cross terms among them), swaps, general maps, and maps on halves of a pixel
+    (points on centres and edges)."""
     maps: list[tuple[float, ...]] = []
     for _ in range(12):
         s, t = rng.uniform(-3, 3, 2)
         u, v = rng.uniform(-40, 260, 2)
         a, b, d, e = rng.uniform(-2, 2, 4)
-        maps += [(s, 0.0, u, 0.0, t, v), (0.0, s, u, t, 0.0, v), (a, b, u, d, e, v)]
+        maps += [(s, 0.0, u, 0.0, t, v), (0.0, s, u, t, 0.0, v), (a, b, u, d, e, v), (s, -0.0, -0.0, -0.0, t, 0.0)]
         maps.append((float(rng.integers(-2, 3)) / 2 or 1.0, 0.0, float(rng.integers(-4, 200)) + 0.5,
                      0.0, float(rng.integers(-2, 3)) / 2 or 1.0, float(rng.integers(-4, 200))))  # fmt: skip
     return maps
