@@ -135,8 +135,7 @@ def retrieve_series(
     state = record(expected is None or writer.count >= expected)
     if not state["complete"]:
         raise incomplete_error(state, ref)
-    cache.evict(keep=[*keep, folder])
-    return folder
+    return folder  # the bound held while it arrived; what an older, larger cache holds is evicted by `fetch`
 
 
 def _replay(folder: Path, series: str, progress: SeriesProgress) -> None:
@@ -163,6 +162,7 @@ def fetch(url: str, cache: PacsCache | None = None, progress: SeriesProgress | N
             raise HandlerError("not_an_image", f"that series is a derived result ({match[0]['modality']}), not an "
                                "image series: open the study or its source series")  # fmt: skip
         folder = retrieve_series(client, ref, cache, match[0]["instances"], deadline=deadline, progress=progress)
+        cache.evict(keep=[folder])
         return LocalStudy(folder, origin_of(ref))
     images = [s for s in listed if str(s["modality"] or "").upper() not in NOT_IMAGES]
     if not images:
@@ -174,7 +174,7 @@ def fetch(url: str, cache: PacsCache | None = None, progress: SeriesProgress | N
             retrieve_series(client, dataclasses.replace(ref, series=s["uid"]), cache, s["instances"], folders, deadline,
                             progress)
         )
-    cache.evict(keep=folders)
+    cache.evict(keep=folders)  # once per study: the cache is walked once, not after every series
     derived = [{k: s[k] for k in ("uid", "modality", "description", "number", "instances")} for s in listed
                if str(s["modality"] or "").upper() in NOT_IMAGES]  # listed apart as the study's derived results
     write_origin(study_dir, {**origin_of(ref), "derived": derived})
