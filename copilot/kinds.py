@@ -59,7 +59,7 @@ class ViewerKind:
     slice_views: bool = False  # a scene of volumes in slice views: layouts, W/L presets, fusion, blank-view checks
     backends: dict[str, Callable[[], Viewer]] = field(default_factory=dict)  # other viewers by backend name
     host_app: str = "—"  # the desktop application its host runs in (the report's viewer column)
-    layout: str = "three_up"  # the desktop layout a case opens in unless its benchmark module asks for another
+    layout: str = "views"  # the desktop layout a case opens in unless its module asks for another ('views': its own)
     slide_coordinates: bool = False  # positions are level-0 slide pixels (x, y), not RAS millimetres
     evidence_lines: tuple[str, ...] = ()  # free-form EVIDENCE lines an answer may state (panel.answer_evidence)
     image_name: str = "image"  # what names its pictures, burnt into every render ('series', 'slide')
@@ -68,6 +68,12 @@ class ViewerKind:
     checkpoints: tuple[Checkpoint, ...] = ()  # workflow checkpoints of its episodes beside the audit's common ones
     claim_boundaries: tuple[str, ...] = ()  # overclaims the workflow audit looks for (its boundary names)
     montage: Callable[[CasePack], dict[str, Image.Image]] | None = None  # Track C's pictures of a case (None: none)
+
+    @property
+    def display(self) -> str:
+        """How a desktop shows its scene: 'slices' (volumes in slice views), 'slide' (one slide to pan and zoom) or
+        'pictures' (each of its views as its viewer renders it, fitted to a pane: any other kind's display)."""
+        return "slices" if self.slice_views else "slide" if self.slide_coordinates else "pictures"
 
     def viewer(self, backend: str = "embedded") -> Viewer:
         """A fresh viewer of this kind on a backend ('embedded' by default)."""
@@ -90,6 +96,7 @@ RADIOLOGY_KIND = ViewerKind(
     slice_views=True,
     backends={"slicer": slicer_viewer},  # Slicer's MRML libraries (slicer-core, imported when chosen)
     host_app="Slicer",
+    layout="three_up",
     evidence_lines=("key_slice", "distance", "point"),
     image_name="series",
     shared_data="rendered slice images, tool results and the series inventory (modality, size, spacing, orientation)",

@@ -16,7 +16,8 @@ from PIL import Image
 from copilot.engine.peek import Peek
 from copilot.kinds import KINDS, ViewerKind, register_kind
 from copilot.panel.answer_evidence import answer_evidence
-from copilot.panel.layout import default_layout
+from copilot.panel.layout import default_layout, panes
+from copilot.panel.screen import Screen
 from copilot.replay import replay
 from copilot.runtime import open_session
 from copilot.study.privacy import disclosure
@@ -72,6 +73,32 @@ def test_a_third_kind_needs_only_the_fields_it_uses(picture_kind: ViewerKind) ->
     assert answer_evidence("EVIDENCE:\nRAS: [1, 2, 3]\nWSI: [4, 5]", "toy") == []  # states no evidence lines
     assert len(answer_evidence("EVIDENCE:\nRAS: [1, 2, 3]", "radiology")) == 1  # while radiology reads its RAS
     assert paper_tools("toy") == () and "zoom" in paper_tools("pathology")
-    assert default_layout("toy", "", []) == picture_kind.layout == "three_up"
+    assert default_layout("toy", "", []) == picture_kind.layout == "views" and picture_kind.display == "pictures"
+    assert panes("views", views=picture_kind.view_names) == ["picture"]  # the desktop shows its own views
     assert picture_kind.host_app == "—"
     assert "rendered images and tool results" in disclosure("https://models.example/v1", "toy")
+
+
+def test_the_desktop_screen_shows_a_third_kind_as_pictures(picture_kind: ViewerKind, tmp_path: Path) -> None:
+    """The desktop's screen path (Qt-free) renders each view of a kind that is neither slice views nor a slide as
+    its viewer draws it, fitted into the pane with its proportions kept and black around it, and follows the
+    agent's calls; rendered again only when the scene changed."""
+    pixels = np.full((64, 64), 100, np.uint8)
+    pixels[8:24, 8:24] = 255
+    Image.fromarray(pixels).save(tmp_path / "picture.png")
+    session = open_session(PictureStudy(tmp_path, "picture-2", inputs={"picture": "picture.png"}),
+                           trace_dir=tmp_path / "trace")  # fmt: skip
+    screen = Screen(session)
+    try:
+        frame = screen.frame("picture", (200, 100))
+        assert frame is not None and frame.size == (200, 100) and frame.markers == []
+        assert frame.pixels[50, 10].tolist() == [0, 0, 0] and frame.pixels[50, 100].tolist() == [100] * 3
+        assert frame.pixels[25, 75].tolist() == [255] * 3  # the square: picture pixel (16, 16) at x 50 + 25
+        assert screen.frame("picture", (200, 100)) is not None and screen.renders == 1  # from the cache
+        session.call("zoom_picture", {"factor": 2.0}, actor="agent")
+        zoomed = screen.frame("picture", (200, 100))
+        assert zoomed is not None and screen.renders == 2
+        assert zoomed.pixels[10, 60].tolist() == [255] * 3 and zoomed.pixels[50, 100].tolist() == [100] * 3
+    finally:
+        screen.detach()
+        session.close()

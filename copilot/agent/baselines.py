@@ -340,7 +340,10 @@ class BaselinePolicy:
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         if case.module not in self.baselines:
             raise ValueError(f"no baseline for this study (module {case.module!r}); it needs a MedFlow case pack")
+        baseline = self.baselines[case.module]()
+        if baseline is None:  # a module may offer none (a plug-in's)
+            raise ValueError(f"the {case.module} module has no offline baseline; run the prior or a model")
         try:
-            return self.baselines[case.module]().run(session, case, budget)  # type: ignore[no-any-return]
+            return baseline.run(session, case, budget)  # type: ignore[no-any-return]
         except Refused as refused:  # told why, it ends without a crash
             return refused.result()

@@ -42,6 +42,7 @@ from copilot.gui.patient_bar import PatientBar
 from copilot.gui.startup import display_problem
 from copilot.gui.store_dialog import store_results
 from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
+from copilot.kinds import viewer_kind
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
 from copilot.panel.banner import place_label, study_banner
@@ -64,6 +65,7 @@ from copilot.panel.studies import (
 from copilot.privatefs import make_private
 
 SLICE_LAYOUTS = ("one_up", "three_up", "four_up", "side_by_side")
+PANE_WIDGETS: dict[str, type[PaneWidget]] = {"slices": SlicePane, "slide": SlidePane}  # by the kind's display
 Picked = Series | list[Series]  # what the series picker or --series chose
 
 
@@ -512,6 +514,9 @@ class MainWindow(QMainWindow):
 
     # ----- layout -----
     def set_layout(self, name: str) -> None:
+        """Show a layout's panes; a kind shown other than in slice views keeps its own layout."""
+        if self.screen_path is not None and not self.screen_path.slice_views:
+            name = viewer_kind(self.screen_path.kind).layout
         if name == "side_by_side" and self.pair is None:
             vols = [vid for vid, _ in self.screen_path.volumes()] if self.screen_path else []
             if len(vols) < 2:
@@ -526,16 +531,15 @@ class MainWindow(QMainWindow):
             widget.deleteLater()
         self.panes = {}
         names = [self.focus, f"prior:{self.focus}"] if name == reading.PRIOR_LAYOUT else \
-            panes(name, self.focus, self.pair)  # fmt: skip
-        for pane in names:
-            cls = SlidePane if pane == "viewer" else View3DPane if pane == "3d" else SlicePane
+            panes(name, self.focus, self.pair, self.screen_path.views if self.screen_path else ())  # fmt: skip
+        display = self.screen_path.display if self.screen_path is not None else "slices"
+        for pane in names:  # a kind neither in slice views nor a slide: plain pictures
+            cls = View3DPane if pane == "3d" else PANE_WIDGETS.get(display, PaneWidget)
             widget = cls(self, pane)
             widget.setParent(self.area)
             widget.show()
             self.panes[pane] = widget
-        i = self.layout_box.findData(name)
-        if i >= 0:
-            self.layout_box.setCurrentIndex(i)
+        self.layout_box.setCurrentIndex(self.layout_box.findData(name))  # blank for a kind's own layout
         self.focus_action.setVisible(name in ("one_up", "side_by_side", reading.PRIOR_LAYOUT))
         self.place_panes()
         self._rest_pointer()

@@ -1,7 +1,8 @@
 """View layouts of the desktop workstation (Qt-free): which panes a layout shows and where they go.
 
 A pane is a slice view (`red`, `yellow`, `green`), a side-by-side slice view of another volume
-(`red:<volume id>`), the 3D view (`3d`) or the slide (`viewer`). Rectangles are in the widget's
+(`red:<volume id>`), the 3D view (`3d`), the slide (`viewer`) or one of another kind's own views (the `views`
+layout: each as its viewer renders it). Rectangles are in the widget's
 logical pixels; renders use device pixels (logical × device pixel ratio), so HiDPI screens get
 full-resolution images.
 """
@@ -12,13 +13,14 @@ from dataclasses import dataclass
 
 from copilot.kinds import KINDS
 
-LAYOUT_NAMES = ("one_up", "three_up", "four_up", "side_by_side", "slide")
+LAYOUT_NAMES = ("one_up", "three_up", "four_up", "side_by_side", "slide", "views")
 LAYOUT_TITLES = {
     "one_up": "One up",
     "three_up": "Three up",
     "four_up": "2×2 with 3D",
     "side_by_side": "Side by side (longitudinal)",
     "slide": "Slide",
+    "views": "Views",
 }
 VIEW_TITLES = {"red": "Axial", "yellow": "Sagittal", "green": "Coronal", "3d": "3D", "viewer": "Slide"}
 
@@ -34,8 +36,11 @@ class Rect:
         return self.x <= px < self.x + self.w and self.y <= py < self.y + self.h
 
 
-def panes(layout: str, focus: str = "red", pair: tuple[str, str] | None = None) -> list[str]:
-    """Panes shown by a layout, in reading order; `focus` is the one-up view, `pair` the side-by-side volumes."""
+def panes(
+    layout: str, focus: str = "red", pair: tuple[str, str] | None = None, views: tuple[str, ...] = ()
+) -> list[str]:
+    """Panes shown by a layout, in reading order; `focus` is the one-up view, `pair` the side-by-side volumes,
+    `views` the kind's own views (the `views` layout)."""
     if layout == "one_up":
         return [focus]
     if layout == "three_up":
@@ -48,6 +53,8 @@ def panes(layout: str, focus: str = "red", pair: tuple[str, str] | None = None) 
         return [f"{focus}:{pair[0]}", f"{focus}:{pair[1]}"]
     if layout == "slide":
         return ["viewer"]
+    if layout == "views":
+        return list(views)
     raise ValueError(f"unknown layout {layout!r}; layouts: {LAYOUT_NAMES}")
 
 

@@ -56,14 +56,14 @@ def evidence_figures(session: Any, evidence: list[dict[str, Any]]) -> list[tuple
     """The views as they stand, rendered without moving them, with the evidence drawn."""
     screen = Screen(session)
     try:
-        panes = viewer_kind(session.kind).view_names
+        kind = viewer_kind(session.kind)
         out = []
-        for pane in panes:
+        for pane in kind.view_names:
             frame = screen.frame(pane, FIGURE_SIZE, evidence)
             if frame is None:
                 continue
-            if pane == "viewer":
-                caption = "slide view"
+            if not kind.slice_views:
+                caption = f"{kind.image_name} view"  # 'slide view', a plug-in's 'picture view'
             else:
                 v = screen.view(pane)
                 caption = f"{v.orientation} {v.axis_label} = {v.offset:.1f} mm"

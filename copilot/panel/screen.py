@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from PIL import Image, ImageOps
 
 from copilot.engine.geometry import SliceView
 from copilot.engine.slide.overlays import MARGIN, OVERVIEW_MAX
@@ -108,6 +109,16 @@ class Screen:
         """Whether the scene is volumes in slice views (the kind's descriptor says), not a slide."""
         return viewer_kind(self.session.kind).slice_views
 
+    @property
+    def display(self) -> str:
+        """How the panes show the scene, as the kind's descriptor says: 'slices', 'slide' or 'pictures'."""
+        return viewer_kind(self.session.kind).display
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        """The kind's own views, in order (the panes of its `views` layout)."""
+        return viewer_kind(self.session.kind).view_names
+
     # ----- clinician actions -----
     def act(self, name: str, args: dict[str, Any]) -> CallOutcome:
         """A clinician's change of the scene: one audited handler call."""
@@ -123,7 +134,9 @@ class Screen:
         return [(v["id"], v["name"]) for v in self._state.get("volumes", [])] if self.slice_views else []
 
     def has_image(self) -> bool:
-        return bool(self.volumes()) if self.slice_views else bool(self._state.get("image_open"))
+        if self.slice_views:
+            return bool(self.volumes())
+        return bool(self._state.get("image_open", self.display == "pictures"))  # a picture viewer may not say
 
     def agent_viewport(self) -> Viewport:
         """The slide viewer's viewport (the agent's field), from the state."""
@@ -200,11 +213,16 @@ class Screen:
         not blocking and a call is running."""
         if not self.has_image():
             return None
-        if pane == "viewer":
+        display = self.display
+        if display == "slide":
             return self._slide_frame(size, evidence or [], selected, blocking)
+        if display == "pictures":
+            return self._picture_frame(pane, size, blocking)
         return self._slice_frame(pane, size, evidence or [], crosshair, selected, blocking)
 
-    def _pixels(self, pane: str, key: Any, request: Peek, blocking: bool) -> np.ndarray:
+    def _pixels(self, pane: str, key: Any, request: Peek, blocking: bool, fit: bool = False) -> np.ndarray:
+        """The pane's RGB pixels for `request`, from the cache while `key` holds; `fit`: the picture fitted into
+        the requested size whatever size the viewer drew."""
         hit = self._cache.get(pane)
         if hit is not None and hit[0] == key:
             return hit[1]
@@ -212,7 +230,12 @@ class Screen:
         images = self.session.peek(request, blocking=blocking)
         if images is None:
             raise Busy
-        pixels = np.asarray(next(iter(images.values())).convert("RGB"))
+        image = images[pane] if pane in images else next(iter(images.values()), None)
+        if image is None:
+            return np.zeros((request.size[1], request.size[0], 3), np.uint8)
+        if fit:
+            image = ImageOps.pad(image.convert("RGB"), request.size, Image.Resampling.BILINEAR, color=(0, 0, 0))
+        pixels = np.asarray(image.convert("RGB"))
         self.renders += 1
         if self._state is state:  # no call came in between: the pixels are those of `key`
             self._cache[pane] = (key, pixels)
@@ -243,6 +266,13 @@ class Screen:
         pixels = self._pixels("viewer", key, Peek(size=tuple(size), fill=True), blocking)  # type: ignore[arg-type]
         markers = slide_markers(self.slide_dimensions(), vp, agent, evidence, selected)
         return Frame("viewer", pixels, markers, viewport=vp)
+
+    def _picture_frame(self, pane: str, size: tuple[int, int], blocking: bool) -> Frame:
+        """Another kind's view as its viewer renders it (asked at the pane's size), fitted into the pane with its
+        proportions kept and black around it (black all over while the viewer shows nothing)."""
+        key = json.dumps([self._state, pane, list(size)], sort_keys=True, default=str)
+        request = Peek((pane,), (int(size[0]), int(size[1])))
+        return Frame(pane, self._pixels(pane, key, request, blocking, fit=True))
 
 
 def _slice_key(st: dict[str, Any], view: str, vid: str | None, size: tuple[int, int]) -> str:
