@@ -70,4 +70,8 @@ def test_the_desktop_opens_a_plugin_kind_case(tmp_path: Path) -> None:
     calls = [(e["handler"], e["actor"], e["args"]) for e in events if e["type"] == "handler_call"]
     assert calls == [("open_picture", "system", {}), ("zoom_picture", "agent", {"factor": 2.0})]
     assert any(e["type"] == "answer_evidence" for e in events)  # the copilot panel took the agent's answer
+    refused = subprocess.run([sys.executable, "-m", "copilot.cli", "gui", str(case), "--run", "baseline",
+                              "--screenshot", str(tmp_path / "no.png")], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert refused.returncode == 2 and "the toy_count module has no offline baseline" in refused.stderr  # it has none
     assert tree_digest(core / "copilot", core / "resources") == before  # nothing inside the core was edited

@@ -329,6 +329,11 @@ class SlideBaseline:
         )
 
 
+def no_baseline(module: str) -> str:
+    """Why the baseline cannot run on a module's case whose descriptor offers none (one line)."""
+    return f"the {module} module has no offline baseline; run the prior or a model"
+
+
 class BaselinePolicy:
     """Dispatches to the baseline of the case's module (`baselines` maps a module to its baseline class)."""
 
@@ -342,7 +347,7 @@ class BaselinePolicy:
             raise ValueError(f"no baseline for this study (module {case.module!r}); it needs a MedFlow case pack")
         baseline = self.baselines[case.module]()
         if baseline is None:  # a module may offer none (a plug-in's)
-            raise ValueError(f"the {case.module} module has no offline baseline; run the prior or a model")
+            raise ValueError(no_baseline(case.module))
         try:
             return baseline.run(session, case, budget)  # type: ignore[no-any-return]
         except Refused as refused:  # told why, it ends without a crash

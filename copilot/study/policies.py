@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from copilot.agent.baselines import no_baseline
 from copilot.agent.settings import AgentSettings
 from copilot.llm.spec import is_model_policy
 from copilot.llm.spec import service_problem as spec_problem
@@ -29,11 +30,14 @@ def is_model(spec: str) -> bool:
 
 def policy_problem(spec: str, case: Any) -> str | None:
     """Why a policy cannot run on a study (one line), or None."""
-    if spec in ("baseline", "prior") and getattr(case, "module", "") not in modules():
+    module = getattr(case, "module", "")
+    if spec in ("baseline", "prior") and module not in modules():
         return (
             f"the {spec} policy answers benchmark questions and needs a MedFlow case pack; this study has no "
             "benchmark module — ask the model instead (--policy openai)"
         )
+    if spec == "baseline" and modules()[module].baseline() is None:  # a module may offer none (a plug-in's)
+        return no_baseline(module)
     return None
 
 
