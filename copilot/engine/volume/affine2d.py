@@ -16,18 +16,14 @@ into bands on a second thread cost more in hand-over than it saved on a loaded t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
-from typing import Any
-
 import numpy as np
 
-from copilot.engine.volume import trilinear
+from copilot.engine.volume import compiled
 
 
 def available() -> bool:
     """Whether the compiled transform can run (numba installed)."""
-    return trilinear.available()
+    return compiled.available()
 
 
 def affine_uint8(src: np.ndarray, coeffs: tuple[float, ...], size: tuple[int, int]) -> np.ndarray:
@@ -37,19 +33,8 @@ def affine_uint8(src: np.ndarray, coeffs: tuple[float, ...], size: tuple[int, in
     out = np.zeros((h, w), dtype=np.uint8)
     a = np.array(coeffs[:6], dtype=np.float64)
     image = np.ascontiguousarray(src, dtype=np.uint8)
-    _compiled()(image, a, 0, h, out)
+    compiled.compiled(_rows)(image, a, 0, h, out)
     return out
-
-
-@cache
-def _compiled() -> Callable[..., Any]:
-    """The kernel compiled, kept in numba's on-disk cache where a cache folder is writable."""
-    import numba
-
-    try:
-        return numba.njit(nogil=True, cache=True)(_rows)  # type: ignore[no-any-return]
-    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
-        return numba.njit(nogil=True)(_rows)  # type: ignore[no-any-return]
 
 
 def _rows(src: np.ndarray, a: np.ndarray, y0: int, y1: int, out: np.ndarray) -> None:

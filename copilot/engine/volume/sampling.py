@@ -31,7 +31,7 @@ from PIL import Image
 from copilot.engine.volume import trilinear
 from copilot.engine.volume.display import to_uint8
 from copilot.engine.volume.image import LPS_TO_RAS, Volume, sitk_image
-from copilot.engine.volume.voxel_plane import OUTSIDE, affine_plane, image_to_ijk, slab
+from copilot.engine.volume.voxel_plane import OUTSIDE, affine_plane, image_to_ijk, windowed_slab
 
 _EPS = 1e-9
 _MAX_UPSAMPLE_SCALE = 1.0 + 1e-6  # source voxels per pixel up to which `resize` samples like bilinear
@@ -73,10 +73,9 @@ def _voxel_plane(
         return affine_plane(volume, axis, m, size, window, level)
     if abs(su) > _MAX_UPSAMPLE_SCALE or abs(sv) > _MAX_UPSAMPLE_SCALE:
         return affine_plane(volume, axis, m, size, window, level)
-    plane = slab(volume, axis, float(origin[axis]))
-    if plane is None:
+    src = windowed_slab(volume, axis, float(origin[axis]), window, level)
+    if src is None:
         return np.zeros((h, w), dtype=np.uint8)
-    src = to_uint8(plane, window, level)
     # image x → slab column u = su (x + ½) + tu; image y → slab row v = sv (y + ½) + tv (swapped: x ↔ y)
     if swap:
         src = src.T

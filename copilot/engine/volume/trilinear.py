@@ -16,15 +16,13 @@ only; `available()` lets the renderer fall back to SimpleITK where it is missing
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from typing import Any
 
 import numpy as np
 
+from copilot.engine.volume import compiled
 from copilot.engine.volume.image import Volume
 
 _BORDER_EPS = 1e-9  # voxels: a centre on the border within rounding counts as on it
@@ -32,10 +30,9 @@ _BANDS = max(1, min(4, os.cpu_count() or 1))  # bands of rows sampled at once
 _BAND_PIXELS = 32768  # the least pixels a band is worth (below: one band)
 
 
-@cache
 def available() -> bool:
     """Whether numba is installed (looked up, not imported)."""
-    return importlib.util.find_spec("numba") is not None
+    return compiled.available()
 
 
 def sample_uint8(
@@ -52,7 +49,7 @@ def sample_uint8(
     lo = np.float32(level - window / 2.0)
     scale = np.float32(255.0 / max(window, 1e-12))
     m = np.ascontiguousarray(image_to_ijk[:3], dtype=np.float64)
-    kernel = _compiled()
+    kernel = compiled.compiled(_rows)
     bands = min(_BANDS, max(1, (x1 - x0) * (y1 - y0) // _BAND_PIXELS))
     cuts = [y0 + (y1 - y0) * b // bands for b in range(bands + 1)]
     others = [
@@ -68,18 +65,6 @@ def sample_uint8(
 def _pool(pid: int) -> ThreadPoolExecutor:
     """The band threads of this process (a forked child gets its own: the parent's threads are not in it)."""
     return ThreadPoolExecutor(max_workers=3, thread_name_prefix="trilinear")
-
-
-@cache
-def _compiled() -> Callable[..., Any]:
-    """The kernel compiled, kept in numba's on-disk cache where a cache folder is writable (else compiled anew in
-    each process: a read-only install)."""
-    import numba
-
-    try:
-        return numba.njit(nogil=True, cache=True)(_rows)  # type: ignore[no-any-return]
-    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
-        return numba.njit(nogil=True)(_rows)  # type: ignore[no-any-return]
 
 
 def _rows(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from copilot.engine.volume import affine2d
+from copilot.engine.volume import affine2d, compiled
 from copilot.engine.volume.display import to_uint8
 from copilot.engine.volume.image import Volume
 
@@ -38,6 +38,47 @@ def slab(volume: Volume, axis: int, index: float) -> np.ndarray | None:
     return plane
 
 
+def windowed_slab(volume: Volume, axis: int, index: float, window: float, level: float) -> np.ndarray | None:
+    """`to_uint8` of `slab` (None when outside), in one compiled pass over the voxels where numba is installed: the
+    same single-precision products, sum, window and clip, with no float slab in between."""
+    n = volume.dimensions[axis]
+    if not compiled.available() or index < -0.5 or index > n - 0.5:
+        plane = slab(volume, axis, index)
+        return None if plane is None else to_uint8(plane, window, level)
+    index = min(max(index, 0.0), n - 1.0)
+    lo = int(np.floor(index))
+    t = index - lo
+    take: list[slice | int] = [slice(None)] * 3
+    take[2 - axis] = lo  # data is [k, j, i]
+    first = volume.data[tuple(take)]
+    blend = t > 1e-6 and lo + 1 < n
+    take[2 - axis] = lo + 1 if blend else lo
+    out = np.empty(first.shape, dtype=np.uint8)
+    low, scale = np.float32(level - window / 2.0), np.float32(255.0 / max(window, 1e-12))
+    compiled.compiled(_window)(first, volume.data[tuple(take)], blend, np.float32(1.0 - t), np.float32(t), low,
+                               scale, out)  # fmt: skip
+    return out
+
+
+def _window(
+    a: np.ndarray, b: np.ndarray, blend: bool, wa: np.float32, wb: np.float32, low: np.float32, scale: np.float32,
+    out: np.ndarray,
+) -> None:  # fmt: skip
+    """The kernel: a·wa + b·wb (or a alone), less `low`, times `scale`, clipped to 0–255 and truncated, all in single
+    precision as numpy computes `slab` and `to_uint8` (NaN: 0, as numpy's cast gives)."""
+    rows, cols = a.shape
+    for r in range(rows):
+        for c in range(cols):
+            v = a[r, c] * wa + b[r, c] * wb if blend else a[r, c]
+            grey = (v - low) * scale
+            if grey >= 255.0:
+                out[r, c] = 255
+            elif grey > 0.0:
+                out[r, c] = np.uint8(grey)
+            else:
+                out[r, c] = 0
+
+
 def affine_plane(
     volume: Volume,
     axis: int,
@@ -50,12 +91,11 @@ def affine_plane(
     the slab windowed, then resampled bilinearly by Pillow's affine transform (black beyond the slab)."""
     w, h = size
     ax, ay, origin = m[:3, 0], m[:3, 1], m[:3, 3]
-    plane = slab(volume, axis, float(origin[axis]))
-    if plane is None:
+    src = windowed_slab(volume, axis, float(origin[axis]), window, level)
+    if src is None:
         return np.zeros((h, w), dtype=np.uint8)
     # slab rows/cols are the two remaining IJK axes in data order: rows = higher axis, cols = lower
     col_axis, row_axis = [a for a in range(3) if a != axis]
-    src = to_uint8(plane, window, level)
     # Pillow maps output (x, y) → input (a x + b y + c, d x + e y + f), pixel centres at +0.5.
     coeffs = (
         float(ax[col_axis]),
