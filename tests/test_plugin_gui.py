@@ -31,7 +31,7 @@ def toy_case(root: Path) -> Path:
     return write_pack(root, "toy_count", {"picture": "images/picture.png"}, {}, {"label": 2}, kind="toy")
 
 
-@pytest.mark.heavy  # Qt widgets in a fresh process (about 6 s)
+@pytest.mark.heavy  # Qt widgets in two fresh processes (about 7 s)
 def test_the_desktop_opens_a_plugin_kind_case(tmp_path: Path) -> None:
     site = tmp_path / "site"
     project = tomllib.loads((TOY / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -45,9 +45,8 @@ def test_the_desktop_opens_a_plugin_kind_case(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (site, core, TOY))), "QT_QPA_PLATFORM": "offscreen",
            "MEDCOPILOT_SESSIONS": str(tmp_path / "sessions")}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "copilot.cli", "gui", str(case), "--run", f"scripted:{script}",
-                           "--trace-dir",
-                           str(trace), "--screenshot", str(shot)], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+                           "--trace-dir", str(trace), "--screenshot", str(shot)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "cannot open" not in done.stderr
 
