@@ -39,16 +39,46 @@ def _sessions_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 # server, and the integration files (process pools, servers under load, fuzzing, registration, headless Chromium).
 HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui", "bench_publishable", "batch", "operators",
                "agent", "hostile", "connection_fairness", "replay_register", "fuzz", "vista3d", "mcp", "bench_tables",
-               "hardening")  # fmt: skip
+               "hardening", "model_seam", "plugins")  # fmt: skip
+# Single tests of otherwise light files that take seconds each (a subprocess, a server, a large slide or volume held
+# to a memory bound, a process pool): `make test` runs them, `make test-fast` leaves them out.
+SLOW_TESTS = (
+    "test_memory_stays_flat_panning_a_100k_by_80k_slide",
+    "test_marker_appears_where_the_conversion_says",
+    "test_refused_mcp_calls_are_traced_bounded",
+    "test_serve_command_prints_listening_line_and_serves",
+    "test_chat_store_puts_the_answer_and_a_segment_on_the_pacs",
+    "test_a_large_slide_is_written_in_bounded_memory",
+    "test_brain_baseline_finds_the_lesion",
+    "test_a_longitudinal_case_peaks_far_below_its_whole_volume_footprint",
+    "test_scene3d_renders_volume_and_segment",
+    "test_a_volume_at_the_budget_loads_within_one_and_a_half_times_its_bytes",
+    "test_same_seed_same_bytes",
+    "test_slicer_core_is_imported_only_when_the_backend_is_chosen",
+    "test_core_imports_no_host_or_gui_modules",
+)
+
+
+# The longest files, longest first (about 60 % of the suite's time on 2 cores): `make test` hands files to the
+# workers in collection order (--no-loadscope-reorder), so these start early and the short files even out the end
+# (a long file handed out last keeps one worker busy while the other idles).
+LONG_FILES = ("bench_publishable", "contract", "plugins", "bench_tables", "batch", "vista3d", "model_seam",
+              "workstation_gui", "slide_viewer", "operators", "baselines", "hidden_truth", "slicer_backend",
+              "clinician_store", "pacs", "qupath_bridge", "pacs_hostile", "mri_generators", "replay_register",
+              "slide_tiles")  # fmt: skip
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark as `heavy` what `make test-fast` skips: heavy files, and every case run on the slicer backend."""
+    """Mark as `heavy` what `make test-fast` skips: heavy files, and every case run on the slicer backend; put the
+    long files first (a stable sort: each file keeps its own order)."""
+    rank = {f"test_{name}.py": i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     for item in items:
         name = item.path.name
         params = getattr(item, "callspec", None)
         on_slicer = params is not None and params.params.get("backend") == "slicer"
-        if on_slicer or any(h in name for h in HEAVY_FILES) or item.get_closest_marker("slow"):
+        slow = item.get_closest_marker("slow") or item.originalname in SLOW_TESTS
+        if on_slicer or any(h in name for h in HEAVY_FILES) or slow:
             item.add_marker(pytest.mark.heavy)
 
 
