@@ -71,7 +71,7 @@ test: $(STAMP)
 	$(BIN)/python -m tests.qupath_jvm  # compiles the QuPath API fixture (tests/java) for the bridge's JVM tests
 	@# mypy (a minute of CPU without its cache) runs niced beside pytest, on the CPU time pytest leaves idle
 	@start=$$(date +%s); nice -n 10 $(BIN)/mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	  $(BIN)/python -m pytest $(PARALLEL); rc=$$?; echo "make test: pytest $$(( $$(date +%s) - start )) s"; \
+	  $(BIN)/python -m pytest $(PARALLEL) --durations=20; rc=$$?; echo "make test: pytest $$(( $$(date +%s) - start )) s"; \
 	  wait $$mypy || rc=1; echo "mypy: $$(tail -n 1 $(VENV)/mypy.log)"; \
 	  [ $$rc -eq 0 ] || grep -v '^Success' $(VENV)/mypy.log; exit $$rc
 
