@@ -133,6 +133,7 @@ def _bench_report(ns: argparse.Namespace) -> int:
     from copilot.bench.tables.analysis import process_tables
     from copilot.bench.tables.paper import glossary_markdown, paper_tables, to_csv, to_markdown
     from copilot.medflow.registry import report_columns
+    from copilot.medflow.runs import SchemaError, read_results
 
     if ns.medical:  # which models are medical-domain (the table groups)
         os.environ["MEDCOPILOT_MEDICAL_MODELS"] = ",".join(ns.medical)
