@@ -185,6 +185,7 @@ class SlicePane(PaneWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.prior = pane.startswith("prior:")
         self._drag_end: tuple[float, float] | None = None
+        self._letters: tuple[tuple[float, ...], dict[str, str]] | None = None  # the edge letters and the axes they face
 
     @property
     def view(self) -> str:
@@ -242,7 +243,10 @@ class SlicePane(PaneWidget):
     def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
         super().paint_markers(p, frame, s)
         if frame.image_to_ras is not None:
-            paint_edge_letters(p, edge_letters(frame.image_to_ras), self.width(), self.height())
+            facing = tuple(frame.image_to_ras[:3, :2].ravel().tolist())  # the letters follow the picture's axes only
+            if self._letters is None or self._letters[0] != facing:
+                self._letters = (facing, edge_letters(frame.image_to_ras))
+            paint_edge_letters(p, self._letters[1], self.width(), self.height())
         if self.prior:
             outlined_text(p, QPointF(10, 62), "PRIOR (aligned, scrolls with the current)",
                           QColor(150, 220, 255))  # fmt: skip
