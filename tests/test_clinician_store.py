@@ -11,6 +11,7 @@ import queue
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import pydicom
 import pytest
@@ -223,21 +224,15 @@ def test_store_without_a_pacs_writes_files(tmp_path: Path) -> None:
     assert replay(tmp_path / "t").ok  # the clinician's export in Track A replays (checked, not written again)
 
 
-def test_the_host_panels_store_button(tmp_path: Path) -> None:
-    """The Slicer/QuPath panel's Store (its Qt-free view-model) on a host conversation: enabled once the answer is
-    in; the plan shown names the answer's key slice and the question; approved, the SR is written as a file."""
+def answered_host_conversation(tmp_path: Path) -> tuple[Any, Any]:
+    """A host's session on a generated CT (under tmp_path/t) and its conversation, QUESTION answered with ANSWER."""
     from copilot.agent.loop import ChatAgent
     from copilot.agent.settings import AgentSettings
     from copilot.cases.pack import CasePack
     from copilot.host.conversation import HostConversation
-    from copilot.host.panel import panel_state
-    from copilot.host.store import host_store
-    from copilot.panel.store import StorePlan
-    from copilot.panel.studies import open_study, study_for
 
     write_ct_series(tmp_path / "ct")
-    study = study_for(str(tmp_path / "ct"))
-    session = open_study(study, tmp_path / "t")
+    session = open_study(study_for(str(tmp_path / "ct")), tmp_path / "t")
     fake = FakeOpenAI([{"content": ANSWER}])
     try:
         settings = AgentSettings(base_url=fake.base_url, model="m", max_retries=0)
@@ -248,6 +243,17 @@ def test_the_host_panels_store_button(tmp_path: Path) -> None:
         assert conv.wait(30) and conv.turns[-1].status == "done", conv.turns[-1].answer
     finally:
         fake.stop()
+    return session, conv
+
+
+def test_the_host_panels_store_button(tmp_path: Path) -> None:
+    """The Slicer/QuPath panel's Store (its Qt-free view-model) on a host conversation: enabled once the answer is
+    in; the plan shown names the answer's key slice and the question; approved, the SR is written as a file."""
+    from copilot.host.panel import panel_state
+    from copilot.host.store import host_store
+    from copilot.panel.store import StorePlan
+
+    session, conv = answered_host_conversation(tmp_path)
     assert panel_state(conv).can_store
     shown: list[StorePlan] = []
 
@@ -307,3 +313,36 @@ def test_an_answer_without_evidence_is_stored_as_text_alone(tmp_path: Path) -> N
             for r in s.ReferencedSeriesSequence for i in r.ReferencedSOPSequence}  # fmt: skip
     assert refs == {d.SOPInstanceUID for d in datasets}
     assert_valid_dicom(tmp_path / "t" / "derived" / "clinician_report.dcm")
+
+
+def test_a_slide_has_nothing_to_store_and_the_store_writes_nothing(tmp_path: Path) -> None:
+    """A pathology session (a generated slide): its handlers export nothing, so the host panel's Store is off with
+    the reason, and pressing it anyway asks nothing, calls nothing and traces no write."""
+    import numpy as np
+
+    from copilot.cases.pack import CasePack
+    from copilot.cases.slides import write_pyramid
+    from copilot.host.conversation import HostConversation
+    from copilot.host.panel import panel_state
+    from copilot.host.store import host_store
+    from copilot.panel.store import StorePlan, nothing_to_store
+
+    img = np.full((512, 768, 3), 230, dtype=np.uint8)
+    write_pyramid(tmp_path / "slide.tif", img, mpp=0.5, downsamples=(1, 4), bigtiff=False)
+    session = open_study(study_for(str(tmp_path / "slide.tif")), tmp_path / "t")
+    own = CasePack(Path("."), "qupath-image", "host_pathology", {}, {}, "pathology")
+    conv = HostConversation(session, own, lambda: None, budget=1)
+    why = "pathology studies offer no export to a PACS or files (no report or segmentation writer)"
+    state = panel_state(conv)
+    assert nothing_to_store(session) == why and state.store_note == why and not state.can_store
+    before = len(session.trace_events())
+    asked: list[StorePlan] = []
+
+    def dialog(plan: StorePlan) -> tuple[str, str]:
+        asked.append(plan)
+        return "approve", ""
+
+    assert host_store(conv, dialog) == [f"nothing to store: {why}"]
+    assert asked == [] and len(session.trace_events()) == before
+    session.close()
+    assert not (tmp_path / "t" / "derived").exists() or not list((tmp_path / "t" / "derived").iterdir())

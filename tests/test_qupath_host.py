@@ -214,8 +214,8 @@ def test_the_pathologists_side_panel_drives_the_conversation(
     qtbot: Any, viewer: OpenImageViewer, tmp_path: Path
 ) -> None:
     """`medcopilot gui --qupath`'s panel: a question typed and asked, proposals approved and rejected with the
-    buttons, the answer's points listed and written into QuPath; a picture of it (docs/qupath_panel.png with
-    MEDCOPILOT_SCREENSHOTS=docs)."""
+    buttons, the answer's points listed and written into QuPath, the Store off ("nothing to store for this study");
+    a picture of it (docs/qupath_panel.png with MEDCOPILOT_SCREENSHOTS=docs)."""
     import os
 
     from copilot.gui.host_panel import HostPanel
@@ -251,6 +251,21 @@ def test_the_pathologists_side_panel_drives_the_conversation(
         assert panel.grab().save(str(picture))
         panel.evidence_list.itemClicked.emit(panel.evidence_list.item(1))  # click: QuPath centres on the point
         assert (viewer.viewport.cx, viewer.viewport.cy) == pytest.approx(POINTS[1], abs=0.5)
+
+        # Store: a slide's handlers export nothing, so the button says so, stays off, and writes nothing if pressed
+        why = "pathology studies offer no export to a PACS or files (no report or segmentation writer)"
+        assert panel.store_button.text() == "Nothing to store for this study" and not panel.store_button.isEnabled()
+        assert panel.store_button.toolTip().startswith(f"Nothing to store for this study: {why}.")
+        asked: list[Any] = []
+
+        def dialog(plan: Any) -> tuple[str, str]:
+            asked.append(plan)
+            return "approve", ""
+
+        assert panel.store(ask=dialog) == [f"nothing to store: {why}"]
+        assert asked == [] and panel.store_said.text() == f"nothing to store: {why}"
+        events = host.session.trace_events()
+        assert not [e for e in events if e["type"] == "write_attempt" or str(e.get("handler", "")).startswith("export")]
         host.close()
     finally:
         fake.stop()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,15 @@ from PySide6.QtWidgets import (
 )
 
 from copilot.gui.patient_bar import STYLE
+from copilot.gui.store_dialog import ask_in_dialog
 from copilot.host.panel import PanelState, panel_state
+from copilot.host.store import host_store
+from copilot.panel.store import StorePlan
 from copilot.privatefs import make_private
+
+STORE_LABEL = "Store to PACS / Export…"
+STORE_TIP = "Lists exactly what would be written and where; nothing is written until you press Store."
+NOTHING_TO_STORE = "Nothing to store for this study"
 
 
 def _group(title: str, *widgets: QWidget | QHBoxLayout) -> QGroupBox:
@@ -69,6 +77,8 @@ class HostPanel(QWidget):
         self.action_list = QListWidget()
         self.evidence_list = QListWidget()
         self.export_button = QPushButton("Export evidence report…")
+        self.store_button = QPushButton(STORE_LABEL)  # the clinician's Store: the desktop's plan and dialog
+        self.store_said = QLabel(wordWrap=True)
         self.trace = QLabel(wordWrap=True)
         self.status = QLabel(wordWrap=True)
         self.action_list.setMaximumHeight(130)
@@ -80,7 +90,7 @@ class HostPanel(QWidget):
                              _row(self.approve_button, self.reject_button, self.stop_button)))  # fmt: skip
         lay.addWidget(_group("Actions", self.action_list))
         lay.addWidget(_group(f"Evidence (click to go there; written into {app})", self.evidence_list,
-                             self.export_button, self.trace))  # fmt: skip
+                             self.export_button, self.store_button, self.store_said, self.trace))  # fmt: skip
         lay.addWidget(self.status)
         self.ask_button.clicked.connect(self.ask)
         self.question.returnPressed.connect(self.ask)
@@ -89,6 +99,8 @@ class HostPanel(QWidget):
         self.stop_button.clicked.connect(lambda: host.conversation.stop())
         self.evidence_list.itemClicked.connect(lambda item: host.conversation.go_to(self.evidence_list.row(item)))
         self.export_button.clicked.connect(self.export)
+        self.store_button.clicked.connect(lambda: self.store())
+        self.app = app
         self.last: PanelState | None = None
         self.timer = QTimer(self, interval=150)
         self.timer.timeout.connect(self.refresh)
@@ -110,6 +122,13 @@ class HostPanel(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export evidence report", "medcopilot-report.html", "HTML (*.html)")
         if path:
             self.host.conversation.export_report(path)
+
+    def store(self, ask: Callable[[StorePlan], tuple[str, str]] | None = None) -> list[str]:
+        """Store to PACS / Export: the plan shown in the desktop's Store dialog (or to `ask`), written only on Store,
+        nothing on Reject or Cancel; what happened is said below the button."""
+        words = host_store(self.host.conversation, ask or (lambda plan: ask_in_dialog(plan, self)))
+        self.store_said.setText("\n".join(words))
+        return words
 
     def state(self) -> PanelState:
         f = self.host.image_facts
@@ -140,6 +159,14 @@ class HostPanel(QWidget):
         self.approve_button.setEnabled(s.can_decide)
         self.reject_button.setEnabled(s.can_decide)
         self.stop_button.setEnabled(s.can_stop)
+        self.store_button.setEnabled(s.can_store)
+        self.store_button.setText(NOTHING_TO_STORE if s.store_note else STORE_LABEL)
+        self.store_button.setToolTip(
+            f"{NOTHING_TO_STORE}: {s.store_note}. The evidence stays as annotations in {self.app} and in the "
+            "exported evidence report."
+            if s.store_note
+            else STORE_TIP
+        )
         self.last = s
 
 

@@ -56,6 +56,14 @@ class StoreDialog(QDialog):
         return self._decision, self.reason.text().strip()
 
 
+def ask_in_dialog(plan: StorePlan, parent: QWidget | None = None) -> tuple[str, str]:
+    """Show a Store's plan in the dialog (modal) and return the clinician's decision and reason; the desktop and a
+    host's side panel both ask this way."""
+    dialog = StoreDialog(plan, parent)
+    dialog.exec()
+    return dialog.decision()
+
+
 def store_results(window: Any, ask: Any = None) -> list[str]:
     """File → Store to PACS / Export: plan, show the dialog (or `ask(plan)`), write only on Store; the lines said."""
     model = window.model
@@ -68,9 +76,7 @@ def store_results(window: Any, ask: Any = None) -> list[str]:
         def confirm(plan: StorePlan) -> tuple[str, str]:
             if ask is not None:
                 return ask(plan)  # type: ignore[no-any-return]
-            dialog = StoreDialog(plan, window)
-            dialog.exec()
-            return dialog.decision()
+            return ask_in_dialog(plan, window)
 
         plan, outcomes = store_with(model, confirm)
         words = [outcome_words(o) for o in outcomes] or (["nothing to store: " + "; ".join(plan.problems)]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copilot.host.conversation import Action, HostConversation
+from copilot.panel.store import nothing_to_store
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class PanelState:
     trace: str = ""
     errors: list[str] = field(default_factory=list)
     banner: str = ""  # whose study it is: for the clinician, never sent to the model
-    can_store: bool = False  # the Store button: a session, the agent not working
+    can_store: bool = False  # the Store button: a session whose study can export, the agent not working
+    store_note: str = ""  # why the study has nothing to store ('' when it can export)
 
 
 def action_line(n: int, a: Action) -> str:
@@ -61,6 +63,7 @@ def panel_state(conversation: HostConversation | None, inventory: list[str] | No
         from copilot.llm.prices import usage_words
 
         status += f" · tokens: {usage_words(usage)}"
+    note = nothing_to_store(c.session)
     history = "\n\n".join(f"{'You' if who == 'clinician' else 'Copilot'}: {text}" for who, text in c.messages)
     return PanelState(
         status=status,
@@ -75,7 +78,8 @@ def panel_state(conversation: HostConversation | None, inventory: list[str] | No
         trace=trace,
         errors=list(errors or []),
         banner=banner,
-        can_store=not busy,
+        can_store=not busy and not note,
+        store_note=note,
     )
 
 

@@ -21,6 +21,14 @@ REPORT = "export_evidence_sr"
 SEG = "export_dicom_seg"
 
 
+def nothing_to_store(session: Any) -> str:
+    """Why the Store has nothing to offer on this session's study ('' when it can export): a kind whose handlers
+    hold neither the report nor the SEG export (a slide's pathology handlers) writes nothing outside the session."""
+    if any(session.writes(name) for name in (REPORT, SEG)):
+        return ""
+    return f"{session.kind} studies offer no export to a PACS or files (no report or segmentation writer)"
+
+
 @dataclass(frozen=True)
 class StoreStep:
     """One export the Store would make: handler, arguments and what it would write where."""
@@ -89,8 +97,10 @@ def free_name(model: Any, stem: str) -> str:
 
 def plan_store(model: Any) -> StorePlan:
     """What the clinician's Store would write and where: the report (with the last question and answer) and a SEG
-    per segment; nothing is written."""
+    per segment; nothing is written (nor traced when the study's kind offers no export)."""
     session = model.session
+    if why := nothing_to_store(session):
+        return StorePlan(problems=[why])
     take_answer_evidence(model)
     question, answer = model.answered[-1] if model.answered else ("", "")
     store = StorePlan()
