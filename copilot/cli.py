@@ -131,7 +131,8 @@ def _bench_run(ns: argparse.Namespace) -> int:
 def _bench_report(ns: argparse.Namespace) -> int:
     from copilot.bench.report.run_report import write_report
     from copilot.bench.tables.analysis import process_tables
-    from copilot.bench.tables.paper import glossary_markdown, paper_tables, to_csv, to_markdown
+    from copilot.bench.tables.paper import paper_tables
+    from copilot.bench.tables.render import glossary_markdown, to_csv, to_markdown
     from copilot.medflow.registry import report_columns
     from copilot.medflow.runs import SchemaError, read_results
 

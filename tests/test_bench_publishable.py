@@ -21,7 +21,10 @@ import pytest
 from copilot.bench.measures.coverage import MAG_BINS, episode_coverage
 from copilot.bench.scoring.rules import ScoringRules
 from copilot.bench.scoring.scorers import Truth
-from copilot.bench.tables.paper import bootstrap_ci, protocol_table, table1, table6, to_csv, to_markdown
+from copilot.bench.scoring.stats import bootstrap_ci
+from copilot.bench.tables.paper import table1
+from copilot.bench.tables.paper_studies import protocol_table, table6
+from copilot.bench.tables.render import to_csv, to_markdown
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.cases.lung import make_lung_case

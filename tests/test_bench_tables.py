@@ -17,7 +17,9 @@ import pytest
 from PIL import Image
 
 from copilot.bench.tables.analysis import first_divergence, guard_table, stability
-from copilot.bench.tables.paper import paper_tables, table1, table3, table5, table6, table7, to_csv, to_markdown
+from copilot.bench.tables.paper import paper_tables, table1, table3
+from copilot.bench.tables.paper_studies import table5, table6, table7
+from copilot.bench.tables.render import to_csv, to_html, to_markdown
 from copilot.cases.brain import make_brain_case
 from copilot.cases.longitudinal import make_longitudinal_case
 from copilot.cases.lung import make_lung_case
@@ -124,7 +126,7 @@ def test_tables_hand_computed_from_rows() -> None:
     # Table 6 grouped as the paper's (2D slice-montage backbones); an answer file is its model's row, so marked
     assert ("table6,2D slice-montage: general-purpose backbones,m1 (scored answers) vs A b20,Brain MRI / Strict,"
             "0.000000,-0.500000,1,") in csv_text  # fmt: skip
-    html_text = "".join(__import__("copilot.bench.tables.paper", fromlist=["to_html"]).to_html(t) for t in (t3, t6))
+    html_text = "".join(to_html(t) for t in (t3, t6))
     assert 'class="up"' in html_text and 'class="strict down"' in html_text and 'class="same"' in html_text
 
 

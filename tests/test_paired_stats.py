@@ -9,7 +9,8 @@ import pytest
 import copilot.medflow  # noqa: F401  (registers the benchmark modules the tables look up)
 from copilot.bench.measures import dimensions as D
 from copilot.bench.scoring.stats import delta_ci
-from copilot.bench.tables.paper import mean_cell, score_cell, stat_of, table1
+from copilot.bench.tables.aggregate import mean_cell, score_cell, stat_of
+from copilot.bench.tables.paper import table1
 
 
 def test_identical_runs_change_by_zero_with_a_zero_interval() -> None:

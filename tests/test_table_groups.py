@@ -9,7 +9,8 @@ import pytest
 
 import copilot.medflow  # noqa: F401  (registers the benchmark modules the tables look up)
 from copilot.bench.tables.model_table import ModelInfo, model_info
-from copilot.bench.tables.paper import passk_table, table1, table3, table5, table6
+from copilot.bench.tables.paper import table1, table3
+from copilot.bench.tables.paper_studies import passk_table, table5, table6
 
 
 def row(model: str, module: str, v: float, policy: str = "", **key: Any) -> dict[str, Any]:

@@ -136,7 +136,8 @@ def _episode_link(r: dict[str, Any], run_dir: Path | None) -> str:
 def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_dir: str | Path | None = None) -> str:
     """The report page; `columns` lists the benchmark modules in table order; `run_dir` finds episode pages."""
     from copilot.bench.tables.analysis import process_tables
-    from copilot.bench.tables.paper import glossary_html, paper_tables, to_html
+    from copilot.bench.tables.paper import paper_tables
+    from copilot.bench.tables.render import glossary_html, to_html
 
     run = Path(run_dir) if run_dir is not None else None
     rows = [{**ROW_DEFAULTS, "model": r.get("policy"), **r} for r in rows]

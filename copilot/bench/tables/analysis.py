@@ -11,7 +11,8 @@ from typing import Any
 from copilot.bench.measures.configs import config_of, label
 from copilot.bench.measures.coverage import MAG_BINS
 from copilot.bench.scoring.stats import mean
-from copilot.bench.tables.paper import Cell, Table, cfg_of, config_label, configurations
+from copilot.bench.tables.aggregate import cfg_of, config_label, configurations
+from copilot.bench.tables.render import Cell, Table
 
 GUARD_CODES = ("unregistered_fusion", "off_source_series", "superseded_node", "unobserved_evidence")
 
