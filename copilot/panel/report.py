@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from copilot.bench.report.episode_page import CSS, png_uri, timeline_html
+from copilot.bench.report.episode_page import CSS, timeline_html
+from copilot.bench.report.evidence_figures import png_uri
 from copilot.kinds import viewer_kind
 from copilot.pacs.store import stored_html
 from copilot.panel.answer_evidence import evidence_label

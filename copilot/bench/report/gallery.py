@@ -53,7 +53,7 @@ def final_view(events: list[dict[str, Any]]) -> dict[str, Any]:
 def _radiology_cells(case: CasePack, truth: Truth, final: dict[str, Any], answer: dict[str, Any]) -> list[str]:
     """The run's final planes of the source series with the hidden lesion (green), the other planes (yellow) and
     the cited RAS point (red)."""
-    from copilot.bench.report.episode_page import radiology_figures
+    from copilot.bench.report.evidence_figures import radiology_figures
 
     views = final["state"].get("views") or {}
     planes = {VIEWS[n]: float(v["offset"]) for n, v in views.items() if n in VIEWS and "offset" in v}
@@ -65,7 +65,7 @@ def _radiology_cells(case: CasePack, truth: Truth, final: dict[str, Any], answer
 def _slide_cell(case: CasePack, truth: Truth, final: dict[str, Any], cache: dict[str, Any]) -> list[str]:
     """The slide overview with the target regions (green), the run's final field (blue) and its recorded
     points (yellow)."""
-    from copilot.bench.report.episode_page import png_uri
+    from copilot.bench.report.evidence_figures import png_uri
     from copilot.engine.slide.source import SlideSource
 
     if "thumb" not in cache:
