@@ -11,8 +11,7 @@ pyproject.toml) or registered in-process with `register_kind`.
 
 from __future__ import annotations
 
-from _collections_abc import dict_items, dict_keys, dict_values
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,54 +129,22 @@ PATHOLOGY_KIND = ViewerKind(
 )
 
 
-class _Kinds(dict[str, ViewerKind]):
-    """The declared kinds by name; the first look discovers the `medcopilot.kinds` entry points (once)."""
-
-    _discovered = False
-
-    def _ready(self) -> None:
-        if not self._discovered:
-            self._discovered = True
-            for name, kind in plugins.load(plugins.KINDS_GROUP).items():
-                try:
-                    _accept(name, kind)
-                except (TypeError, ValueError) as exc:
-                    plugins.refuse(plugins.KINDS_GROUP, name, exc)
-
-    def __contains__(self, name: object) -> bool:
-        self._ready()
-        return super().__contains__(name)
-
-    def __getitem__(self, name: str) -> ViewerKind:
-        self._ready()
-        return super().__getitem__(name)
-
-    def __iter__(self) -> Iterator[str]:
-        self._ready()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._ready()
-        return super().__len__()
-
-    def get(self, name: str, default: ViewerKind | None = None) -> ViewerKind | None:  # type: ignore[override]
-        self._ready()
-        return super().get(name, default)
-
-    def keys(self) -> dict_keys[str, ViewerKind]:
-        self._ready()
-        return super().keys()
-
-    def values(self) -> dict_values[str, ViewerKind]:
-        self._ready()
-        return super().values()
-
-    def items(self) -> dict_items[str, ViewerKind]:
-        self._ready()
-        return super().items()
+_KINDS: dict[str, ViewerKind] = {}  # the declared kinds by name (`register_kind`)
+_DISCOVERED: list[bool] = []  # whether the `medcopilot.kinds` entry points were read (once per process)
 
 
-KINDS: dict[str, ViewerKind] = _Kinds()
+def kinds() -> dict[str, ViewerKind]:
+    """The declared kinds by name; the first call reads the `medcopilot.kinds` entry points (one that fails to load
+    or register is reported by `plugins.problems`, the others stay). It is the registry itself: declare a kind with
+    `register_kind`."""
+    if not _DISCOVERED:
+        _DISCOVERED.append(True)  # first: a plug-in whose import asks for the kinds sees them as being read
+        for name, kind in plugins.load(plugins.KINDS_GROUP).items():
+            try:
+                _accept(name, kind)
+            except (TypeError, ValueError) as exc:
+                plugins.refuse(plugins.KINDS_GROUP, name, exc)
+    return _KINDS
 
 
 def _accept(name: str, kind: object) -> None:
@@ -192,13 +159,13 @@ def _accept(name: str, kind: object) -> None:
 def register_kind(kind: ViewerKind) -> ViewerKind:
     """Declare a viewer kind (a third kind is this call and its viewer and handlers); a second kind of the same
     name, or a registry of another kind, is an error."""
-    if dict.get(KINDS, kind.name, kind) is not kind:
+    if _KINDS.get(kind.name, kind) is not kind:
         raise ValueError(f"viewer kind {kind.name!r} is declared twice")
     if kind.registry.kind != kind.name:
         raise ValueError(f"viewer kind {kind.name!r} has the handlers of {kind.registry.kind!r}")
     if kind.open_handler not in kind.registry:
         raise ValueError(f"viewer kind {kind.name!r}: its open handler {kind.open_handler!r} is not declared")
-    KINDS[kind.name] = kind
+    _KINDS[kind.name] = kind
     plugins.declare(plugins.KINDS_GROUP, kind.name)
     if kind.system_prompt:
         declare_prompt(f"{kind.name}_system", kind.system_prompt)
@@ -208,4 +175,4 @@ def register_kind(kind: ViewerKind) -> ViewerKind:
 def viewer_kind(name: str) -> ViewerKind:
     """The kind of a name ('radiology', 'pathology'), or a ValueError naming the known ones (and any plug-in of
     kinds that failed to load)."""
-    return plugins.lookup(plugins.KINDS_GROUP, KINDS, name, "viewer kind")
+    return plugins.lookup(plugins.KINDS_GROUP, kinds(), name, "viewer kind")

@@ -13,7 +13,7 @@ from PIL import Image
 
 from copilot.bench.measures.workflow_audit import checkpoint_results, claim_violations, common_checkpoints
 from copilot.bench.report.montage import write_montages
-from copilot.kinds import KINDS, RADIOLOGY_KIND, Checkpoint
+from copilot.kinds import RADIOLOGY_KIND, Checkpoint, kinds
 
 CTX: dict[str, Any] = {"calls": [], "reactions": [], "coverage": None, "parse_error": None, "cited_items": 0,
                        "unobserved": 0, "quantities": 0, "f2": False, "verification": None}  # fmt: skip
@@ -28,7 +28,7 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> None:
         checkpoints=(Checkpoint("A9", "the toy target was shown", True, "target_seen"),),
         claim_boundaries=("certainty_beyond_evidence",),
     )
-    monkeypatch.setitem(KINDS, "toy_audit", kind)
+    monkeypatch.setitem(kinds(), "toy_audit", kind)
 
 
 def test_checkpoints_come_from_the_kind(toy: None) -> None:
@@ -65,13 +65,13 @@ def test_track_c_pictures_are_drawn_by_the_kind(tmp_path: Path, monkeypatch: pyt
         drawn.append(case.case_id)
         return {"first": Image.new("L", (4, 3), 7), "second": Image.new("RGB", (2, 2))}
 
-    monkeypatch.setitem(KINDS, "radiology", dataclasses.replace(RADIOLOGY_KIND, montage=draw))
+    monkeypatch.setitem(kinds(), "radiology", dataclasses.replace(RADIOLOGY_KIND, montage=draw))
     written = write_montages(_pack(tmp_path / "case"), tmp_path / "out")
     assert drawn == ["toy_001"] and [p.name for p in written] == ["first.png", "second.png"]
     assert Image.open(written[0]).size == (4, 3)
     listed = json.loads((tmp_path / "out" / "toy_001" / "montage.json").read_text())["images"]
     assert listed == ["first.png", "second.png"]
 
-    monkeypatch.setitem(KINDS, "radiology", dataclasses.replace(RADIOLOGY_KIND, montage=None))
+    monkeypatch.setitem(kinds(), "radiology", dataclasses.replace(RADIOLOGY_KIND, montage=None))
     with pytest.raises(ValueError, match="no Track C montage for radiology cases"):
         write_montages(tmp_path / "case", tmp_path / "out2")

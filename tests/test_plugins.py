@@ -207,11 +207,11 @@ def test_a_broken_plugin_is_named_and_the_core_goes_on(tmp_path: Path) -> None:
 import json
 from copilot import plugins
 from copilot.adapters import adapters
-from copilot.kinds import KINDS, viewer_kind
+from copilot.kinds import kinds, viewer_kind
 from copilot.host.apps import hosts
 from copilot.medflow.registry import modules
 from copilot.tools.operation_sets import operation_sets
-out = {"kinds": list(KINDS), "modules": list(modules()), "adapters": list(adapters()), "ops": list(operation_sets()),
+out = {"kinds": list(kinds()), "modules": list(modules()), "adapters": list(adapters()), "ops": list(operation_sets()),
        "hosts": list(hosts())}
 try:
     viewer_kind("number")
@@ -243,10 +243,10 @@ LISTS = """
 import json
 from importlib import metadata
 from copilot.adapters import dataset_names
-from copilot.kinds import KINDS
+from copilot.kinds import kinds
 from copilot.medflow.registry import modules
 installed = any(ep.value.startswith("copilot.") for ep in metadata.entry_points(group="medcopilot.kinds"))
-print(json.dumps({"installed": installed, "lists": [list(KINDS), list(modules()), dataset_names()]}))
+print(json.dumps({"installed": installed, "lists": [list(kinds()), list(modules()), dataset_names()]}))
 """
 
 

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from copilot.engine.peek import Peek
-from copilot.kinds import KINDS, ViewerKind, register_kind
+from copilot.kinds import ViewerKind, kinds, register_kind
 from copilot.panel.answer_evidence import answer_evidence
 from copilot.panel.layout import default_layout, panes
 from copilot.panel.screen import Screen
@@ -28,7 +28,7 @@ from tests.toy_plugin.toy_plugin.kind import HANDLERS, KIND, PictureViewer
 
 @pytest.fixture(scope="module")
 def picture_kind() -> ViewerKind:
-    return KINDS.get("toy") or register_kind(KIND)
+    return kinds().get("toy") or register_kind(KIND)
 
 
 @dataclass(frozen=True)

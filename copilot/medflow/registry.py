@@ -22,7 +22,7 @@ from copilot.bench.scoring.rules import ScoringRules
 from copilot.bench.scoring.scorers import CaseScore, Truth
 from copilot.cases.pack import CasePack, load_case
 from copilot.cases.progress import report
-from copilot.kinds import KINDS
+from copilot.kinds import kinds
 from copilot.resources import declare_prompt
 
 
@@ -61,14 +61,14 @@ def register(m: BenchModule) -> BenchModule:
     """Add a module; a second module of the same name is an error."""
     if m.name in _MODULES and _MODULES[m.name] is not m:
         raise ValueError(f"benchmark module {m.name!r} is declared twice")
-    if m.kind not in KINDS:
+    if m.kind not in kinds():
         raise ValueError(f"benchmark module {m.name!r}: unknown viewer kind {m.kind!r}")
     _MODULES[m.name] = m
     plugins.declare(plugins.MODULES_GROUP, m.name)
     if m.prompt:
         declare_prompt(m.name, m.prompt)
     facts = {f.name: getattr(m, f.name) for f in fields(ModuleFacts)}
-    declare(ModuleFacts(**{**facts, "title": m.table_title or m.title, "viewer": KINDS[m.kind].host_app}))
+    declare(ModuleFacts(**{**facts, "title": m.table_title or m.title, "viewer": kinds()[m.kind].host_app}))
     return m
 
 

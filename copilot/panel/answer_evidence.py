@@ -21,7 +21,7 @@ from typing import Any
 from copilot.bench.scoring.parsers import NUMBER, ParseError, clean_answer, parse_evidence, parse_localizations
 from copilot.cases.answers import EVIDENCE_KEYS
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
-from copilot.kinds import KINDS
+from copilot.kinds import kinds
 
 AXIS_VIEW = {"S": "red", "R": "yellow", "A": "green"}
 _TRIPLE = rf"\[?\s*({NUMBER})\s*,\s*({NUMBER})\s*,\s*({NUMBER})\s*\]?"
@@ -55,7 +55,7 @@ def free_evidence(text: str, kind: str) -> list[dict[str, Any]]:
     if not starts:
         return []
     items: list[dict[str, Any]] = []
-    stated = KINDS[kind].evidence_lines if kind in KINDS else ()
+    stated = k.evidence_lines if (k := kinds().get(kind)) is not None else ()
     for line in lines[starts[-1] + 1 :]:
         if not line.strip():
             continue

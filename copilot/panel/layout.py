@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from copilot.kinds import KINDS
+from copilot.kinds import kinds
 
 LAYOUT_NAMES = ("one_up", "three_up", "four_up", "side_by_side", "slide", "views")
 LAYOUT_TITLES = {
@@ -90,7 +90,7 @@ def default_layout(kind: str, module: str, volume_names: list[str]) -> str:
     wanted = m.layout if (m := find(module)) is not None else None
     if wanted == "side_by_side" and longitudinal_pair(volume_names) is None:
         wanted = None
-    return wanted or (KINDS[kind].layout if kind in KINDS else "three_up")
+    return wanted or (k.layout if (k := kinds().get(kind)) is not None else "three_up")
 
 
 def longitudinal_pair(names: list[str]) -> tuple[str, str] | None:

@@ -102,9 +102,9 @@ def common_checkpoints() -> tuple[Checkpoint, ...]:
 
 def _viewer_kind(name: str) -> ViewerKind | None:
     """The declared viewer kind of a name (its checkpoints and claim boundaries), None for none."""
-    from copilot.kinds import KINDS
+    from copilot.kinds import kinds
 
-    return KINDS.get(name)
+    return kinds().get(name)
 
 
 def _grade(fraction: float | None) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from copilot.cases.pack import load_case
 from copilot.engine.volume.render import encode_png
-from copilot.kinds import KINDS
+from copilot.kinds import kinds
 
 
 def write_montages(case_dir: str | Path, out_dir: str | Path) -> list[Path]:
@@ -16,7 +16,7 @@ def write_montages(case_dir: str | Path, out_dir: str | Path) -> list[Path]:
     case = load_case(case_dir)
     out = Path(out_dir) / case.case_id
     out.mkdir(parents=True, exist_ok=True)
-    kind = KINDS.get(case.kind)
+    kind = kinds().get(case.kind)
     if kind is None or kind.montage is None:
         raise ValueError(f"no Track C montage for {case.kind} cases")
     images = kind.montage(case)
