@@ -52,7 +52,8 @@ def _saver(viewer: Viewer[StateT]) -> Callable[[], Restore]:
 
 
 class SessionState:
-    """What `rewind` puts back: the viewer's exported state (behind `restore_viewer`) and a copy of the evidence."""
+    """What `rewind` puts back: the viewer's exported state (behind `restore_viewer`) and a copy of the evidence
+    (shared with the session's committed copy and with other saved states: nobody writes to it)."""
 
     def __init__(self, restore_viewer: Restore, evidence: list[dict[str, Any]]) -> None:
         self.restore_viewer = restore_viewer
@@ -88,6 +89,10 @@ class Session:
         self.track = track
         self.kind: str = viewer.kind
         self._evidence: list[dict[str, Any]] = []
+        # the evidence as the last completed call left it: a copy never written to (a failed call's rollback,
+        # `save_state`), its JSON text (`evidence`), replaced only when a call changed the evidence
+        self._evidence_committed: list[dict[str, Any]] = []
+        self._evidence_text = "[]"
         self._listeners: list[Listener] = []
         root = case.root if case is not None and case_root is None else case_root
         inputs = case.inputs if case is not None and case_inputs is None else case_inputs
@@ -128,20 +133,39 @@ class Session:
                 return json.loads(self._committed)  # type: ignore[no-any-return]
             self._lock.acquire()
         try:
-            self._committed = json_text({**self._viewer.state(), "evidence": self._evidence})
+            self._committed = self._state_text()
             return json.loads(self._committed)  # type: ignore[no-any-return]
         finally:
             self._lock.release()
 
+    def _state_text(self) -> str:
+        """JSON text of the viewer state plus the evidence; the committed copy of the evidence follows it (copied
+        again only when its text changed, which most calls, moving views, never do). Under the lock."""
+        evidence = json_text(self._evidence)
+        if evidence != self._evidence_text:
+            self._evidence_committed, self._evidence_text = copy.deepcopy(self._evidence), evidence
+        state = json_text(self._viewer.state())
+        if state == "{}":
+            return f'{{"evidence": {evidence}}}'
+        if '"evidence"' in state:  # a viewer state of its own naming evidence: the session's list replaces it
+            return json_text({**json.loads(state), "evidence": json.loads(evidence)})
+        return f'{state[:-1]}, "evidence": {evidence}}}'  # the text json_text writes for the merged mapping
+
+    def _commit_evidence(self) -> None:
+        """Make the committed copy follow the evidence after a change outside a call (a rewind)."""
+        self._evidence_committed = copy.deepcopy(self._evidence)
+        self._evidence_text = json_text(self._evidence)
+
     def evidence(self) -> list[dict[str, Any]]:
-        """A copy of the evidence recorded so far, taken under the lock."""
+        """A copy of the evidence recorded so far, taken under the lock (read from its committed JSON text)."""
         with self._lock:
-            return copy.deepcopy(self._evidence)
+            return json.loads(self._evidence_text)  # type: ignore[no-any-return]
 
     def save_state(self) -> SessionState:
-        """The viewer's state and the evidence now, for `rewind` (replay seeking)."""
+        """The viewer's state and the evidence as the last completed call left them, for `rewind` (replay
+        seeking, undo)."""
         with self._lock:
-            return SessionState(self._save(), copy.deepcopy(self._evidence))
+            return SessionState(self._save(), self._evidence_committed)
 
     def rewind(self, saved: SessionState) -> None:
         """Put the viewer and the evidence back as `save_state` found them (a replay's scrubber; not a call: the
@@ -150,6 +174,7 @@ class Session:
             saved.restore_viewer()
             self._save()()  # a copy: later moves leave `saved` intact
             self._evidence[:] = copy.deepcopy(saved.evidence)
+            self._commit_evidence()
 
     def handlers(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.registry.specs(self.track)]
@@ -309,7 +334,6 @@ class Session:
         except HandlerError as exc:
             return CallOutcome(name, False, exc.status, error=exc.to_json())
         restore_viewer = self._save()
-        saved_evidence = copy.deepcopy(self._evidence)
         saved_memo = {k: list(v) if isinstance(v, list) else v for k, v in self._ctx.memo.items()}  # entries immutable
         try:
             with case_folder(self._ctx.case_root):  # every file a load opens is confined to the case
@@ -318,7 +342,7 @@ class Session:
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
             restore_viewer()
-            self._evidence[:] = saved_evidence
+            self._evidence[:] = copy.deepcopy(self._evidence_committed)  # as the last completed call left it
             self._ctx.memo.clear()
             self._ctx.memo.update(saved_memo)  # a failed call showed the model nothing
             if isinstance(exc, HandlerError):

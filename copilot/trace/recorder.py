@@ -37,6 +37,16 @@ def event_hash(event: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
+def hashed_line(event: dict[str, Any]) -> tuple[str, str]:
+    """`event_hash(event)` and the canonical line of the event with that hash, each top-level value encoded once
+    (the same bytes as `canonical_json` of the event with its `hash`: sorted keys, the same separators)."""
+    parts = sorted((k, canonical_json(k) + ":" + canonical_json(v)) for k, v in event.items() if k != "hash")
+    digest = hashlib.sha256(("{" + ",".join(p for _, p in parts) + "}").encode("utf-8")).hexdigest()
+    parts.append(("hash", canonical_json("hash") + ":" + canonical_json(digest)))
+    parts.sort()
+    return digest, "{" + ",".join(p for _, p in parts) + "}"
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -84,8 +94,7 @@ class TraceRecorder:
         payload = redact(payload)
         with self._lock:
             event = {"seq": self._seq, "type": event_type, "time": round(time.time(), 3), "prev": self._prev, **payload}
-            event["hash"] = event_hash(event)
-            line = canonical_json(event)
+            event["hash"], line = hashed_line(event)
             self._fh.write(line + "\n")
             self._fh.flush()
             self._prev = hashlib.sha256(line.encode("utf-8")).hexdigest()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -34,26 +35,31 @@ _QUERY_KEY = re.compile(r"(?P<key>[?&;](?:key|pw|pwd|pass|sig|signature|code))(?
 _USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^/?#@\s\"'<>]+)@", re.IGNORECASE)
 _BEARER = re.compile(r"(?P<scheme>\bBearer\s+)(?P<value>[^\s\"',;]+)", re.IGNORECASE)
 _SECRETS: set[str] = set()
+_ORDERED: tuple[str, ...] = ()  # the registered secrets, longest first (replaced whole, so read without the lock)
+_GENERATION = 0  # counts registrations: what `_key` remembers is keyed by it, so a new secret is never missed
 _LOCK = threading.Lock()
+_PLAIN = (int, float, bool, type(None))  # values that cannot hold a secret: returned as they are
 
 
 def register_secret(value: str | None) -> None:
     """Cut this value out of every string of every later trace event (e.g. the server's token)."""
+    global _ORDERED, _GENERATION
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _LOCK:
             _SECRETS.add(value)
+            _ORDERED = tuple(sorted(_SECRETS, key=len, reverse=True))
+            _GENERATION += 1
 
 
+@lru_cache(maxsize=4096)
 def secret_name(key: str) -> bool:
-    """Whether a mapping key names a credential."""
+    """Whether a mapping key names a credential (remembered: a trace repeats the same few hundred keys)."""
     return bool(_NAME.search(key.strip()))
 
 
 def redact_text(text: str) -> str:
     """A string with registered secrets, `key=value` credentials of query strings and bearer values removed."""
-    with _LOCK:
-        secrets = sorted(_SECRETS, key=len, reverse=True)
-    for secret in secrets:
+    for secret in _ORDERED:
         if secret in text:
             text = text.replace(secret, REDACTED)
     if "=" in text or "%3D" in text or "%3d" in text:
@@ -66,17 +72,38 @@ def redact_text(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=4096)
+def _key(key: str, generation: int) -> tuple[str, bool]:
+    """A mapping key as written (`redact_text`) and whether it names a credential, remembered per generation of
+    the registered secrets (`generation` is only part of what is remembered)."""
+    return redact_text(key), secret_name(key)
+
+
+def _redact_mapping(obj: dict[Any, Any]) -> dict[Any, Any]:
+    """`redact` of a mapping: keys through `_key`, values naming a credential replaced, numbers kept as they are."""
+    out: dict[Any, Any] = {}
+    generation = _GENERATION
+    for k, v in obj.items():
+        if isinstance(k, str):
+            key, secret = _key(k, generation) if type(k) is str else (redact_text(k), secret_name(k))
+            out[key] = REDACTED if secret else v if type(v) in _PLAIN else redact(v)
+        else:
+            out[k] = v if type(v) in _PLAIN else redact(v)
+    return out
+
+
 def redact(obj: Any) -> Any:
-    """A copy of a JSON-like value with every secret removed (by key name and by registered value)."""
+    """A copy of a JSON-like value with every secret removed (by key name and by registered value). Every string
+    and key is read; numbers pass untouched (a list of coordinates is copied without a look at each)."""
+    kind = type(obj)
+    if kind in _PLAIN:
+        return obj
     if isinstance(obj, str):
         return redact_text(obj)
     if isinstance(obj, dict):
-        return {
-            (redact_text(k) if isinstance(k, str) else k): (
-                REDACTED if isinstance(k, str) and secret_name(k) else redact(v)
-            )
-            for k, v in obj.items()
-        }
+        return _redact_mapping(obj)
     if isinstance(obj, (list, tuple)):
+        if all(type(v) in _PLAIN for v in obj):
+            return list(obj)
         return [redact(v) for v in obj]
     return obj
