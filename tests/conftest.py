@@ -40,8 +40,9 @@ def _sessions_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui", "bench_publishable", "batch", "operators",
                "agent", "hostile", "connection_fairness", "replay_register", "fuzz", "vista3d", "mcp", "bench_tables",
                "hardening", "model_seam", "plugins")  # fmt: skip
-# Single tests of otherwise light files that take seconds each (a subprocess, a server, a large slide or volume held
-# to a memory bound, a process pool): `make test` runs them, `make test-fast` leaves them out.
+# Single tests of otherwise light files that take 1.5 s or more each on 2 cores (a subprocess, a server, a large
+# slide or volume held to a memory bound, a process pool, several generated cases, a scan of every source file):
+# `make test` runs them, `make test-fast` leaves them out (every test, whatever its parameters).
 SLOW_TESTS = (
     "test_memory_stays_flat_panning_a_100k_by_80k_slide",
     "test_marker_appears_where_the_conversion_says",
@@ -56,6 +57,24 @@ SLOW_TESTS = (
     "test_same_seed_same_bytes",
     "test_slicer_core_is_imported_only_when_the_backend_is_chosen",
     "test_core_imports_no_host_or_gui_modules",
+    "test_generated_tumour_is_visible_where_the_mask_says",
+    "test_run_baseline_on_every_module",
+    "test_an_answer_without_evidence_is_stored_as_text_alone",
+    "test_oblique_kernel_gives_the_itk_pixels_within_one_grey_level",
+    "test_slab_by_slab_cases_are_the_whole_volume_cases",
+    "test_sessions_list_show_export_and_purge",
+    "test_no_public_mutable_lists_on_the_session",
+    "test_sessions_are_built_in_one_module",
+    "test_only_the_session_reaches_its_viewer_lock_and_trace",
+    "test_a_store_the_clinician_rejects_writes_nothing_and_is_traced",
+    "test_3d_preset_fits_the_series",
+    "test_no_handler_reaches_hidden",
+    "test_jump_render_and_convert_back",
+    "test_nsclc_two_ct_series_uses_the_one_the_seg_references",
+    "test_desktop_store_on_a_pacs_study_asks_and_stores",
+    "test_gui_series_option_never_waits_on_a_dialog",
+    "test_seg_validates_with_any_slice_thickness",
+    "test_chat_prints_the_banner_once_and_no_request_carries_it",
 )
 
 
