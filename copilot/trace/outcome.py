@@ -61,7 +61,7 @@ def jsonable(value: Any) -> Any:
 
 def json_text(value: Any) -> str:
     """JSON text of a value as `jsonable` reads it (parsing it again is a fresh copy, faster than `deepcopy`)."""
-    return json.dumps(value, default=_default, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _default(o: Any) -> Any:
@@ -70,3 +70,6 @@ def _default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+_ENCODER = json.JSONEncoder(default=_default, allow_nan=False)  # made once (`json.dumps` makes one per call)

@@ -25,11 +25,13 @@ NAME_TRACE_CHARS = 128  # a refused call's handler name beyond this is cut
 MESSAGE_TRACE_CHARS = 2048  # a refused call's error message beyond this is cut
 ARTIFACTS = "artifacts"
 FORMAT_VERSION = 1
+# made once: `json.dumps` with these options would build a new encoder for every value (thread-safe to share)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def canonical_json(obj: Any) -> str:
     """Sorted keys, no whitespace, no NaN: the form that is hashed and written."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(obj)
 
 
 def event_hash(event: dict[str, Any]) -> str:
