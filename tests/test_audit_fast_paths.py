@@ -110,3 +110,8 @@ def test_redaction_still_reads_every_string_and_key_beside_numbers() -> None:
     assert "s3cr3t" not in json.dumps(out)
     register_secret("a-later-secret-9")  # a key seen before a new secret is read again
     assert redact({"k a-later-secret-9": 1}) == {f"k {REDACTED}": 1}
+    long_key = "x" * 500 + " a-later-secret-9"  # a key too long to be remembered is read all the same
+    assert redact({long_key: 1, "y" * 300 + "_token": "v"}) == {
+        "x" * 500 + f" {REDACTED}": 1,
+        "y" * 300 + "_token": REDACTED,
+    }

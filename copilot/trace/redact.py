@@ -39,6 +39,7 @@ _ORDERED: tuple[str, ...] = ()  # the registered secrets, longest first (replace
 _GENERATION = 0  # counts registrations: what `_key` remembers is keyed by it, so a new secret is never missed
 _LOCK = threading.Lock()
 _PLAIN = (int, float, bool, type(None))  # values that cannot hold a secret: returned as they are
+KEY_MEMO_CHARS = 128  # keys up to this long are remembered (`_key`); longer ones, rare, are read each time
 
 
 def register_secret(value: str | None) -> None:
@@ -51,9 +52,8 @@ def register_secret(value: str | None) -> None:
             _GENERATION += 1
 
 
-@lru_cache(maxsize=4096)
 def secret_name(key: str) -> bool:
-    """Whether a mapping key names a credential (remembered: a trace repeats the same few hundred keys)."""
+    """Whether a mapping key names a credential."""
     return bool(_NAME.search(key.strip()))
 
 
@@ -75,7 +75,8 @@ def redact_text(text: str) -> str:
 @lru_cache(maxsize=4096)
 def _key(key: str, generation: int) -> tuple[str, bool]:
     """A mapping key as written (`redact_text`) and whether it names a credential, remembered per generation of
-    the registered secrets (`generation` is only part of what is remembered)."""
+    the registered secrets (`generation` is only part of what is remembered): a trace repeats a few hundred short
+    keys, and what is remembered stays within 4096 keys of `KEY_MEMO_CHARS`."""
     return redact_text(key), secret_name(key)
 
 
@@ -85,7 +86,8 @@ def _redact_mapping(obj: dict[Any, Any]) -> dict[Any, Any]:
     generation = _GENERATION
     for k, v in obj.items():
         if isinstance(k, str):
-            key, secret = _key(k, generation) if type(k) is str else (redact_text(k), secret_name(k))
+            short = type(k) is str and len(k) <= KEY_MEMO_CHARS
+            key, secret = _key(k, generation) if short else (redact_text(k), secret_name(k))
             out[key] = REDACTED if secret else v if type(v) in _PLAIN else redact(v)
         else:
             out[k] = v if type(v) in _PLAIN else redact(v)
