@@ -24,7 +24,8 @@ from PIL import Image
 from copilot.cases.pack import CaseLike
 from copilot.engine.confine import case_folder
 from copilot.engine.peek import Peek
-from copilot.engine.png import PNG_ENCODER, encode_many
+from copilot.engine.png import PNG_ENCODER
+from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import Cancelled, HandlerContext, Handlers, HandlerSpec, ImageOut, Progress
 from copilot.tools.writes import REFUSED, WRITE_EVENT, WriteConsent, WritePlan, allowed, attempt, refusal_message
@@ -337,8 +338,7 @@ class Session:
         try:
             with case_folder(self._ctx.case_root):  # every file a load opens is confined to the case
                 out = spec.impl(self._ctx, **kwargs)
-            encoded = _encoded(out.images, self.png_encoder)
-            images = [EncodedImage(im.view, im.mime, data, im.label) for im, data in encoded]
+            images = [EncodedImage(im.view, im.mime, _encoded(im, self.png_encoder), im.label) for im in out.images]
             return CallOutcome(name, True, 200, jsonable(out.result), self.snapshot(), images)
         except Exception as exc:  # any failure: put everything back as it was
             restore_viewer()
@@ -352,11 +352,10 @@ class Session:
             )
 
 
-def _encoded(images: Sequence[ImageOut], encoder: str) -> list[tuple[ImageOut, bytes]]:
-    """A handler's images with their bytes: as given (JPEG, APNG) or encoded as PNG, side by side."""
-    for image in images:
-        if image.data is None and image.image is None:
-            raise ValueError(f"the {image.view} image has neither data nor pixels")
-    pixels = [im.image for im in images if im.data is None and im.image is not None]
-    encoded = iter(encode_many(pixels, encoder))
-    return [(im, im.data if im.data is not None else next(encoded)) for im in images]
+def _encoded(image: ImageOut, encoder: str) -> bytes:
+    """A handler's image as bytes: as given (JPEG, APNG) or encoded as PNG."""
+    if image.data is not None:
+        return image.data
+    if image.image is None:
+        raise ValueError(f"the {image.view} image has neither data nor pixels")
+    return encode_png(image.image, encoder)

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from copilot.cases.pack import load_case
-from copilot.engine.png import LEGACY_PNG_ENCODER, PNG_ENCODER, encode_many, png_encoder
+from copilot.engine.png import LEGACY_PNG_ENCODER, PNG_ENCODER, png_encoder
 from copilot.engine.volume.render import encode_png
 from copilot.replay import replay
 from copilot.runtime import session_header
@@ -34,17 +34,6 @@ def test_decoded_pixels_equal_the_image(mode: str, size: tuple[int, int]) -> Non
     assert decoded.mode == mode and decoded.size == size
     assert np.array_equal(np.asarray(decoded), pixels)
     assert data == encode_png(image)  # deterministic: a trace's hashes are reproducible
-
-
-@pytest.mark.parametrize("encoder", [PNG_ENCODER, LEGACY_PNG_ENCODER])
-def test_images_encoded_side_by_side_get_the_bytes_each_gets_alone(encoder: str) -> None:
-    rng = np.random.default_rng(7)
-    images = [Image.fromarray(rng.integers(0, 256, (64 + n, 96), dtype=np.uint8)) for n in range(5)]
-    alone = [png_encoder(encoder)(image) for image in images]
-    assert encode_many(images, encoder) == alone  # same bytes, same order
-    assert encode_many(images[:1], encoder) == alone[:1] and encode_many([], encoder) == []
-    with pytest.raises(ValueError, match="unknown PNG encoder"):
-        encode_many(images, "no-such-encoder")
 
 
 def test_rendered_view_smaller_than_pillow_and_lossless(session) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ import copilot.session as session_module
 from benchmarks.render import rotated  # the benchmark's oblique acquisition: the same volume tested and timed
 from copilot.cases.brain import TEMPLATE_FILES, template_dir
 from copilot.cases.pack import load_case
-from copilot.engine.png import PNG_ENCODER, encode_many
+from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume import trilinear
 from copilot.engine.volume.display import LUTS, to_uint8
 from copilot.engine.volume.image import Volume, volume_from_sitk, volume_to_sitk
@@ -291,13 +290,13 @@ def test_a_call_encodes_each_image_once_for_trace_and_http(
 ) -> None:
     session = open_session(brain_case, trace_dir=tmp_path / "trace")
     encoded: list[int] = []
-    real = encode_many
+    real = session_module.encode_png
 
-    def counting(images: Sequence[Image.Image], encoder: str) -> list[bytes]:
-        encoded.extend(1 for _ in images)
-        return real(images, encoder)
+    def counting(image: Image.Image, encoder: str) -> bytes:
+        encoded.append(1)
+        return real(image, encoder)
 
-    monkeypatch.setattr(session_module, "encode_many", counting)
+    monkeypatch.setattr(session_module, "encode_png", counting)
     srv = RunningServer(session)
     try:
         reply = srv.client.call("observe", {"view": "all", "size": 256})

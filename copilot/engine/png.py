@@ -10,11 +10,9 @@ before; replay uses whichever encoder a trace names, so older traces still verif
 from __future__ import annotations
 
 import io
-import os
 import struct
 import zlib
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image
@@ -23,7 +21,6 @@ PNG_ENCODER = "up-deflate1"  # what new traces record
 LEGACY_PNG_ENCODER = "pillow-zlib1"  # what a trace header without `png_encoder` was written with
 _COLOUR_TYPES = {"L": 0, "RGB": 2, "RGBA": 6}
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_POOL = ThreadPoolExecutor(max(1, min(4, (os.cpu_count() or 1) - 1)), thread_name_prefix="png")
 
 
 def _deflate(data: bytes) -> bytes:
@@ -77,16 +74,3 @@ def png_encoder(name: str | None) -> Callable[[Image.Image], bytes]:
     if key not in ENCODERS:
         raise ValueError(f"unknown PNG encoder {key!r}; this version has {', '.join(ENCODERS)}")
     return ENCODERS[key]
-
-
-def encode_many(images: Sequence[Image.Image], name: str = PNG_ENCODER) -> list[bytes]:
-    """Several images as PNG, in order; all but the first are encoded on worker threads alongside it.
-
-    Deflate and the numpy filter release the GIL, so the three views of an `observe` compress side by side;
-    each image's bytes are exactly what the encoder writes for it alone.
-    """
-    encode = png_encoder(name)
-    if len(images) < 2:
-        return [encode(im) for im in images]
-    rest = [_POOL.submit(encode, im) for im in images[1:]]
-    return [encode(images[0]), *(f.result() for f in rest)]
