@@ -144,6 +144,86 @@ def parse_evidence(text: str) -> Evidence:
     return Evidence(slices, (r, a, s))
 
 
+@dataclass(frozen=True)
+class EvidenceFields:
+    """The EVIDENCE block read field by field: each key slice and the RAS point parsed on its own, so a missing
+    RAS line leaves the key slices (Strict) scorable and a missing key slice leaves the RAS point (Loc)."""
+
+    key_slices: dict[str, float]  # the axes whose line parsed (S, R, A) → mm
+    ras: tuple[float, float, float] | None
+    problems: dict[str, str]  # field name (KEY_SLICE_…_MM, RAS) → why it did not parse
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        """Per field: parsed or not, with the value or the problem (the `evidence_fields` of a score)."""
+        out: dict[str, dict[str, Any]] = {}
+        for key, axis in EVIDENCE_KEYS.items():
+            out[key] = ({"parsed": True, "value": self.key_slices[axis]} if axis in self.key_slices
+                        else {"parsed": False, "problem": self.problems.get(key, f"missing {key}")})  # fmt: skip
+        missing = self.problems.get("RAS", "missing RAS: [R, A, S]")
+        out["RAS"] = ({"parsed": True, "value": list(self.ras)} if self.ras is not None
+                      else {"parsed": False, "problem": missing})  # fmt: skip
+        return out
+
+
+def _ras_value(clean: str) -> tuple[float, float, float]:
+    hits = re.findall(rf"(?im)^\s*[-*]?\s*RAS\s*[:=]\s*\[?\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]?\s*$", clean)
+    if not hits:
+        raise ParseError("missing RAS: [R, A, S]")
+    if len({tuple(float(v) for v in h) for h in hits}) > 1:
+        raise ParseError("RAS is given more than once with different values")
+    r, a, s = (float(v) for v in hits[-1])
+    if not all(math.isfinite(v) for v in (r, a, s)):
+        raise ParseError("RAS is not finite")
+    return r, a, s
+
+
+def parse_evidence_fields(text: str) -> EvidenceFields:
+    """Each EVIDENCE field on its own (Appendix C.1 scores key slices for Strict and the RAS point for Loc apart);
+    more than one EVIDENCE block leaves every field unparsed, as the block is to be written once."""
+    clean = _clean(text)
+    names = [*EVIDENCE_KEYS, "RAS"]
+    if len(re.findall(r"(?im)^\s*EVIDENCE\s*:", clean)) > 1:
+        return EvidenceFields({}, None, {k: "more than one EVIDENCE block" for k in names})
+    slices: dict[str, float] = {}
+    problems: dict[str, str] = {}
+    for key, axis in EVIDENCE_KEYS.items():
+        try:
+            slices[axis] = _finite(_field_values(clean, [key])[key], key)
+        except ParseError as exc:
+            problems[key] = str(exc)
+    ras: tuple[float, float, float] | None = None
+    try:
+        ras = _ras_value(clean)
+    except ParseError as exc:
+        problems["RAS"] = str(exc)
+    return EvidenceFields(slices, ras, problems)
+
+
+@dataclass(frozen=True)
+class CompactAnswer:
+    """The five lung subtasks read one by one: each question's letter, or the problem that left it unanswered."""
+
+    answers: dict[str, str]  # question → letter, for the questions whose letter is an option
+    problems: dict[str, str]  # question → why it has no valid letter
+
+
+def parse_compact_partial(text: str) -> CompactAnswer:
+    """The last `1X2X3X4X5X` string with any letters; a letter that is not one of its question's options fails
+    that question alone (the other four keep their credit, Task = #correct / 5)."""
+    clean = _clean(text).upper()
+    hits = re.findall(r"1\s*([A-Z])\s*2\s*([A-Z])\s*3\s*([A-Z])\s*4\s*([A-Z])\s*5\s*([A-Z])", clean)
+    if not hits:
+        raise ParseError("no compact answer string like 1C2D3B4A5B")
+    answers: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    for q, letter in zip("12345", hits[-1], strict=True):
+        if letter in LUNG_OPTIONS[q]:
+            answers[q] = letter
+        else:
+            problems[q] = f"question {q}: {letter} is not an option"
+    return CompactAnswer(answers, problems)
+
+
 def parse_compact(text: str) -> dict[str, str]:
     """The last `1X2X3X4X5X` string (case and spacing tolerated), letters checked per question."""
     clean = _clean(text).upper()

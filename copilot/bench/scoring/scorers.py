@@ -37,6 +37,7 @@ import SimpleITK as sitk
 from copilot.bench.scoring import parsers as P
 from copilot.bench.scoring.rules import DEFAULT_RULES, ScoringRules
 from copilot.cases.annotations import Annotation, read_geojson
+from copilot.cases.answers import EVIDENCE_KEYS
 from copilot.cases.bracs_classes import bracs_label
 from copilot.cases.pack import CasePack
 from copilot.engine.geometry import nearest_voxel
@@ -149,10 +150,15 @@ def _field(given: Any, truth: Any) -> dict[str, Any]:
     return {"given": given, "truth": truth, "correct": given == truth}
 
 
-def _slice_checks(truth: Truth, ev: P.Evidence, rules: ScoringRules) -> list[dict[str, Any]]:
-    """One check per key slice: the offset against the mask's RAS range along its axis."""
-    out = []
-    for axis, value in ev.key_slices.items():
+def _slice_checks(truth: Truth, ev: P.EvidenceFields, rules: ScoringRules) -> list[dict[str, Any]]:
+    """One check per key slice: the offset against the mask's RAS range along its axis (a slice whose line did
+    not parse is a failed check with its problem)."""
+    out: list[dict[str, Any]] = []
+    for key, axis in EVIDENCE_KEYS.items():
+        if axis not in ev.key_slices:
+            out.append({"kind": "key_slice", "axis": axis, "value": None, "ok": False, "problem": ev.problems[key]})
+            continue
+        value = ev.key_slices[axis]
         lo_hi = truth.slice_extent(axis, widen=rules.key_slice_range == "voxel_extent")
         out.append({"kind": "key_slice", "axis": axis, "value": value,
                     "extent": None if lo_hi is None else [round(lo_hi[0], 4), round(lo_hi[1], 4)],
@@ -160,7 +166,9 @@ def _slice_checks(truth: Truth, ev: P.Evidence, rules: ScoringRules) -> list[dic
     return out
 
 
-def _ras_check(truth: Truth, ev: P.Evidence) -> dict[str, Any]:
+def _ras_check(truth: Truth, ev: P.EvidenceFields) -> dict[str, Any]:
+    if ev.ras is None:
+        return {"kind": "ras", "ras": None, "voxel": None, "ok": False, "problem": ev.problems["RAS"]}
     vox = truth.mask.nearest_voxel(np.asarray(ev.ras, dtype=float)) if truth.mask is not None else None
     return {"kind": "ras", "ras": list(ev.ras), "voxel": list(vox) if vox else None, "ok": truth.ras_hit(ev.ras)}
 
@@ -183,8 +191,12 @@ def _series_checks(truth: Truth, provenance: dict[str, Any] | None, rules: Scori
 
 def _result(cid: str, module: str, task: float, strict: float, loc: float | None, error: str | None = None,
             answer: dict[str, Any] | None = None, fields: dict[str, Any] | None = None,
-            evidence: list[dict[str, Any]] | None = None, gate: bool | None = None) -> CaseScore:  # fmt: skip
-    details = {"answer": answer or {}, "fields": fields or {}, "evidence": evidence or [], "gate": gate}
+            evidence: list[dict[str, Any]] | None = None, gate: bool | None = None,
+            parsed: P.EvidenceFields | None = None) -> CaseScore:  # fmt: skip
+    details: dict[str, Any] = {"answer": answer or {}, "fields": fields or {}, "evidence": evidence or [],
+                               "gate": gate}  # fmt: skip
+    if parsed is not None:
+        details["evidence_fields"] = parsed.report()  # each EVIDENCE field: parsed, with its value or problem
     unchecked = sorted({c["kind"] for c in evidence or [] if c.get("unchecked")})
     if unchecked:
         details["unchecked"] = unchecked  # gate items passed without being checked (shown in the tables)
@@ -199,22 +211,20 @@ def score_brain(
     try:
         label = P.parse_answer_letter(text, BRAIN_LETTERS)
     except P.ParseError as exc:
-        loc, evidence = _ras_loc_apart(truth, text) if has_mask else (no_mask_loc, [])
+        loc, evidence, ev = _ras_loc_apart(truth, text) if has_mask else (no_mask_loc, [], None)
         return _result(cid, "brain_mri", 0.0, 0.0, loc, str(exc), fields={"label": _field(None, gt)},
-                       evidence=evidence)  # fmt: skip
+                       evidence=evidence, parsed=ev)  # fmt: skip
     task = float(label == gt)
     fields = {"label": _field(label, gt)}
     if not has_mask:  # no tumour: no evidence to check; Loc by rule `brain_no_tumour_loc`
         return _result(cid, "brain_mri", task, task, no_mask_loc, answer={"label": label}, fields=fields, gate=True)
-    try:
-        ev = P.parse_evidence(text)
-    except P.ParseError as exc:
-        return _result(cid, "brain_mri", task, 0.0, 0.0, f"evidence: {exc}", {"label": label}, fields, gate=False)
+    # Appendix C.1: Strict needs the three key slices; the RAS point is not in Strict and is scored as Loc
+    ev = P.parse_evidence_fields(text)
     slices, ras = _slice_checks(truth, ev, rules), _ras_check(truth, ev)
     gate = all(c["ok"] for c in slices)
-    answer = {"label": label, "key_slices": ev.key_slices, "ras": list(ev.ras)}
-    return _result(cid, "brain_mri", task, float(task == 1.0 and gate), float(ras["ok"]),
-                   answer=answer, fields=fields, evidence=[*slices, ras], gate=gate)  # fmt: skip
+    answer = {"label": label, "key_slices": ev.key_slices, "ras": list(ev.ras) if ev.ras else None}
+    return _result(cid, "brain_mri", task, float(task == 1.0 and gate), float(ras["ok"]), _problems(ev),
+                   answer=answer, fields=fields, evidence=[*slices, ras], gate=gate, parsed=ev)  # fmt: skip
 
 
 def score_longitudinal(
@@ -249,14 +259,18 @@ def score_lung(
     cid, has_mask = truth.case.case_id, len(truth.mask_voxels) > 0
     expected = truth.data["answers"]
     try:
-        answers = P.parse_compact(text)
+        compact = P.parse_compact_partial(text)
     except P.ParseError as exc:
         fields = {q: {**_field(None, expected.get(q)), "correct": None if expected.get(q) is None else False}
                   for q in "12345"}  # fmt: skip
-        loc, evidence = _ras_loc_apart(truth, text) if has_mask else (None, [])
-        return _result(cid, "lung_petct", 0.0, 0.0, loc, str(exc), fields=fields, evidence=evidence, gate=False)
-    fields = {q: _field(answers[q], expected.get(q)) for q in "12345"}
-    for f in fields.values():
+        loc, evidence, parsed = _ras_loc_apart(truth, text) if has_mask else (None, [], None)
+        return _result(cid, "lung_petct", 0.0, 0.0, loc, str(exc), fields=fields, evidence=evidence, gate=False,
+                       parsed=parsed)  # fmt: skip
+    answers = compact.answers  # each of the five subtasks on its own: an invalid letter fails that one only
+    fields = {q: _field(answers.get(q), expected.get(q)) for q in "12345"}
+    for q, f in fields.items():
+        if q in compact.problems:
+            f["problem"] = compact.problems[q]
         if f["truth"] is None:
             f["correct"] = None  # not collected: never correct; outside the denominator under `scorable`
     scorable = [f for f in fields.values() if f["correct"] is not None]
@@ -265,18 +279,18 @@ def score_lung(
         task = correct / len(fields)
     else:
         task = correct / len(scorable) if scorable else 0.0
+    error = "; ".join(compact.problems.values()) or None
     if not has_mask:
-        return _result(cid, "lung_petct", task, task, None, answer=answers, fields=fields, gate=True)
-    try:
-        ev = P.parse_evidence(text)
-    except P.ParseError as exc:
-        return _result(cid, "lung_petct", task, 0.0, 0.0, f"evidence: {exc}", answers, fields, gate=False)
+        return _result(cid, "lung_petct", task, task, None, error, answer=answers, fields=fields, gate=True)
+    # Appendix C.1: the lung gate needs all three key slices and the RAS point; Loc is the RAS point alone
+    ev = P.parse_evidence_fields(text)
     ras = _ras_check(truth, ev)
     checks = [*_slice_checks(truth, ev, rules), ras, *_series_checks(truth, provenance, rules)]
     gate = all(c["ok"] is not False for c in checks)
-    answer = {**answers, "key_slices": ev.key_slices, "ras": list(ev.ras)}
-    return _result(cid, "lung_petct", task, task if gate else 0.0, float(ras["ok"]),
-                   answer=answer, fields=fields, evidence=checks, gate=gate)  # fmt: skip
+    answer = {**answers, "key_slices": ev.key_slices, "ras": list(ev.ras) if ev.ras else None}
+    error = "; ".join(p for p in (error, _problems(ev)) if p) or None
+    return _result(cid, "lung_petct", task, task if gate else 0.0, float(ras["ok"]), error,
+                   answer=answer, fields=fields, evidence=checks, gate=gate, parsed=ev)  # fmt: skip
 
 
 def _wsi_checks(truth: Truth, points: list[tuple[float, float]], cls: str, exclusion: bool) -> list[dict[str, Any]]:
@@ -290,15 +304,19 @@ def _wsi_checks(truth: Truth, points: list[tuple[float, float]], cls: str, exclu
     return out
 
 
-def _ras_loc_apart(truth: Truth, text: str) -> tuple[float, list[dict[str, Any]]]:
+def _ras_loc_apart(truth: Truth, text: str) -> tuple[float, list[dict[str, Any]], P.EvidenceFields]:
     """Loc of an answer whose answer line did not parse: the paper reports Loc separately, so the EVIDENCE
-    block's RAS point is still scored against the mask (0 when the block does not parse either)."""
-    try:
-        ev = P.parse_evidence(text)
-    except P.ParseError:
-        return 0.0, []
+    block's RAS point is still scored against the mask (0 when the RAS line does not parse)."""
+    ev = P.parse_evidence_fields(text)
+    if ev.ras is None:
+        return 0.0, [], ev
     check = _ras_check(truth, ev)
-    return float(check["ok"]), [check]
+    return float(check["ok"]), [check], ev
+
+
+def _problems(ev: P.EvidenceFields) -> str | None:
+    """The evidence fields that did not parse, as a score's parse error (None when all parsed)."""
+    return f"evidence: {'; '.join(ev.problems.values())}" if ev.problems else None
 
 
 def _wsi_loc_apart(truth: Truth, text: str, cls: str, exclusion: bool) -> tuple[float | None, list[dict[str, Any]]]:
