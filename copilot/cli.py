@@ -211,15 +211,50 @@ def _mcp(ns: argparse.Namespace) -> int:
     from copilot.runtime import open_session
     from copilot.server.mcp_server import serve_stdio
 
+    http_only = [f"--{k.replace('_', '-')}" for k in ("host", "port", "token", "token_file") if getattr(ns, k)]
+    if not ns.http and (http_only or ns.allow_host):
+        raise InputError(f"{', '.join(http_only or ['--allow-host'])} only with --http (stdio has no network side)")
+    token = _mcp_token(ns) if ns.http else ""
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else _default_trace_dir(ns.case)
     case = _url_study(ns.case) if is_dicomweb_url(ns.case) else ns.case
     session = open_session(case, track=ns.track, trace_dir=trace_dir, backend=ns.backend,
                            pseudonymous=is_dicomweb_url(ns.case))  # a clinician's study: named by reference
     try:
-        anyio.run(serve_stdio, session)
+        if ns.http:
+            _mcp_http(ns, session, token, trace_dir)
+        else:
+            anyio.run(serve_stdio, session)
     finally:
         session.close({"status": "mcp_closed"})
     return 0
+
+
+def _mcp_token(ns: argparse.Namespace) -> str:
+    from copilot.server.token import resolve_token
+
+    token, source = resolve_token(ns.token, ns.token_file)
+    if source == "random":
+        print(f"token: {token}", file=sys.stderr)
+    return token
+
+
+def _mcp_http(ns: argparse.Namespace, session: Any, token: str, trace_dir: Path) -> None:
+    from dataclasses import replace
+
+    from copilot.server.limits import DEFAULT_LIMITS
+    from copilot.server.mcp_http import McpHttpServer
+
+    limits = replace(DEFAULT_LIMITS, allowed_hosts=(*DEFAULT_LIMITS.allowed_hosts, *ns.allow_host))
+    server = McpHttpServer(session, ns.host or "127.0.0.1", 8017 if ns.port is None else ns.port, token, limits)
+    print(f"trace: {trace_dir}", file=sys.stderr)
+    print(f"listening on {server.url}", flush=True)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def _run(ns: argparse.Namespace) -> int:
@@ -577,8 +612,16 @@ def build_parser() -> argparse.ArgumentParser:
     allow_store_option(serve)
     serve.set_defaults(func=_serve)
 
-    mcp = sub.add_parser("mcp", help="the handler registry as an MCP server over stdio")
+    mcp = sub.add_parser("mcp", help="the handler registry as an MCP server over stdio, or streamable HTTP")
     mcp.add_argument("--case", required=True)
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp (serve's checks and token)")
+    mcp.add_argument("--host", default=None, help="with --http: the address to bind (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=None, help="with --http: the port (default 8017)")
+    mcp.add_argument("--token", default=None, help="with --http: bearer token, visible in the process list: prefer "
+                     "--token-file or $MEDCOPILOT_TOKEN (default: a random one, printed on stderr)")  # fmt: skip
+    mcp.add_argument("--token-file", default=None, help="with --http: read the bearer token from a file's first line")
+    mcp.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                     help="with --http: also answer requests whose Host header names NAME")  # fmt: skip
     mcp.add_argument("--track", choices=["A", "B"], default="A")
     mcp.add_argument("--trace-dir", default=None)
     _backend_option(mcp)
@@ -611,6 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_pacs_parser(sub)
     add_sessions_parser(sub)
+    from copilot.trace.export_cli import add_trace_parser
+
+    add_trace_parser(sub)
     return p
 
 

@@ -1,15 +1,15 @@
 """`medcopilot mcp --case CASE_DIR`: the handler registry as an MCP server over stdio (the `mcp` package).
 
-Tools have the handlers' names, descriptions and JSON schemas; a call goes through the same
-`Session.call` (validation, rollback, audit trace) and returns the JSON envelope as text content
-plus each rendered view as MCP image content. A refused call is an MCP tool error (`is_error`). Every line
-from the client is screened first (`mcp_guard`): a malformed request is answered with its JSON-RPC error
-and id instead of being dropped, and log records reach stderr as single lines, never tracebacks.
+Tools have the handlers' names, titles, descriptions, JSON schemas and annotations (`mcp_content`); a call goes
+through the same `Session.call` (validation, rollback, audit trace) and returns the JSON envelope as text content
+plus each rendered view as MCP image content, within the clients' size limits. A refused call is an MCP tool error
+(`is_error`). Every line from the client is screened first (`mcp_guard`): a malformed request is answered with its
+JSON-RPC error and id instead of being dropped, and log records reach stderr as single lines, never tracebacks.
+The same server over streamable HTTP, behind `serve`'s checks, is `mcp_http`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
@@ -22,28 +22,21 @@ from mcp.server.lowlevel import Server
 
 import copilot
 from copilot import oneline
+from copilot.server.mcp_content import MAX_RESULT_CHARS, content, tool
 from copilot.server.mcp_guard import INVALID_REQUEST, MAX_LINE_BYTES, reply, screen
 from copilot.session import Session
 
 
-def build_server(session: Session) -> Server:
+def build_server(session: Session, max_result_chars: int = MAX_RESULT_CHARS) -> Server:
+    """The MCP server of one session: its track's handlers as tools, each call audited by the session."""
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        tools = [
-            types.Tool(name=s.name, description=s.description, input_schema=s.parameters_schema())
-            for s in session.registry.specs(session.track)
-        ]
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=[tool(s) for s in session.registry.specs(session.track)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = dict(params.arguments or {})
         outcome = await anyio.to_thread.run_sync(lambda: session.call(params.name, args, actor="mcp"))
-        envelope = outcome.envelope(with_images=False)
-        content: list[Any] = [types.TextContent(type="text", text=json.dumps(envelope))]
-        for im in outcome.images:
-            content.append(
-                types.ImageContent(type="image", data=base64.b64encode(im.data).decode("ascii"), mime_type=im.mime)
-            )
-        return types.CallToolResult(content=content, is_error=not outcome.ok)
+        return types.CallToolResult(content=content(outcome, max_result_chars), is_error=not outcome.ok)
 
     return Server(
         "medcopilot",

@@ -271,7 +271,7 @@ def segment_grow_from_seeds(
     )
 
 
-@handler(**OPERATOR)
+@handler(**OPERATOR, hints={"readOnlyHint": True, "idempotentHint": True})  # measures only
 def segment_statistics(
     ctx: RadiologyContext,
     segment: Annotated[str, Field(min_length=1, max_length=256, description="Segment node id or name.")],

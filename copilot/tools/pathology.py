@@ -89,7 +89,7 @@ def set_image_type(
     return _with_state(ctx, {"image_type": image_type}, image=False)
 
 
-@handler(role="viewer_control")
+@handler(role="viewer_control", hints={"idempotentHint": False})  # a move relative to where it is
 def zoom(
     ctx: SlideContext,
     direction: Annotated[
@@ -140,7 +140,7 @@ def zoom(
     )
 
 
-@handler(role="viewer_control")
+@handler(role="viewer_control", hints={"idempotentHint": False})  # a move relative to where it is
 def pan(
     ctx: SlideContext,
     direction: Annotated[

@@ -166,7 +166,7 @@ def observe(
     return _views_out(ctx, view, size, result)
 
 
-@handler(role="viewer_control")
+@handler(role="viewer_control", hints={"idempotentHint": False})  # a move relative to where it is
 def scroll(
     ctx: RadiologyContext,
     view: View = "red",
@@ -230,7 +230,7 @@ def _sample(values: list[float], count: int) -> list[float]:
     return [values[round(i * (len(values) - 1) / (count - 1))] for i in range(count)]
 
 
-@handler(role="viewer_control")
+@handler(role="viewer_control", hints={"idempotentHint": False})  # a move relative to where it is
 def zoom(
     ctx: RadiologyContext,
     view: View = "red",

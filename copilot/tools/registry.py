@@ -31,6 +31,20 @@ TRACK_ROLES: dict[str, tuple[str, ...]] = {
     "B": ("viewer_control", "evidence_capture", "analysis_operator"),
 }
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+# MCP tool annotations (the 2025-03-26 revision's names) as each role behaves: views change what is shown, never
+# the study; evidence and operators add to the session; a declared write stores outside it, under new identifiers
+HINT_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_ROLE_HINTS: dict[str, tuple[bool, bool, bool, bool]] = {  # read-only, destructive, idempotent, open world
+    "viewer_control": (True, False, True, False),
+    "evidence_capture": (False, False, False, False),
+    "analysis_operator": (False, False, False, False),
+}
+_WRITE_HINTS = (False, True, False, True)
+_TITLE_WORDS = {
+    "ras": "RAS", "dicom": "DICOM", "seg": "SEG", "sr": "SR", "wsi": "WSI", "qupath": "QuPath", "vista3d": "VISTA3D",
+    "wl": "window/level",
+}  # fmt: skip
+Hints = dict[str, bool | str]
 
 
 class RegistryError(Exception):
@@ -108,6 +122,7 @@ class HandlerSpec:
     args_model: type[BaseModel]
     impl: Impl
     writes: Planner | None = None  # the second kind of action: what it would write and where (`copilot.tools.writes`)
+    hints: tuple[tuple[str, bool | str], ...] = ()  # declared exceptions to the annotations its role and writes give
 
     @property
     def exports(self) -> bool:
@@ -118,6 +133,16 @@ class HandlerSpec:
     def effect(self) -> str:
         """'looks' (views, evidence kept in the session) or 'writes' (outside the session: asks the clinician)."""
         return "writes" if self.writes is not None else "looks"
+
+    def annotations(self) -> Hints:
+        """MCP tool annotations: a title from the name, the behaviour hints from the role and `writes`, then the
+        handler's own declared exceptions (a relative move is not idempotent; a statistic reads only)."""
+        flags = _WRITE_HINTS if self.writes is not None else _ROLE_HINTS[self.role]
+        words = [_TITLE_WORDS.get(w, w) for w in self.name.split("_")]
+        title = " ".join(words)
+        out: Hints = {"title": title[:1].upper() + title[1:], **dict(zip(HINT_KEYS[1:], flags, strict=True))}
+        out.update(self.hints)
+        return out
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments (titles stripped, as tool schemas usually are)."""
@@ -181,15 +206,22 @@ class Registry:
         self._specs: dict[str, HandlerSpec] = {}
 
     def handler(
-        self, *, role: Role, tracks: Iterable[str] = ("A", "B"), name: str | None = None, writes: Planner | None = None
+        self,
+        *,
+        role: Role,
+        tracks: Iterable[str] = ("A", "B"),
+        name: str | None = None,
+        writes: Planner | None = None,
+        hints: Hints | None = None,
     ) -> Callable[[Impl], Impl]:
         """Decorator declaring a handler from a typed, documented function. `writes` declares the second kind of
         action: its planner says what the call would write outside the session and where; such a call runs only with
-        the clinician's consent (or a headless `--allow-store`), and a replay checks it instead of writing again."""
+        the clinician's consent (or a headless `--allow-store`), and a replay checks it instead of writing again.
+        `hints` overrides MCP annotations that the role and `writes` would get wrong for this handler."""
 
         def deco(fn: Impl) -> Impl:
             spec = build_spec(fn, kind=self.kind, role=role, tracks=tuple(tracks), name=name)
-            self.register(dataclasses.replace(spec, writes=writes))
+            self.register(dataclasses.replace(spec, writes=writes, hints=_checked_hints(spec.name, hints or {})))
             return fn
 
         return deco
@@ -213,6 +245,14 @@ class Registry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
+
+
+def _checked_hints(name: str, hints: Hints) -> tuple[tuple[str, bool | str], ...]:
+    """Declared annotation overrides, refused at import when a key is not an MCP annotation or a value its type."""
+    for key, value in hints.items():
+        if key not in HINT_KEYS or isinstance(value, bool) != (key != "title") or not isinstance(value, bool | str):
+            raise RegistryError(f"{name}: hint {key}={value!r} is not an MCP tool annotation ({', '.join(HINT_KEYS)})")
+    return tuple(hints.items())
 
 
 def build_spec(fn: Impl, *, kind: str, role: str, tracks: tuple[str, ...], name: str | None) -> HandlerSpec:
