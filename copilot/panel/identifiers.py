@@ -14,11 +14,14 @@ from typing import Any
 
 from copilot.engine.volume.headers import is_dicom
 from copilot.kinds import viewer_kind
+from copilot.panel.folding import fold
 from copilot.panel.spellings import spellings
 from copilot.panel.studies import dicom_series
 
 MIN_LENGTH = 3  # shorter values (a sex letter, a one-digit number) cannot be told from ordinary text; never sent
 MAX_HEADERS = 400  # headers read per series (UIDs of every instance); the rest share patient and study tags
+MAX_CACHED_SERIES = 2000  # cached series looked at for the patient's other exams (one header each)
+EXAM_DATES = ("StudyDate", "SeriesDate", "AcquisitionDate", "ContentDate")
 
 DICOM_IDENTIFIERS = (
     "PatientName", "PatientID", "PatientBirthDate", "PatientBirthTime", "PatientAge", "PatientAddress",
@@ -43,10 +46,12 @@ def _variants(value: str, key: str = "") -> set[str]:
 
 
 def dicom_identifiers(files: Iterable[Path]) -> set[str]:
-    """Identifier strings of the given DICOM files (headers only)."""
+    """Identifier strings of the given DICOM files (headers only), with the dates of the patient's other exams in
+    the PACS cache."""
     import pydicom
 
     found: set[str] = set()
+    patients: set[str] = set()
     for n, f in enumerate(files):
         if n >= MAX_HEADERS:
             break
@@ -54,6 +59,8 @@ def dicom_identifiers(files: Iterable[Path]) -> set[str]:
             ds = pydicom.dcmread(f, stop_before_pixels=True)
         except Exception:  # not a DICOM file among the series' neighbours
             continue
+        if str(getattr(ds, "PatientID", "") or "").strip():
+            patients.add(id_key(str(ds.PatientID)))
         for key in DICOM_IDENTIFIERS:
             value = getattr(ds, key, None)
             if value in (None, ""):
@@ -61,6 +68,38 @@ def dicom_identifiers(files: Iterable[Path]) -> set[str]:
             values = value if isinstance(value, list | tuple) or type(value).__name__ == "MultiValue" else [value]
             for v in values:
                 found |= _variants(str(v), key)
+    return found | other_exam_dates(patients)
+
+
+def id_key(value: str) -> str:
+    """A patient ID as compared: folded, separators left out."""
+    return "".join(c for c in fold(value) if c.isalnum())
+
+
+def other_exam_dates(patients: set[str], cache_root: Path | None = None) -> set[str]:
+    """The dates (study, series, acquisition, content) of every cached exam of these patients, in every spelling:
+    a date typed of an earlier exam names the patient as well as the open one's does."""
+    if not patients:
+        return set()
+    import pydicom
+
+    from copilot.pacs.cache import PacsCache
+
+    found: set[str] = set()
+    for n, folder in enumerate(sorted(PacsCache(cache_root).series_dirs())):
+        if n >= MAX_CACHED_SERIES:
+            break
+        first = next((f for f in sorted(folder.iterdir()) if f.suffix == ".dcm"), None)
+        try:
+            ds = pydicom.dcmread(first, stop_before_pixels=True) if first is not None else None
+        except Exception:  # a damaged cached file: no dates to add
+            continue
+        if ds is None or id_key(str(getattr(ds, "PatientID", "") or "")) not in patients:
+            continue
+        for key in EXAM_DATES:
+            value = str(getattr(ds, key, "") or "")
+            if value:
+                found |= _variants(value, key)
     return found
 
 

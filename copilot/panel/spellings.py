@@ -1,6 +1,9 @@
 """The ways a clinician may type an identifier of the open study: each word of a name or an institution, an ID
 with or without its separators, and a date in the common formats (20210303, 2021-03-03, 03/03/2021, 3/3/2021,
-03.03.2021, 3 March 2021, March 3, 2021, 3rd of Mar 2021 …). Study mode removes every spelling from what is sent.
+03.03.2021, 3 March 2021, March 3, 2021, 3rd of Mar 2021, third of March 21 …), a name also with its umlauts spelt
+out or dropped (Müller, Mueller, Muller). Study mode removes every spelling from what is sent, compared on folded
+text (`copilot.panel.folding`: case, accents, full-width forms and look-alike letters do not matter) and with
+separators ignored (`flexible`).
 
 Words of names are not scrubbed on their own when they are shorter than three letters or common words
 (`resources/common_words.txt`: English words a question needs, and the generic words of institution names such
@@ -12,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
+from copilot.panel.folding import fold, transliterations
 from copilot.resources import resources_dir
 
 NAME_KEYS = frozenset({
@@ -29,6 +33,8 @@ NAME_WORD_MIN = 3
 DATE = re.compile(r"^(\d{4})[:.\-/]?(\d{2})[:.\-/]?(\d{2})")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 _SEPARATORS = re.compile(r"[\s\-_/.:^]+")
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_SEP = r"[\s,.\-/:'’^_]"
 
 
 @functools.cache
@@ -41,7 +47,7 @@ def common_words() -> frozenset[str]:
 def name_words(value: str) -> set[str]:
     """The words of a name, address or institution that identify on their own (long enough, not common)."""
     words = {w for w in _WORD.findall(value.replace("^", " "))}
-    return {w for w in words if len(w) >= NAME_WORD_MIN and w.lower() not in common_words()}
+    return {w for w in words if len(w) >= NAME_WORD_MIN and fold(w) not in common_words()}
 
 
 def id_forms(value: str) -> set[str]:
@@ -53,8 +59,18 @@ def id_forms(value: str) -> set[str]:
     return out
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+            "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth",
+            "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth",
+            "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth",
+            "thirty-first")  # fmt: skip
+
+
 def date_forms(value: str) -> set[str]:
-    """A date (YYYYMMDD first, as DICOM and TIFF write it) in the formats people type; empty when not a date."""
+    """A date (YYYYMMDD first, as DICOM and TIFF write it) in the formats people type: numeric in every order
+    with padded or unpadded day and month and four- or two-digit years, month names (full, three and four
+    letters) with the day as a number, an ordinal ('3rd') or a word ('third'); empty when not a date. Matching
+    (`flexible`) lets any spacing, comma, dash, slash or full stop stand between the parts."""
     m = DATE.match(value.strip())
     if not m:
         return set()
@@ -63,15 +79,17 @@ def date_forms(value: str) -> set[str]:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return set()
     out = {f"{y}{mo}{d}"}
-    for sep in "-/.":
-        out |= {f"{y}{sep}{mo}{sep}{d}", f"{y}{sep}{month}{sep}{day}"}
-        for a, b in ((d, mo), (mo, d), (str(day), str(month)), (str(month), str(day))):
-            out |= {f"{a}{sep}{b}{sep}{y}", f"{a}{sep}{b}{sep}{y[2:]}"}
+    for mm, dd in ((mo, d), (str(month), str(day)), (mo, str(day)), (str(month), d)):
+        out.add(f"{y}-{mm}-{dd}")
+        for year in (y, y[2:]):
+            out |= {f"{dd}-{mm}-{year}", f"{mm}-{dd}-{year}"}
     suffix = "th" if 11 <= day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    days = (str(day), d, f"{day}{suffix}", ORDINALS[day - 1])
     for name in {MONTHS[month - 1], MONTHS[month - 1][:3], MONTHS[month - 1][:4]}:
-        for dd in (str(day), d, f"{day}{suffix}"):
-            out |= {f"{dd} {name} {y}", f"{dd} of {name} {y}", f"{name} {dd} {y}", f"{name} {dd}, {y}",
-                    f"{dd} {name}, {y}", f"{dd}-{name}-{y}"}  # fmt: skip
+        for dd in days:
+            for year in (y, y[2:]):
+                out |= {f"{dd} {name} {year}", f"{dd} of {name} {year}", f"{name} {dd} {year}",
+                        f"{name} the {dd} {year}", f"{year} {name} {dd}"}  # fmt: skip
     return out
 
 
@@ -86,20 +104,24 @@ def spellings(key: str, value: str) -> set[str]:
         out |= name_words(value)
     if key in ID_KEYS:
         out |= id_forms(value)
+    if not value.isascii() or key in NAME_KEYS or "^" in value:  # Müller also as Mueller and Muller
+        out |= {t for v in out for t in transliterations(v) if len(t) >= NAME_WORD_MIN and t not in common_words()}
     return out
 
 
 def flexible(identifier: str) -> str:
-    """A regular expression of one spelling that also matches other spacing, an optional comma or full stop
-    after a word, and any dash or slash in place of another ('March 3 2021', 'Nov. 23, 1958')."""
-    out = []
-    for ch in identifier:
-        if ch.isspace():
-            out.append(r"\.?,?\s+")
-        elif ch == ",":
-            out.append(r",?")
-        elif ch in "-/.":
-            out.append(r"[\-/.]")
+    """A regular expression of one folded spelling (`copilot.panel.folding.fold`) that ignores how its parts are
+    separated: between words any spacing, comma, dash, slash, full stop, apostrophe or none (names joined:
+    'johnathanquixley'); between two numbers at least one of those ('3.3.61', never '33.61'); inside a part
+    holding a digit (an ID, an accession, a date) any such separators ('773 4921', 'ACC-2024-0917X')."""
+    tokens = _TOKEN.findall(identifier)
+    out: list[str] = []
+    for n, tok in enumerate(tokens):
+        if n:
+            both_numbers = tokens[n - 1].isdigit() and tok.isdigit()
+            out.append(f"{_SEP}+" if both_numbers else f"{_SEP}*")
+        if len(tok) >= 4 and any(c.isdigit() for c in tok):
+            out.append(f"{_SEP}*".join(re.escape(c) for c in tok))
         else:
-            out.append(re.escape(ch))
+            out.append(re.escape(tok))
     return "".join(out)
