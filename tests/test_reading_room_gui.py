@@ -131,3 +131,28 @@ def test_a_clinicians_pet_ct_study_opens_by_its_hanging_protocol(qtbot, tmp_path
     assert [e["rule"] for e in events if e["type"] == "hanging_protocol"] == ["PET/CT"]
     fusion = [e for e in events if e.get("handler") == "fusion"]
     assert fusion and fusion[0]["actor"] == "system"
+
+
+def test_a_prior_of_another_patient_is_refused_unless_accepted_and_its_pane_names_it(
+    qtbot, window: MainWindow, tmp_path: Path
+) -> None:
+    import pydicom
+    import SimpleITK as sitk
+
+    from tests.workstation_data import write_dicom_series
+
+    prior = tmp_path / "other" / "series"
+    data = sitk.GetArrayFromImage(sitk.ReadImage(str(phantom(tmp_path / "p" / "head.nii.gz", (2, 0, -1)))))
+    write_dicom_series(prior, data.astype(np.int16), "2.25.5544332211", "CT head", 3)
+    for f in prior.iterdir():
+        ds = pydicom.dcmread(f)
+        ds.PatientName, ds.PatientID, ds.StudyDate, ds.StudyDescription = "QUIXLEY^JOHN", "MRN-77", "20240812", "CT"
+        ds.save_as(f)
+    assert not reading.open_prior(window, prior, approve=True, other_patient=False)  # the current names no patient
+    assert window.prior is None and "another patient" in window.readout.text()
+    assert reading.open_prior(window, prior, approve=True, other_patient=True)
+    assert window.prior_caption == "PRIOR 2024-08-12 · CT"
+    assert window.model is not None
+    checks = [e for e in window.model.session.trace_events() if e.get("type") == "patient_check"]
+    assert [c["decision"] for c in checks] == ["refused", "accepted by the clinician"]
+    reading.close_prior(window)

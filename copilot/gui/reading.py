@@ -65,13 +65,31 @@ def _prior_url_dialog(window: Any) -> None:
         open_prior(window, url.strip())
 
 
-def open_prior(window: Any, path: str | Path, approve: bool | None = None) -> bool:
-    """Open a prior study beside the current one: its own session and trace, a rigid registration proposed and
-    shown in words, and the two scrolled together once the clinician approves (`approve` answers for them in
-    scripts and screenshots). False when it could not open or the registration was rejected."""
+def _other_patient_dialog(window: Any) -> Any:
+    """The clinician's answer to a prior of another patient: both patients shown side by side, No by default."""
+
+    def ask(found: Any) -> bool:
+        answer = QMessageBox.warning(window, "Another patient?", found.side_by_side("prior"),
+                                     QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                     QMessageBox.StandardButton.No)  # fmt: skip
+        return bool(answer == QMessageBox.StandardButton.Yes)
+
+    return ask
+
+
+def open_prior(
+    window: Any, path: str | Path, approve: bool | None = None, other_patient: bool | None = None
+) -> bool:
+    """Open a prior study beside the current one: checked to be of the same patient (another patient's only after
+    the clinician accepts both shown side by side; `other_patient` answers for them in scripts), its own session
+    and trace, a rigid registration proposed and shown in words, and the two scrolled together once the
+    clinician approves (`approve` answers for them in scripts and screenshots). False when it could not open,
+    was of another patient and not accepted, or the registration was rejected."""
     from copilot.gui import startup
     from copilot.pacs.fetch import local_study
+    from copilot.pacs.patient import study_facts
     from copilot.panel.prior import PriorComparison
+    from copilot.panel.same_patient import caption, check_patient
     from copilot.panel.screen import Screen
     from copilot.panel.studies import dicom_series, open_study, study_at
     from copilot.study.sessions import new_session_dir
@@ -83,6 +101,13 @@ def open_prior(window: Any, path: str | Path, approve: bool | None = None) -> bo
         local = local_study(path).path
         found = dicom_series(local) if Path(local).is_dir() else []
         study = study_at(local, found[0] if len(found) > 1 else None)
+        case = window.model.case
+        current = study_facts(case.root, dict(case.inputs or {}))
+        other = study_facts(study.root, dict(study.inputs or {}))
+        accept = _other_patient_dialog(window) if other_patient is None else (lambda _found: other_patient)
+        check_patient(window.model.session, current, other, "prior", accept)
+        window.prior_caption = caption(other, "prior", current)
+        window.study_caption = caption(current)
         window.progress("Opening the prior study…")
         prior = startup.in_worker(lambda: open_study(study, new_session_dir(study.kind)), lambda *_: None)
         comparison = PriorComparison(window.model.session, prior)

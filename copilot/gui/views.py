@@ -247,9 +247,12 @@ class SlicePane(PaneWidget):
             if self._letters is None or self._letters[0] != facing:
                 self._letters = (facing, edge_letters(frame.image_to_ras))
             paint_edge_letters(p, self._letters[1], self.width(), self.height())
-        if self.prior:
-            outlined_text(p, QPointF(10, 62), "PRIOR (aligned, scrolls with the current)",
+        if self.prior:  # each side says which study it is: date, how much earlier, description
+            outlined_text(p, QPointF(10, 62), getattr(self.win, "prior_caption", "") or "PRIOR",
                           QColor(150, 220, 255))  # fmt: skip
+            outlined_text(p, QPointF(10, 80), "aligned, scrolls with the current", QColor(150, 220, 255))
+        elif getattr(self.win, "prior", None) is not None and getattr(self.win, "study_caption", ""):
+            outlined_text(p, QPointF(10, 62), f"CURRENT {self.win.study_caption}", QColor(255, 230, 150))
         if self._press is not None and self._drag_end is not None:  # the ruler while it is drawn, its length live
             a, b = frame.to_ras(self._press[0], self._press[1]), frame.to_ras(*self._drag_end)
             p.setPen(QPen(QColor(120, 255, 120), 2))
