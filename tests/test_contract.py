@@ -80,6 +80,8 @@ BAD_CALLS: list[tuple[str, object, str]] = [
     ("region_stats", {"shape": "sphere", "center_ras": [0, 0, 0]}, "invalid_arguments"),
     ("region_stats", {"shape": "box", "center_ras": [1e5, 0, 0], "size_mm": [5, 5, 5]}, "empty_region"),
     ("region_stats", {"shape": "segment"}, "invalid_arguments"),
+    ("record_measurement", {"shape": "point"}, "invalid_arguments"),
+    ("record_measurement", {"shape": "sphere", "center_ras": [1e5, 0, 0], "radius_mm": 2}, "empty_region"),
     ("no_such_handler", {}, "unknown_handler"),
     ("observe", ["not", "an", "object"], "invalid_arguments"),
 ]  # fmt: skip

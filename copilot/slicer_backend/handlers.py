@@ -42,6 +42,7 @@ HANDLER_IMPLEMENTATION: dict[str, tuple[str, str]] = {
     "measure_distance": (SLICER, "XYToRAS; shown as a vtkMRMLMarkupsLineNode"),
     "probe_value": (PROJECT, "the voxel nearest the point in the volume node's array (IJKToRAS), in HU or SUV"),
     "region_stats": (PROJECT, "the voxels of the volume node's array inside the sphere, box or segment"),
+    "record_measurement": (PROJECT, "probe_value's or region_stats' numbers kept as evidence"),
     "register_volumes": (
         PROJECT,
         "SimpleITK registration (Slicer's BRAINSFit is a CLI module outside slicer-core); the result is a "
