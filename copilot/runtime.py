@@ -38,10 +38,15 @@ def _destination(text: str) -> str:
     from urllib.parse import urlsplit
 
     parts = urlsplit(text)
-    if parts.scheme in ("http", "https"):
+    if parts.scheme.lower() in ("http", "https"):
         if parts.username or parts.password or not parts.hostname:
             raise ValueError("a URL with a host and without user:password@")
-        return text
+        from copilot.pacs.urls import service_root
+
+        try:  # compared as the network sees it; a '.' or '..' segment is refused
+            return service_root(text)
+        except HandlerError as exc:
+            raise ValueError(exc.message) from None
     if parts.scheme == "file" or not parts.scheme:
         return text
     raise ValueError(f"not an http(s) URL, a file: URI or a folder: {text!r}")

@@ -28,7 +28,18 @@ from copilot.engine.png import PNG_ENCODER
 from copilot.engine.volume.render import encode_png
 from copilot.errors import HandlerError
 from copilot.tools.registry import Cancelled, HandlerContext, Handlers, HandlerSpec, ImageOut, Progress
-from copilot.tools.writes import REFUSED, WRITE_EVENT, WriteConsent, WritePlan, allowed, attempt, refusal_message
+from copilot.tools.writes import (
+    REFUSED,
+    WRITE_EVENT,
+    WriteConsent,
+    WritePlan,
+    allowed,
+    attempt,
+    bind,
+    refusal_message,
+    refused_by,
+    store_folder,
+)
 from copilot.trace.outcome import CallOutcome, EncodedImage, json_text, jsonable
 from copilot.trace.recorder import TraceRecorder
 from copilot.viewer.protocol import StateT, Viewer, ViewerBase
@@ -97,6 +108,9 @@ class Session:
         root = case.root if case is not None and case_root is None else case_root
         inputs = case.inputs if case is not None and case_inputs is None else case_inputs
         output = trace.dir / "derived" if trace is not None else None
+        if output is None or not allowed(output.resolve().as_uri(), self.allow_store):
+            output = store_folder(self.allow_store) or output  # `--allow-store FOLDER`: exports go into that folder
+        self._used_consents: set[str] = set()  # each consent covers one call
         self._ctx: HandlerContext[ViewerBase] = HandlerContext(viewer, root, self._evidence, dict(inputs or {}), output)
         show = getattr(viewer, "show_evidence", None)
         if show is not None:  # a Slicer scene shows the evidence as markups, following this list
@@ -211,7 +225,7 @@ class Session:
                 kwargs = spec.validate(args)
                 with case_folder(self._ctx.case_root):
                     plan: WritePlan = spec.writes(self._ctx, **kwargs)
-                return plan
+                return bind(plan, args, actor, json_text(self._evidence))
             except Exception:  # the call itself will be refused, with its reason
                 return None
 
@@ -228,8 +242,11 @@ class Session:
         progress: Progress | None = None,
         cancelled: Cancelled | None = None,
         consent: WriteConsent | None = None,
+        call_id: str | None = None,
     ) -> CallOutcome:
         """Execute one handler call atomically; a refused or failed call changes nothing.
+
+        `call_id` is the model's id of the tool call this answers (the trace joins a request and its calls by it).
 
         `progress(fraction, message)` and `cancelled()` are given to the handler when the call runs as a job. A call
         that writes outside the session runs only with `consent` to its plan (from `plan_write`, shown to the
@@ -244,7 +261,7 @@ class Session:
                 self._ctx.progress = self._ctx.cancelled = None
             duration_ms = (time.perf_counter() - t0) * 1000.0
             if self._trace is not None:
-                outcome.seq = self._trace.record_call(name, args, actor, outcome, duration_ms)
+                outcome.seq = self._trace.record_call(name, args, actor, outcome, duration_ms, call_id)
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
@@ -306,17 +323,20 @@ class Session:
         assert spec.writes is not None
         try:
             with case_folder(self._ctx.case_root):
-                plan: WritePlan = spec.writes(self._ctx, **kwargs)
+                plan: WritePlan = bind(spec.writes(self._ctx, **kwargs), args, actor, json_text(self._evidence))
         except HandlerError:
             raise
         except Exception as exc:  # a source the planner cannot read: refused, nothing written
             raise HandlerError("invalid_source", f"{spec.name}: {type(exc).__name__}: {exc}") from exc
-        if isinstance(consent, WriteConsent) and consent.covers(plan, args):
+        given = consent if isinstance(consent, WriteConsent) else None
+        fresh = given is not None and given.nonce not in self._used_consents
+        if given is not None and fresh and given.covers(plan, args):
             decision, by = "approved", "clinician"
+            self._used_consents.add(given.nonce)
         elif plan.destinations and all(allowed(d, self.allow_store) for d in plan.destinations):
             decision, by = "allowed", "--allow-store"
         else:
-            decision, by = "refused", ("consent for another plan" if consent is not None else "no consent")
+            decision, by = "refused", refused_by(consent, plan, args, used=given is not None and not fresh)
         self.note(WRITE_EVENT, attempt(plan, args, actor, decision, by))
         if decision == "refused":
             raise HandlerError(REFUSED, refusal_message(plan), status=403)

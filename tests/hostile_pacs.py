@@ -79,6 +79,7 @@ class HostilePacs:
         self.mode = "ok"
         self.retrieval: str | None = None  # another mode for retrievals than for searches
         self.requests: list[str] = []
+        self.posts: list[str] = []  # the paths stores were sent to
         self.instance_level, self.instance_mode, self.fail_at = False, "ok", 2
         self.delay: Callable[[int], float] = lambda index: 0.0
         self.active = self.peak = 0
@@ -94,9 +95,15 @@ class HostilePacs:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client stopped reading
                     pacs.answer(self)
 
-            def do_POST(self) -> None:  # a store: its reply is a gzip bomb
+            def do_POST(self) -> None:  # a store: its reply is a gzip bomb (mode `busy`: HTTP 503)
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                pacs.posts.append(self.path)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    if pacs.mode == "busy":
+                        self.send_response(503, "Service Unavailable")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                     pacs._head(self, "application/dicom+json", {"Content-Encoding": "gzip"})
                     pacs._gzip(self, b"{", b" " * (1 << 20), 1 << 12)
 

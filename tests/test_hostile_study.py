@@ -137,8 +137,8 @@ def test_chat_without_the_clinicians_yes_stores_nothing(
     rc, study, fake = _chat(pacs, tmp_path, "", monkeypatch)  # nobody at the terminal to say yes
     out = capsys.readouterr().out
     assert rc == 0 and "proposed: export_evidence_sr" in out
-    assert "writes outside the session: DICOM measurement report (Comprehensive 3D SR) 'obeyed'" in out
-    assert f"→ {pacs.dicomweb}" in out
+    shown = f"writes outside the session:\n    → {pacs.dicomweb}\n      DICOM measurement report (Comprehensive 3D SR)"
+    assert f"{shown} 'obeyed'" in out
     assert len(_series(pacs, study)) == 1 and stored_manifest(tmp_path / "trace" / "derived") == []
     assert not list((tmp_path / "trace" / "derived").glob("*.dcm"))
     (stop,) = [e for e in _events(tmp_path / "trace") if e["type"] == "clinician_stop" and e.get("handler")]

@@ -72,7 +72,7 @@ def _export(session: Any, name: str, args: dict[str, Any]) -> Any:
         from copilot.tools.writes import consent
     except ImportError:  # exports without a consent step
         return session.call(name, args, actor="clinician")
-    plan = session.plan_write(name, args)
+    plan = session.plan_write(name, args, actor="clinician")
     return session.call(name, args, actor="clinician", consent=consent(plan, args))
 
 

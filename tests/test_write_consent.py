@@ -61,7 +61,7 @@ def test_a_write_without_consent_is_refused_by_name_and_writes_nothing(tmp_path:
     (attempt,) = _attempts(session)
     target = (tmp_path / "trace" / "derived" / "bright_seg.dcm").resolve().as_uri()
     assert attempt["decision"] == "refused" and attempt["destinations"] == [target] and attempt["actor"] == "agent"
-    assert "segment 'bright'" in attempt["what"]
+    assert "segment «bright»" in attempt["what"]
 
 
 def test_the_clinicians_yes_covers_exactly_the_plan_shown(tmp_path: Path) -> None:
@@ -84,8 +84,12 @@ def test_the_clinicians_yes_covers_exactly_the_plan_shown(tmp_path: Path) -> Non
 
 
 def test_allow_store_names_the_destination_of_a_headless_run(tmp_path: Path) -> None:
-    elsewhere = _session(tmp_path / "a", allow_store=(str(tmp_path / "elsewhere"),))
-    assert elsewhere.call("export_dicom_seg", SEG_ARGS).error["code"] == "write_not_approved"
+    pacs_only = _session(tmp_path / "a", allow_store=("http://pacs.example/dicom-web",))
+    assert pacs_only.call("export_dicom_seg", SEG_ARGS).error["code"] == "write_not_approved"
+    folder = _session(tmp_path / "c", allow_store=(str(tmp_path / "elsewhere"),))  # the export goes into that folder
+    assert folder.call("export_dicom_seg", SEG_ARGS).ok
+    assert (tmp_path / "elsewhere" / "bright_seg.dcm").is_file()
+    assert not (tmp_path / "c" / "trace" / "derived" / "bright_seg.dcm").exists()
     named = _session(tmp_path / "b", allow_store=((tmp_path / "b" / "trace").as_uri(),))
     out = named.call("export_dicom_seg", SEG_ARGS)
     assert out.ok, out.error
@@ -147,7 +151,8 @@ def test_the_slicer_and_qupath_panels_always_ask_before_a_write(tmp_path: Path) 
         assert time.monotonic() < deadline
         time.sleep(0.01)
     pending = panel_state(conv).pending
-    assert pending.startswith("Proposed: export_dicom_seg") and "Writes outside the session: DICOM SEG" in pending
+    assert pending.startswith("Proposed: export_dicom_seg") and "Writes outside the session:\n→ file:" in pending
+    assert "\n  DICOM SEG" in pending
     conv.reject("not to this folder")
     assert conv.wait(30) and turn.status == "done"
     assert not (tmp_path / "trace" / "derived" / "bright_seg.dcm").exists()

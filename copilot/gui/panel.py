@@ -187,7 +187,7 @@ class PanelWidget(QWidget):
         if pending is not None:
             asked = f"The agent asks to {action_words(pending.handler, pending.args)}."
             if pending.write is not None:
-                asked += f"\nWrites outside the session: {pending.write.text()}"
+                asked += f"\nWrites outside the session:\n{pending.write.text()}"
             self.proposal.setText(asked)
         self.proposal.setVisible(pending is not None)
         self.status.setText(m.status + (" — waiting for your approval" if pending is not None else ""))

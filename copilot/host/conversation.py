@@ -96,7 +96,7 @@ class _Gate:
         if c.stop_event.is_set():
             raise TurnStopped
         writes = actor != "clinician" and c.session.writes(name)
-        plan = c.on_host(lambda: c.session.plan_write(name, args)) if writes else None
+        plan = c.on_host(lambda: c.session.plan_write(name, args, actor)) if writes else None
         allowed = None
         if (actor == "agent" and c.approve_each) or plan is not None:  # a write outside the session always asks
             decision, reason = c.await_decision(name, args or {}, plan)

@@ -44,7 +44,7 @@ def proposal_text(a: Any) -> str:
     """A pending proposal (an `Action` or a panel's timeline entry) as the clinician sees it; a write outside the
     session says what and where."""
     text = f"Proposed: {a.handler} {a.args}"
-    return text + (f"\nWrites outside the session: {a.write.text()}" if a.write is not None else "")
+    return text + (f"\nWrites outside the session:\n{a.write.text()}" if a.write is not None else "")
 
 
 def panel_state(conversation: HostConversation | None, inventory: list[str] | None = None,

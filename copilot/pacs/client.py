@@ -228,9 +228,14 @@ class PacsClient:
     # ----- STOW-RS -----
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         import requests
+        import retrying
 
         try:
             return fn()
+        except retrying.RetryError as exc:  # busy on every try (429/503/504): the last answer's refusal
+            last = getattr(exc.last_attempt, "value", None)
+            status, reason = getattr(last, "status_code", 0), getattr(last, "reason", "")
+            raise http_refusal(what, int(status or 0), str(reason or "busy")) from None
         except requests.HTTPError as exc:
             response = exc.response
             raise http_refusal(what, response.status_code if response is not None else 0,

@@ -1,14 +1,23 @@
-"""DICOMweb study and series URLs: `http(s)://HOST[:PORT]/PREFIX/studies/UID[/series/UID]`."""
+"""DICOMweb study and series URLs: `http(s)://HOST[:PORT]/PREFIX/studies/UID[/series/UID]`.
+
+A URL is normalised as the network would see it before it is compared with `--allow-store` or sent: scheme and
+host lower-case, the default port dropped, percent-encoded unreserved characters decoded (other escapes with
+upper-case hex), the trailing slash dropped. A path with a dot segment (`.`, `..`, or `%2e%2e`), an encoded slash or a
+backslash is refused: an HTTP client or server would resolve it to another path than the one checked.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from copilot.errors import HandlerError
 
 UID_RE = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+_ESCAPE_RE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _PATH_RE = re.compile(r"^(?P<prefix>.*?)/studies/(?P<study>[^/]+)(?:/series/(?P<series>[^/]+))?/?$")
 
 
@@ -41,9 +50,11 @@ def check_uid(value: str, what: str) -> str:
 
 
 def service_root(url: str) -> str:
-    """A DICOMweb service root without credentials, query or fragment, and without a trailing slash."""
+    """A DICOMweb service root normalised as the network sees it (see the module's notes), without credentials,
+    query or fragment; a dot segment, an encoded slash or a backslash in its path is refused (`invalid_url`)."""
     parts = urlsplit(url.strip())
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
         raise HandlerError("invalid_url", f"{_safe(url)!r} is not an http(s) URL with a host")
     if parts.username or parts.password:
         raise HandlerError(
@@ -51,8 +62,40 @@ def service_root(url: str) -> str:
             "put PACS credentials in MEDCOPILOT_PACS_TOKEN / MEDCOPILOT_PACS_USER and MEDCOPILOT_PACS_PASSWORD "
             "or the PACS config file, not in the URL",
         )
-    host = parts.hostname + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
+    try:
+        port = parts.port
+    except ValueError:
+        raise HandlerError("invalid_url", f"{_safe(url)!r} has an invalid port") from None
+    host = parts.hostname.lower()
+    host = f"[{host}]" if ":" in host else host
+    netloc = host + (f":{port}" if port is not None and port != _DEFAULT_PORTS[scheme] else "")
+    return urlunsplit((scheme, netloc, normal_path(parts.path, url), "", ""))
+
+
+def normal_path(path: str, url: str = "") -> str:
+    """A URL path with unreserved escapes decoded, other escapes upper-case and no trailing slash; one holding a
+    dot segment, an encoded slash or a backslash is refused (`invalid_url`), decoded or not."""
+    decoded = _ESCAPE_RE.sub(lambda m: _escape(m.group(1)), path)
+    plain = unquote(decoded)
+    segments = plain.split("/")
+    if "\\" in plain or any(seg in (".", "..") for seg in segments) or "%2F" in decoded or "%5C" in decoded:
+        raise HandlerError(
+            "invalid_url",
+            f"{_safe(url or path)!r}: a path with '.' or '..' segments, an encoded '/' or a backslash is not accepted "
+            "(it would reach another location than the one named)",
+        )
+    return decoded.rstrip("/")
+
+
+def _escape(hexpair: str) -> str:
+    """One percent escape as RFC 3986 normalises it: an unreserved character decoded, others upper-case hex."""
+    char = chr(int(hexpair, 16))
+    return char if char in _UNRESERVED else f"%{hexpair.upper()}"
+
+
+def under(url: str, root: str) -> bool:
+    """Whether normalised `url` is `root` or a path below it (compared segment by segment, both normalised)."""
+    return url == root or url.startswith(root + "/")
 
 
 def parse_dicomweb_url(url: str) -> DicomwebRef:

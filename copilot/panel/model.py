@@ -58,7 +58,7 @@ class ApprovalGate:
         m = self._model
         if m.stop_event.is_set():
             raise EpisodeStopped
-        plan = self._session.plan_write(name, args) if actor != "clinician" else None
+        plan = self._session.plan_write(name, args, actor) if actor != "clinician" else None
         allowed = None
         if (actor == "agent" and m.approve_mode) or plan is not None:  # a write outside the session always asks
             decision, reason = m.await_approval(name, args or {}, plan)

@@ -134,7 +134,9 @@ class Terminal:
 
 
 def _short(value: Any, limit: int = 160) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    from copilot.pacs.printable import printable  # a proposal's arguments are the model's: shown as plain text
+
+    text = printable(json.dumps(value, ensure_ascii=False, separators=(",", ":")), 1 << 20)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -187,7 +189,9 @@ def _follow(model: Any, term: Terminal) -> None:
             asked = pending
             term.say(f"proposed: {pending.handler}({_short(pending.args)}) — /approve, /reject REASON or /stop")
             if pending.write is not None:  # an action of the second kind: exactly what and where
-                term.say(f"  writes outside the session: {pending.write.text()}")
+                term.say("  writes outside the session:")
+                for line in pending.write.text().splitlines():  # the destination first, then what, as data
+                    term.say(f"    {line}")
         undecided = pending is not None and pending is not decided
         if not undecided:
             if term.peek() == "/stop":  # typed while the model works

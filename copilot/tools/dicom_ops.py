@@ -9,6 +9,7 @@ changed."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,7 +26,7 @@ from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.seg_sources import seg_sources
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination
+from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted
 
 
 @handler(**OPERATOR)
@@ -77,10 +78,14 @@ def plan_dicom_seg(ctx: RadiologyContext, segment: str, output_name: str) -> Wri
     target = store_target(ctx.case_inputs.get("origin"), [study])
     voxels = int(np.count_nonzero(sg.mask.data))
     what = (
-        f"DICOM SEG {output_name!r}: segment {sg.name[:64]!r} ({voxels} voxels) over series "
-        f"{source.metadata['SeriesInstanceUID']} of study {study or '(unknown)'}; a copy kept as derived/{out.name}"
+        f"DICOM SEG {output_name!r}: segment {quoted(sg.name, 64)} ({voxels} voxels) over series "
+        f"{source.metadata['SeriesInstanceUID']} of study {study or '(unknown)'}; "
+        f"a copy kept as {out.parent.name}/{out.name}"
     )
-    return WritePlan("export_dicom_seg", what, (pacs_destination(target) if target else file_destination(out),))
+    mask = np.ascontiguousarray(sg.mask.data)
+    content = hashlib.sha256(f"{mask.shape}{mask.dtype}{sg.name}{source.source}".encode() + mask.tobytes()).hexdigest()
+    where = pacs_destination(target) if target else file_destination(out)
+    return WritePlan("export_dicom_seg", what, (where,), content=content)
 
 
 @handler(**OPERATOR, writes=plan_dicom_seg)

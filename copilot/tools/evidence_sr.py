@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import pydicom
 from pydantic import Field
 
@@ -29,15 +28,20 @@ from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination
+from copilot.tools.sr_content import Content, build_content, content_digest
+from copilot.tools.sr_quantities import ras_to_lps
+from copilot.tools.stored import check_not_stored, remember
+from copilot.tools.tracking import LesionBook, patient_key, search_folders
+from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted
+
+__all__ = ["build_evidence_sr", "export_evidence_sr", "plan_evidence_sr", "ras_to_lps"]
 
 OBSERVER_UID = pydicom.uid.generate_uid(entropy_srcs=["MedCopilot observer device"])
 Text = Annotated[str, Field(max_length=20000, description="Text the report carries verbatim ('' for none).")]
-
-
-def ras_to_lps(ras: list[float]) -> list[float]:
-    """RAS millimetres → DICOM patient coordinates (LPS)."""
-    return [-float(ras[0]), -float(ras[1]), float(ras[2])]
+EvidenceIds = Annotated[
+    list[Annotated[int, Field(ge=1, le=100000)]] | None,
+    Field(max_length=1000, description="Numbers of the evidence records to report (omitted: all of them)."),
+]
 
 
 def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[SourceFrame] | None]) -> Any:
@@ -54,68 +58,13 @@ def _source_series(ctx: RadiologyContext, vid: str, cache: dict[str, list[Source
     return cache[vid]
 
 
-def _groups(ctx: RadiologyContext) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
-    """The report's measurement groups, the source instances they reference, counts per kind, and the labels the
-    groups carry."""
-    import highdicom as hd
-    from pydicom.sr.codedict import codes
-
+def _content(ctx: RadiologyContext, book: LesionBook | None, evidence_ids: list[int] | None) -> Content:
+    """The report's groups of the session's evidence (the records numbered in `evidence_ids`, else all)."""
     cache: dict[str, list[SourceFrame] | None] = {}
-    groups: list[Any] = []
-    used: dict[str, pydicom.Dataset] = {}
-    counts = {"key_slices": 0, "points": 0, "distances": 0, "left_out": 0}
-    labels: list[str] = []
-
-    def tracking(rec: dict[str, Any], what: str) -> Any:
-        label = (f"{what} {rec['evidence_id']}" + (f": {rec['label']}" if rec.get("label") else ""))[:64]
-        labels.append(label)
-        return hd.sr.TrackingIdentifier(uid=hd.UID(), identifier=label)
-
-    def region(points: list[list[float]], series: list[SourceFrame], kind: str) -> Any:
-        lps = np.array([ras_to_lps(p) for p in points], dtype=np.float64)
-        return hd.sr.ImageRegion3D(kind, lps, str(series[0].dataset.FrameOfReferenceUID))
-
-    for rec in ctx.evidence:
-        kind = rec.get("kind")
-        vid = rec.get("volume_id") or (rec.get("a") or {}).get("volume_id")
-        series = _source_series(ctx, str(vid), cache) if vid else None
-        if series is None or kind not in ("key_slice", "point", "distance"):
-            counts["left_out"] += 1
-            continue
-        for source in series:
-            used[str(source.dataset.SOPInstanceUID)] = source.dataset
-        if kind == "key_slice":
-            k = int(np.clip(np.rint(rec["ijk_at_view_centre"][2]), 0, len(series) - 1))
-            frame = [series[k].frame] if series[k].frame else None  # a multi-frame source: the slice's frame
-            groups.append(
-                hd.sr.MeasurementsAndQualitativeEvaluations(
-                    tracking(rec, "key slice"),
-                    finding_type=codes.DCM.Finding,
-                    source_images=[hd.sr.SourceImageForMeasurementGroup.from_source_image(series[k].dataset, frame)],
-                )
-            )
-            counts["key_slices"] += 1
-        elif kind == "point":
-            groups.append(
-                hd.sr.PlanarROIMeasurementsAndQualitativeEvaluations(
-                    tracking(rec, "point"), referenced_region=region([rec["ras"]], series, "POINT"),
-                    finding_type=codes.DCM.Finding,
-                )
-            )  # fmt: skip
-            counts["points"] += 1
-        else:
-            length = hd.sr.Measurement(
-                name=codes.SCT.Length, value=float(rec["distance_mm"]), unit=codes.UCUM.Millimeter
-            )
-            groups.append(
-                hd.sr.PlanarROIMeasurementsAndQualitativeEvaluations(
-                    tracking(rec, "distance"),
-                    referenced_region=region([rec["a"]["ras"], rec["b"]["ras"]], series, "POLYLINE"),
-                    finding_type=codes.DCM.Finding, measurements=[length],
-                )
-            )  # fmt: skip
-            counts["distances"] += 1
-    return groups, list(used.values()), counts, labels
+    wanted = set(evidence_ids) if evidence_ids is not None else None
+    if wanted is not None and (unknown := wanted - {int(r.get("evidence_id") or 0) for r in ctx.evidence}):
+        raise HandlerError("invalid_arguments", f"no evidence record numbered {sorted(unknown)}")
+    return build_content(ctx.evidence, lambda vid: _source_series(ctx, vid, cache), book, wanted)
 
 
 def _texts(question: str, answer: str) -> Any:
@@ -138,14 +87,16 @@ def _texts(question: str, answer: str) -> Any:
 
 
 def build_evidence_sr(
-    ctx: RadiologyContext, title: str, question: str = "", answer: str = ""
-) -> tuple[Any, dict[str, int]]:
-    """The Comprehensive 3D SR of the session's evidence (and the question and answer, when given), and what it
-    holds."""
+    ctx: RadiologyContext, title: str, question: str = "", answer: str = "", book: LesionBook | None = None,
+    evidence_ids: list[int] | None = None,
+) -> tuple[Any, Content]:
+    """The Comprehensive 3D SR of the session's evidence (the records numbered in `evidence_ids`, else all; the
+    question and answer, when given), and what it holds; `book` gives tracked lesions their UIDs."""
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
-    groups, sources, counts, _ = _checked_groups(ctx, bool(question.strip() or answer.strip()))
+    content = _checked_content(ctx, bool(question.strip() or answer.strip()), book, evidence_ids)
+    groups, sources = content.groups, content.sources
     device = hd.sr.DeviceObserverIdentifyingAttributes(
         uid=OBSERVER_UID, name="MedCopilot", manufacturer_name="MedCopilot", model_name="MedCopilot"
     )
@@ -172,7 +123,7 @@ def build_evidence_sr(
         is_verified=False,
     )  # fmt: skip
     sr.SoftwareVersions = copilot.__version__
-    return sr, counts
+    return sr, content
 
 
 def _library(sources: list[pydicom.Dataset]) -> list[pydicom.Dataset] | None:
@@ -192,20 +143,25 @@ def _shown_sources(ctx: RadiologyContext) -> list[pydicom.Dataset]:
     return list(found.values())
 
 
-def _checked_groups(
-    ctx: RadiologyContext, text: bool = False
-) -> tuple[list[Any], list[pydicom.Dataset], dict[str, int], list[str]]:
-    """`_groups`, refused by name when there is nothing to report or the evidence spans several studies; with
+def _checked_content(
+    ctx: RadiologyContext, text: bool = False, book: LesionBook | None = None, evidence_ids: list[int] | None = None
+) -> Content:
+    """`_content`, refused by name when there is nothing to report or the evidence spans several studies; with
     `text` (a question or answer to carry), no evidence is a report on the DICOM series shown."""
-    groups, sources, counts, labels = _groups(ctx)
-    if not groups and text:
-        sources = _shown_sources(ctx)
-    if not groups and not sources:
-        raise HandlerError("no_evidence", "no key slice, point or distance on a DICOM series to report yet")
-    complete_sources(sources, "the evidence's source series")  # before any UID is read: missing ones refused by name
-    if len({str(ds.StudyInstanceUID) for ds in sources}) > 1:
+    content = _content(ctx, book, evidence_ids)
+    if not content.groups and text:
+        content.sources = _shown_sources(ctx)
+    if not content.groups and not content.sources:
+        raise HandlerError("no_evidence", "no key slice, point, distance or measurement on a DICOM series to report")
+    complete_sources(content.sources, "the evidence's source series")  # before any UID is read: missing ones named
+    if len({str(ds.StudyInstanceUID) for ds in content.sources}) > 1:
         raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
-    return groups, sources, counts, labels
+    return content
+
+
+def _lesion_book(ctx: RadiologyContext, sources: list[pydicom.Dataset]) -> LesionBook:
+    """The session's tracked lesions of this patient, with the places earlier reports are looked for."""
+    return LesionBook.load(ctx.output_dir, patient_key(sources[0]), search_folders(ctx.case_root, ctx.output_dir))
 
 
 def _output_file(ctx: RadiologyContext, output_name: str) -> Path:
@@ -218,20 +174,27 @@ def _output_file(ctx: RadiologyContext, output_name: str) -> Path:
     return out
 
 
-def plan_evidence_sr(ctx: RadiologyContext, output_name: str, question: str = "", answer: str = "") -> WritePlan:
+def plan_evidence_sr(
+    ctx: RadiologyContext, output_name: str, question: str = "", answer: str = "", evidence_ids: list[int] | None = None
+) -> WritePlan:
     """What `export_evidence_sr` would write (the report's groups and labels, its text, its study) and where,
-    writing nothing."""
+    writing nothing; refused when the same content is stored already."""
     out = _output_file(ctx, output_name)
-    _, sources, counts, labels = _checked_groups(ctx, bool(question.strip() or answer.strip()))
+    content = _checked_content(ctx, bool(question.strip() or answer.strip()), None, evidence_ids)
+    check_not_stored(ctx.output_dir, content_digest(content, question, answer), "a measurement report")
+    sources, counts, labels = content.sources, content.counts, content.labels
     study = str(sources[0].StudyInstanceUID)
     target = store_target(ctx.case_inputs.get("origin"), [study])
     what = (
         f"DICOM measurement report (Comprehensive 3D SR) {output_name!r} of study {study}: {counts['key_slices']} key "
-        f"slice(s), {counts['points']} point(s), {counts['distances']} distance(s)"
+        f"slice(s), {counts['points']} point(s), {counts['distances']} distance(s), {counts['measurements']} "
+        "measurement(s)"
+        + (f" ({counts['repeated']} restated item(s) stored once)" if counts["repeated"] else "")
         + (f" ({counts['left_out']} evidence item(s) left out)" if counts["left_out"] else "")
-        + (f"; labels: {'; '.join(labels)}" if labels else "; no evidence: the text alone, on the series shown")
-        + (f"; question: «{question.strip()}»" if question.strip() else "")
-        + (f"; answer: «{answer.strip()}»" if answer.strip() else "")
+        + (f"; labels: {'; '.join(quoted(x, 64) for x in labels)}" if labels
+           else "; no evidence: the text alone, on the series shown")
+        + (f"; question: {quoted(question.strip())}" if question.strip() else "")
+        + (f"; answer: {quoted(answer.strip())}" if answer.strip() else "")
         + f"; a copy kept as derived/{out.name}"
     )
     where = pacs_destination(target) if target else file_destination(out)
@@ -240,13 +203,22 @@ def plan_evidence_sr(ctx: RadiologyContext, output_name: str, question: str = ""
 
 @handler(**OPERATOR, writes=plan_evidence_sr)
 def export_evidence_sr(
-    ctx: RadiologyContext, output_name: NewName, question: Text = "", answer: Text = ""
+    ctx: RadiologyContext, output_name: NewName, question: Text = "", answer: Text = "",
+    evidence_ids: EvidenceIds = None,
 ) -> HandlerOutput:
-    """Write the session's evidence (key slices, points, distances) as a DICOM measurement report referencing
-    the source images, with the question and answer as its text; stored to the study's PACS when it came from one."""
+    """Write the session's evidence (key slices, points, distances, measurements; or the records numbered) as a
+    DICOM measurement report referencing the source images, with the question and answer as its text; a labelled
+    finding keeps its lesion's tracking UID; stored to the study's PACS when it came from one."""
     out = _output_file(ctx, output_name)
-    sr, counts = build_evidence_sr(ctx, output_name, question, answer)
+    first = _checked_content(ctx, bool(question.strip() or answer.strip()), None, evidence_ids)
+    digest = content_digest(first, question, answer)
+    check_not_stored(ctx.output_dir, digest, "a measurement report")
+    book = _lesion_book(ctx, first.sources)
+    sr, content = build_evidence_sr(ctx, output_name, question, answer, book, evidence_ids)
     out.parent.mkdir(parents=True, exist_ok=True)
     sr.save_as(out)
     stored = store_back(ctx.case_inputs.get("origin"), [sr], [out])
-    return HandlerOutput({"file": out.name, **counts, **stored})
+    book.save()
+    remember(out.parent, digest, out.name)
+    lesions = [{"identifier": t["identifier"], "from": t["from"]} for t in content.tracked]
+    return HandlerOutput({"file": out.name, **content.counts, "lesions": lesions, **stored})

@@ -5,17 +5,30 @@ exactly what the call would write and where. The session runs such a call only w
 that very plan (a `WriteConsent`, which a host's gate obtains by showing the plan, whatever its approve mode) or,
 headless, when every destination was named with `--allow-store`; otherwise the call is refused by name and
 nothing changes. Each attempt is traced as a `write_attempt` event (what, where, decision, by whom).
+
+A plan carries a digest of exactly what the call would write (the session's evidence, the planner's own content
+fingerprint such as a segment's voxels, the arguments, the destinations) and who asks; a consent covers that digest,
+for that actor, for one call: an undo or new evidence after the yes changes the digest and the call asks again.
+Every string a model controls (labels, question, answer) is shown as data: printable, one line, bounded, quoted;
+the destination comes first, on its own line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+from copilot.errors import HandlerError
+from copilot.pacs.printable import printable
+from copilot.pacs.urls import service_root, under
+from copilot.tools.study_text import clean
 from copilot.trace.outcome import CallOutcome
 from copilot.trace.redact import redact_text
 
@@ -23,31 +36,89 @@ WRITE_EVENT = "write_attempt"
 REFUSED = "write_not_approved"
 
 
+_BREAKS = re.compile("[\t\n\v\f\r\x85\u2028\u2029]")
+QUOTED_CHARS = 160  # a model-controlled string in a plan beyond this is cut
+WHAT_CHARS = 2000  # the whole description line of a plan
+
+
+def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
+    """A model-controlled string as a plan shows it: data in «», printable, one line, at most `limit` characters
+    (escape sequences, control and format characters removed; the quotes inside replaced)."""
+    text = clean(_printable(value).replace("«", "‹").replace("»", "›"), limit)
+    return f"«{text}»"
+
+
+def plain_line(value: object, limit: int = WHAT_CHARS) -> str:
+    """Any text of a plan as one printable line of at most `limit` characters."""
+    return clean(_printable(value), limit)
+
+
+def _printable(value: object) -> str:
+    """Text with line breaks as spaces and escape sequences and controls removed (not yet cut)."""
+    return printable(_BREAKS.sub(" ", str(value)), 1 << 20)
+
+
 @dataclass(frozen=True)
 class WritePlan:
-    """What one call would write (`what`, in words) and where: PACS URLs or `file:` URIs (`destinations`)."""
+    """What one call would write (`what`, in words) and where: PACS URLs or `file:` URIs (`destinations`).
+
+    `content` is the planner's fingerprint of the bytes it would write beyond the session's evidence (a segment's
+    voxels); `actor` and `digest` are set by the session (`bind`): who asks, and the digest a consent covers."""
 
     handler: str
     what: str
     destinations: tuple[str, ...]
+    content: str = ""
+    actor: str = "agent"
+    digest: str = ""
 
     def text(self) -> str:
-        """One line for the clinician's dialog: what, then where."""
-        return f"{self.what} → {', '.join(self.destinations)}"
+        """What the clinician is shown: each destination first on its own line, then what, as one clean line."""
+        where = "\n".join(f"→ {plain_line(d, 400)}" for d in self.destinations) or "→ (no destination)"
+        return f"{where}\n  {plain_line(self.what)}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"handler": self.handler, "what": self.what, "destinations": list(self.destinations)}
+        return {"handler": self.handler, "what": self.what, "destinations": list(self.destinations),
+                **({"actor": self.actor, "digest": self.digest} if self.digest else {})}  # fmt: skip
+
+
+def bind(plan: WritePlan, args: dict[str, Any] | None, actor: str, evidence: str) -> WritePlan:
+    """The plan with its actor and the digest of exactly what it would write: the planner's description and
+    content, the arguments, the destinations and the session's evidence (`evidence`, as JSON text)."""
+    body = json.dumps(
+        {"handler": plan.handler, "what": plan.what, "destinations": list(plan.destinations),
+         "content": plan.content, "args": canonical(args), "evidence": evidence, "actor": actor},
+        sort_keys=True, separators=(",", ":"),
+    )  # fmt: skip
+    return replace(plan, actor=actor, digest=hashlib.sha256(body.encode("utf-8")).hexdigest())
 
 
 @dataclass(frozen=True)
 class WriteConsent:
-    """The clinician's yes to one plan with its arguments (given by a host's gate; valid for that call only)."""
+    """The clinician's yes to one plan with its arguments (given by a host's gate): valid for one call by the plan's
+    actor while what the call would write stays exactly as planned (`nonce` marks it used)."""
 
     plan: WritePlan
     args: str  # the arguments as canonical JSON
+    nonce: str = field(default_factory=lambda: secrets.token_hex(16))
 
     def covers(self, plan: WritePlan, args: dict[str, Any] | None) -> bool:
-        return self.plan == plan and self.args == canonical(args)
+        return bool(plan.digest) and self.plan == plan and self.args == canonical(args)
+
+
+def refused_by(consent: object, plan: WritePlan, args: dict[str, Any] | None, used: bool) -> str:
+    """Why a call's consent does not cover it (for the trace's `write_attempt`)."""
+    if consent is None:
+        return "no consent"
+    if not isinstance(consent, WriteConsent):
+        return "consent for another plan"
+    if used:
+        return "consent already used"
+    if consent.plan.actor != plan.actor:
+        return f"consent given for a call by the {consent.plan.actor}"
+    if (consent.plan.handler, consent.args) == (plan.handler, canonical(args)):
+        return "what it would write changed since the consent"
+    return "consent for another plan"
 
 
 def canonical(args: dict[str, Any] | None) -> str:
@@ -91,20 +162,48 @@ def file_destination(path: Path) -> str:
 
 
 def pacs_destination(url: str) -> str:
-    """A PACS a call would store to, as a destination (its DICOMweb URL, secrets removed)."""
-    return redact_text(str(url).rstrip("/"))
+    """A PACS a call would store to, as a destination: its DICOMweb URL normalised as the network sees it, secrets
+    removed."""
+    try:
+        return redact_text(service_root(str(url)))
+    except HandlerError:
+        return redact_text(str(url).rstrip("/"))
 
 
 def allowed(destination: str, allow_store: Sequence[str]) -> bool:
-    """Whether `--allow-store` names this destination: the same URL or one under it; for files, a folder above it
-    (a path or a `file:` URI)."""
+    """Whether `--allow-store` names this destination: the same URL or one under it, both normalised as the
+    network sees them (a value that does not normalise names nothing); for files, a folder above it (a path or a
+    `file:` URI)."""
     folders = [Path(unquote(urlsplit(e).path)) if e.startswith("file:") else Path(e)
                for e in allow_store if e.startswith("file:") or "://" not in e]  # fmt: skip
     if destination.startswith("file:"):
         target = Path(unquote(urlsplit(destination).path))
         return any(target.is_relative_to(f.expanduser().resolve()) for f in folders)
-    bases = [e.rstrip("/") for e in allow_store if "://" in e and not e.startswith("file:")]
-    return any(destination == b or destination.startswith(b + "/") for b in bases)
+    try:
+        url = service_root(destination)
+    except HandlerError:
+        return False
+    return any(under(url, base) for base in _bases(allow_store))
+
+
+def _bases(allow_store: Sequence[str]) -> list[str]:
+    """The URLs `--allow-store` names, normalised (those that do not normalise left out)."""
+    out = []
+    for entry in allow_store:
+        if "://" in entry and not entry.startswith("file:"):
+            try:
+                out.append(service_root(entry))
+            except HandlerError:
+                continue
+    return out
+
+
+def store_folder(allow_store: Sequence[str]) -> Path | None:
+    """The first folder `--allow-store` names (a path or a `file:` URI): where a headless run's exports go."""
+    for entry in allow_store:
+        if entry.startswith("file:") or "://" not in entry:
+            return Path(unquote(urlsplit(entry).path) if entry.startswith("file:") else entry).expanduser().resolve()
+    return None
 
 
 def attempt(plan: WritePlan, args: dict[str, Any] | None, actor: str, decision: str, by: str) -> dict[str, Any]:
@@ -115,6 +214,7 @@ def attempt(plan: WritePlan, args: dict[str, Any] | None, actor: str, decision: 
 def refusal_message(plan: WritePlan) -> str:
     """Why a write was refused, naming it and what would allow it."""
     return (
-        f"{plan.handler} writes outside the session ({plan.text()}); nothing was written: it needs the clinician's "
+        f"{plan.handler} writes outside the session ({plain_line(plan.what)} → {', '.join(plan.destinations)}); "
+        "nothing was written: it needs the clinician's "
         f"yes, or in a headless run --allow-store naming {plan.destinations[0] if plan.destinations else 'it'}"
     )
