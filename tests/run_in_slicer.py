@@ -27,6 +27,7 @@ code = pytest.main(
     [
         str(ROOT / "tests" / "test_contract.py"),
         str(ROOT / "tests" / "test_slicer_ext.py"),
+        str(ROOT / "tests" / "test_slicer_index.py"),
         str(ROOT / "tests" / "test_slicer_host.py"),
         "-q",
         "-k",

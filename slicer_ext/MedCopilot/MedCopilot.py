@@ -20,8 +20,6 @@ from slicer.ScriptedLoadableModule import (
 )
 from slicer.util import VTKObservationMixin
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 class MedCopilot(ScriptedLoadableModule):
     def __init__(self, parent: Any) -> None:
@@ -58,17 +56,32 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
         self.token = os.environ.get("MEDCOPILOT_TOKEN") or secrets.token_urlsafe(16)
         self.web: Any = None
         self.calls: Any = None
+        from MedCopilotLib.consent import OptIn
+
+        self.opt_in = OptIn()  # the model services the user agreed to send questions to, this session
 
     def getParameterNode(self) -> MedCopilotParameterNode:
         return MedCopilotParameterNode(super().getParameterNode())
 
     @staticmethod
-    def ensure_dependencies() -> None:
-        """Install the core into Slicer's Python (from this source tree) if it is missing."""
+    def ensure_dependencies() -> str:
+        """The core in Slicer's Python: 'present', or 'installed' once the user agreed (`slicer.packaging.pip_ensure`
+        on Slicer 5.11+, a confirmation and `slicer.util.pip_install` before); declined, CoreNotInstalled."""
+        from MedCopilotLib.install import core_requirement, ensure_core, source_checkout
+
         try:
-            import copilot  # noqa: F401
-        except ImportError:
-            slicer.util.pip_install(["-e", str(REPO_ROOT)])
+            from slicer import packaging as slicer_packaging
+
+            pip_ensure = slicer_packaging.pip_ensure
+        except ImportError:  # Slicer before 5.11
+            pip_ensure = None
+
+        def confirm(message: str, details: str) -> bool:
+            title = "MedCopilot - Install Python Packages"
+            return bool(slicer.util.confirmOkCancelDisplay(message, title, detailedText=details))
+
+        requirement = core_requirement(source_checkout(__file__))
+        return ensure_core(requirement, pip_ensure, confirm, slicer.util.pip_install)
 
     def adopt_scene(self, base_url: str = "", model: str = "", api_key: str = "", trace_dir: str | None = None) -> Any:
         """Start the copilot on the volumes, views, window/level and layout already in slicer.mrmlScene. The key
@@ -92,6 +105,7 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
 
     def close_session(self, remove_own_nodes: bool = False) -> None:
         """End the copilot session; the clinician's nodes stay, the copilot's own only go when asked."""
+        self.opt_in.forget()
         if self.host is not None:
             conversation = self.host.conversation
             conversation.stop()
@@ -215,6 +229,13 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         question = self.ui.questionEdit.text.strip()
         if host is None or not question:
             return
+        from MedCopilotLib.consent import opt_in_text, service_url
+
+        url = service_url(self._parameterNode.baseUrl, os.environ)
+        if self.logic.opt_in.needed(url):  # nothing leaves until the user says yes to this service
+            if not slicer.util.confirmYesNoDisplay(opt_in_text(url), windowTitle="MedCopilot - send to a model?"):
+                return
+            self.logic.opt_in.agree(url)
         host.conversation.approve_each = self._parameterNode.approveEachAction
         host.conversation.ask(question)
         self.ui.questionEdit.setText("")
@@ -265,7 +286,10 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
         ):
             return
         p = self._parameterNode
-        self.model = PanelModel(self.logic.open_case(p.caseDir, p.track))
+        try:
+            self.model = PanelModel(self.logic.open_case(p.caseDir, p.track))
+        except Exception as exc:  # the core declined, a case folder that is not one
+            slicer.util.errorDisplay(f"Cannot open the case: {exc}")
         self.refresh()
 
     def onRun(self) -> None:
@@ -273,6 +297,15 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
 
         if self.model is None:
             self.onOpen()
+        if self.model is None:  # the case did not open (the message said why)
+            return
+        from MedCopilotLib.consent import opt_in_text, service_url, uses_model
+
+        url = service_url(self._parameterNode.baseUrl, os.environ)
+        if uses_model(self._parameterNode.policy) and self.logic.opt_in.needed(url):
+            if not slicer.util.confirmYesNoDisplay(opt_in_text(url), windowTitle="MedCopilot - send to a model?"):
+                return
+            self.logic.opt_in.agree(url)
         self.model.set_approve_mode(self._parameterNode.approveEachAction)
         self.model.run_episode(make_policy(self._parameterNode.policy))
 
@@ -310,23 +343,82 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget, VTKObservationMixin):
 
 
 class MedCopilotTest(ScriptedLoadableModuleTest):
-    """Runs the shared contract tests and the adopt-the-scene tests on Slicer's own scene inside Slicer
-    (tests/run_in_slicer.py does the same)."""
+    """Run by `Slicer --no-main-window --testing` (or *Reload and Test*): the core is asked for, never installed
+    unasked; the copilot adopts a sample volume on Slicer's own scene, moves a view through an audited call and
+    leaves the clinician's volume in place. From a source checkout, the shared contract and adopt-the-scene suites
+    run too (tests/run_in_slicer.py runs the same)."""
+
+    def setUp(self) -> None:
+        slicer.mrmlScene.Clear(0)
 
     def runTest(self) -> None:
+        self.setUp()
+        self.test_the_core_is_present_and_nothing_is_asked()
+        self.setUp()
+        self.test_the_copilot_on_sample_data()
+        from MedCopilotLib.install import source_checkout
+
+        checkout = source_checkout(__file__)
+        if checkout is not None:
+            self.test_the_shared_suites(checkout)
+
+    def test_the_core_is_present_and_nothing_is_asked(self) -> None:
+        from MedCopilotLib.install import ensure_core
+
+        asked: list[str] = []
+        state = ensure_core("medcopilot", lambda *a, **k: asked.append("pip_ensure"),
+                            lambda m, d: bool(asked.append(m)), asked.append)  # fmt: skip
+        self.assertEqual(MedCopilotLogic.ensure_dependencies(), "present")
+        self.assertEqual((state, asked), ("present", []))
+
+    def _sample_volume(self) -> Any:
+        """MRHead from Slicer's sample data; offline, a synthetic head-sized volume instead."""
+        try:
+            import SampleData
+
+            return SampleData.downloadSample("MRHead")
+        except Exception as exc:  # no network on this machine
+            import numpy as np
+
+            self.delayDisplay(f"sample data unavailable ({exc}): a synthetic volume instead")
+            data = np.zeros((40, 64, 64), dtype=np.int16)
+            data[10:30, 16:48, 16:48] = 400
+            return slicer.util.addVolumeFromArray(data, name="MRHead")
+
+    def test_the_copilot_on_sample_data(self) -> None:
+        volume = self._sample_volume()
+        logic = MedCopilotLogic()
+        host = logic.adopt_scene(trace_dir=str(Path(slicer.app.temporaryPath) / "MedCopilotTest" / "trace"))
+        try:
+            rng = host.session.call("get_slice_offset_range", {"view": "red"}, actor="clinician")
+            self.assertTrue(rng.ok, rng.error)
+            middle = (rng.result["min"] + rng.result["max"]) / 2
+            moved = host.session.call("set_slice_offset", {"view": "red", "offset": middle, "size": 64},
+                                      actor="clinician")  # fmt: skip
+            self.assertTrue(moved.ok, moved.error)
+            offsets = [host.viewer.scene.GetNthNodeByClass(i, "vtkMRMLSliceNode").GetSliceOffset()
+                       for i in range(host.viewer.scene.GetNumberOfNodesByClass("vtkMRMLSliceNode"))]  # fmt: skip
+            self.assertTrue(any(abs(o - moved.state["views"]["red"]["offset"]) < 1e-3 for o in offsets), offsets)
+            refused = host.session.call("set_slice_offset", {"view": "red", "offset": 1e9}, actor="clinician")
+            self.assertEqual(refused.error["code"] if refused.error else "", "offset_out_of_range")
+            self.assertEqual([v.node_id for v in host.volumes], [volume.GetID()])
+        finally:
+            logic.close_session(remove_own_nodes=True)
+        self.assertIsNotNone(slicer.mrmlScene.GetNodeByID(volume.GetID()))  # the clinician's volume stays
+        self.assertIsNone(logic.host)
+
+    def test_the_shared_suites(self, checkout: Path) -> None:
         import subprocess
         import sys
 
-        MedCopilotLogic.ensure_dependencies()
         slicer.util.pip_install("pytest hypothesis")
-        env = {**os.environ, "MEDCOPILOT_BACKEND": "slicer"}
         import pytest
 
-        os.environ.update(env)
-        code = pytest.main([str(REPO_ROOT / "tests" / "test_contract.py"), "-q", "-k", "local"])
+        os.environ["MEDCOPILOT_BACKEND"] = "slicer"
+        code = pytest.main([str(checkout / "tests" / "test_contract.py"), "-q", "-k", "local"])
         self.assertEqual(
             code, 0, f"contract tests failed in Slicer ({sys.executable}; {subprocess.list2cmdline(sys.argv)})"
         )
         # the copilot adopting the application's own scene (a volume loaded with Slicer's reader, the user's views)
-        code = pytest.main([str(REPO_ROOT / "tests" / "test_slicer_host.py"), "-q", "-p", "no:cacheprovider"])
+        code = pytest.main([str(checkout / "tests" / "test_slicer_host.py"), "-q", "-p", "no:cacheprovider"])
         self.assertEqual(code, 0, "the adopt-the-scene tests failed in Slicer")

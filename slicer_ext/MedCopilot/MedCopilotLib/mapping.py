@@ -10,7 +10,4 @@ from __future__ import annotations
 
 from copilot.slicer_backend.handlers import HANDLER_IMPLEMENTATION
 
-# Python packages the module installs into Slicer's Python (slicer.util.pip_install), core first.
-PIP_REQUIREMENTS = ("medcopilot", "pydantic>=2.6", "SimpleITK>=2.3", "pydicom>=2.4", "highdicom>=0.22")
-
-__all__ = ["HANDLER_IMPLEMENTATION", "PIP_REQUIREMENTS"]
+__all__ = ["HANDLER_IMPLEMENTATION"]  # the core and what it needs are installed by `install.py`, after asking
