@@ -38,10 +38,12 @@ def served(brain_case: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     cmd = [sys.executable, "-m", "copilot.cli", "mcp", "--http", "--port", "0", "--case", str(brain_case),
            "--trace-dir", str(trace)]  # fmt: skip
     env = {**os.environ, "MEDCOPILOT_TOKEN": TOKEN}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    log = trace.parent / "stderr.txt"
+    with log.open("w") as err:  # a file, not a pipe nobody reads: the server never blocks on its log
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
-        assert line.startswith("listening on http://127.0.0.1:"), (line, proc.stderr.read() if proc.stderr else "")
+        assert line.startswith("listening on http://127.0.0.1:"), (line, log.read_text())
         yield line.split()[-1], trace
     finally:
         proc.terminate()
@@ -65,12 +67,21 @@ async def _client(url: str, token: str | None) -> tuple[list, object]:
     return tools, result
 
 
-def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+def _post(
+    url: str, body: bytes, headers: dict[str, str], declared: int | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One POST; with `declared`, only headers announcing that many bytes are sent (the server answers first)."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
     try:
         base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        conn.request("POST", parts.path, body=body, headers={**base, **headers})
+        if declared is None:
+            conn.request("POST", parts.path, body=body, headers={**base, **headers})
+        else:
+            conn.putrequest("POST", parts.path)
+            for key, value in {**base, **headers, "Content-Length": str(declared)}.items():
+                conn.putheader(key, value)
+            conn.endheaders()
         response = conn.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     finally:
@@ -117,7 +128,7 @@ def test_refused_before_the_sdk(served: tuple[str, Path], headers: dict[str, str
 
 def test_oversized_malformed_and_elsewhere(served: tuple[str, Path]) -> None:
     url, auth = served[0], {"Authorization": f"Bearer {TOKEN}"}
-    status, _, body = _post(url, b"x" * ((1 << 20) + 1), auth)
+    status, _, body = _post(url, b"", auth, declared=(1 << 20) + 1)
     assert (status, json.loads(body)["error"]["code"]) == (413, "too_large")
     status, _, body = _post(url, b'{"jsonrpc": "2.0", "id": 7, "method": ', auth)
     assert status == 400 and json.loads(body) == {**json.loads(body), "id": 7}

@@ -30,8 +30,12 @@ from copilot.session import Session
 def build_server(session: Session, max_result_chars: int = MAX_RESULT_CHARS) -> Server:
     """The MCP server of one session: its track's handlers as tools, each call audited by the session."""
 
+    tools: list[types.Tool] = []  # made at the first listing: the session's handlers never change
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool(s) for s in session.registry.specs(session.track)])
+        if not tools:
+            tools.extend(tool(s) for s in session.registry.specs(session.track))
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = dict(params.arguments or {})
