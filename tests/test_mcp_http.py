@@ -130,6 +130,16 @@ def test_oversized_malformed_and_elsewhere(served: tuple[str, Path]) -> None:
     url, auth = served[0], {"Authorization": f"Bearer {TOKEN}"}
     status, _, body = _post(url, b"", auth, declared=(1 << 20) + 1)
     assert (status, json.loads(body)["error"]["code"]) == (413, "too_large")
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    try:  # no declared size: the body is counted as it arrives
+        chunks = (b" " * (1 << 16) for _ in range(17))
+        conn.request("POST", parts.path, body=chunks, headers={**auth, "Content-Type": "application/json"},
+                     encode_chunked=True)  # fmt: skip
+        response = conn.getresponse()
+        assert (response.status, json.loads(response.read())["error"]["code"]) == (413, "too_large")
+    finally:
+        conn.close()
     status, _, body = _post(url, b'{"jsonrpc": "2.0", "id": 7, "method": ', auth)
     assert status == 400 and json.loads(body) == {**json.loads(body), "id": 7}
     assert json.loads(body)["error"]["code"] == -32700
