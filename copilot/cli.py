@@ -211,7 +211,8 @@ def _mcp(ns: argparse.Namespace) -> int:
     from copilot.runtime import open_session
     from copilot.server.mcp_server import serve_stdio
 
-    http_only = [f"--{k.replace('_', '-')}" for k in ("host", "port", "token", "token_file") if getattr(ns, k)]
+    given = ("host", "port", "token", "token_file")
+    http_only = [f"--{k.replace('_', '-')}" for k in given if getattr(ns, k) is not None]
     if not ns.http and (http_only or ns.allow_host):
         raise InputError(f"{', '.join(http_only or ['--allow-host'])} only with --http (stdio has no network side)")
     token = _mcp_token(ns) if ns.http else ""
