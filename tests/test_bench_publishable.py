@@ -221,8 +221,8 @@ def test_bootstrap_ci_against_a_hand_computed_resample() -> None:
     rows = [_row("m", "brain_mri", v, v, v, case_id=f"c{n}") for n, v in enumerate(values)]
     rows += [_row("m", "brain_mri", 1.0, 1.0, 1.0, case_id="c0", repeat=1)]  # a repeat of c0: case mean 0.5
     cell = table1(rows).rows[0][3]
-    assert cell.n == 4 and cell.ci == pytest.approx(bootstrap_ci([0.5, 1.0, 1.0]))
-    assert cell.detail().startswith("n=4 [")
+    assert (cell.n, cell.runs) == (3, 4) and cell.ci == pytest.approx(bootstrap_ci([0.5, 1.0, 1.0]))
+    assert cell.detail().startswith("n=3 runs 4 [")  # n is cases (what the interval resamples), runs apart
 
 
 # ----- runs that refuse what they cannot score -----

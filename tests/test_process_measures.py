@@ -162,13 +162,14 @@ def test_care_resource_alignment_audit_conduct() -> None:
 
 
 def test_pass_at_3_and_summary() -> None:
-    """Case x1 strict [1, 0, 0]: p = 1/3, Pass@3 = 1 − (2/3)³ = 19/27 = 0.7037; x2 [0, 0, 0]: 0; x3 [1, 1, 1]: 1.
-    Macro mean = (19/27 + 0 + 1) / 3 = 0.5679."""
+    """Pass@3 is the unbiased estimator 1 − C(n−c, 3)/C(n, 3): case x1 strict [1, 0, 0] (n 3, c 1): 1 − C(2, 3)/1
+    = 1; x2 [0, 0, 0]: 1 − 1 = 0; x3 [1, 1, 1]: 1. Macro mean = (1 + 0 + 1) / 3 = 2/3 (the plug-in
+    1 − (1 − 1/3)³ = 19/27 for x1 was the second definition, now gone)."""
     rows = [{"model": "m", "case_id": c, "strict": s, "process": {"dimensions": {"V": {"score": s or None}}}}
             for c, ss in (("x1", [1, 0, 0]), ("x2", [0, 0, 0]), ("x3", [1, 1, 1])) for s in ss]  # fmt: skip
-    assert D.pass_at_k(1, 3) == pytest.approx(19 / 27)
     (pass3,) = D.pass3_by_model(rows).values()  # one run configuration
-    assert pass3 == pytest.approx((19 / 27 + 0 + 1) / 3)
+    assert pass3 == pytest.approx(2 / 3)
+    assert D.pass3_by_model(rows[:-1]) == {next(iter(D.pass3_by_model(rows))): None}  # x3 has 2 runs: refused
     v = D.dimension_summary(rows, key=lambda r: r["model"])["m"]["V"]
     assert (v["mean"], v["n"], v["episodes"]) == (1.0, 4, 9)  # V defined on 4 of 9 episodes (support)
 
@@ -372,7 +373,7 @@ def test_report_sections_for_protocols_and_exploration() -> None:
     assert funnel["counts"] == [1, 1, 1, 1, 1, 1]
     assert all(e["10×"]["unconditional"] == 1.0 for e in data["exploration"].values())
     page = measures_html(rows)
-    assert "intervention funnel" in page and "hierarchical top-K" in page
+    assert "intervention funnel" in page and "hierarchical top-K" not in page  # one exploration table: coverage
     assert measures_json([{**r, "protocol": None} for r in rows])["native_vs_harness"] is None
 
 

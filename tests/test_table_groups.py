@@ -79,4 +79,4 @@ def test_passk_rows_name_their_track() -> None:
     rows = [row("m", "brain_mri", 1.0, repeat=n) for n in range(3)]
     rows += [row("m", "brain_mri", 0.0, repeat=n, track="B", ops="segmentation") for n in range(3)]
     labels = [r[0].text() for r in passk_table(rows).rows]
-    assert labels == ["m · Track A", "m · Track B/segmentation"]
+    assert labels == ["m (Track A)", "m (Track B, segmentation)"]

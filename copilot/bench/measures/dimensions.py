@@ -1,4 +1,5 @@
-"""MedHarnessBench's seven process dimensions (seed 001, Section 3.2.2, eqs. 4–11), Pass@3 (Section 4) and
+"""MedHarnessBench's seven process dimensions (seed 001, Section 3.2.2, eqs. 4–11), Pass@3 (Section 4; the
+unbiased estimator, `stats.pass_at_k`) and
 the intervention funnel (eq. 12, Algorithm 1), computed from an episode's trace.
 
 A dimension is ⊥ (None) when the trajectory gave it no opportunity or not enough evidence (eq. 4); the
@@ -18,7 +19,7 @@ from copilot.bench.measures.configs import config_of, label, paired
 from copilot.bench.measures.trace_facts import reactions
 from copilot.bench.measures.trace_views import shown_fields, shown_planes
 from copilot.bench.scoring.module_facts import facts_of
-from copilot.bench.scoring.stats import bootstrap_ci, mean
+from copilot.bench.scoring.stats import bootstrap_ci, mean, pass_at_k
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 DIMENSIONS = ("F", "R", "E", "W", "A", "V", "B")
@@ -222,27 +223,27 @@ def conduct(events: list[dict[str, Any]], rule_checks: dict[str, bool]) -> dict[
 # ----- across episodes -----
 
 
-def pass_at_k(successes: int, runs: int, k: int = 3) -> float:
-    """Section 4: Pass@k_x = 1 − (1 − p_x)^k with p_x the empirical single-run success rate."""
-    p = successes / runs
-    return 1.0 - (1.0 - p) ** k
-
-
 def _config_label(r: dict[str, Any]) -> str:
     return label(config_of(r))
 
 
 def pass3_by_model(
     rows: list[dict[str, Any]], outcome: str = "strict", key: Callable[[dict[str, Any]], str] = _config_label
-) -> dict[str, float]:
-    """Pass@3 per run configuration (`key`), macro-averaged over cases; success = the outcome score is 1."""
+) -> dict[str, float | None]:
+    """Pass@3 per run configuration (`key`), macro-averaged over cases; success = the outcome score is 1. The
+    unbiased estimator of `stats.pass_at_k` (the report's one Pass@k); None where a case has fewer than 3 runs
+    (refused, never extrapolated)."""
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        runs[key(r)][r["case_id"]].append(float(r.get(outcome) or 0.0))
-    return {
-        m: sum(pass_at_k(sum(v == 1.0 for v in xs), len(xs)) for xs in cases.values()) / len(cases)
-        for m, cases in runs.items()
-    }
+        if r.get("status") != "error":
+            runs[key(r)][r["case_id"]].append(float(r.get(outcome) or 0.0))
+    out: dict[str, float | None] = {}
+    for m, cases in runs.items():
+        if min(len(xs) for xs in cases.values()) < 3:
+            out[m] = None
+            continue
+        out[m] = sum(pass_at_k(sum(v == 1.0 for v in xs), len(xs), 3) for xs in cases.values()) / len(cases)
+    return out
 
 
 def dimension_summary(

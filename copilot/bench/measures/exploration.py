@@ -1,7 +1,8 @@
 """PathAgentBench's autonomous-exploration measure (seed 003, Task 3 Mode B): tile-level hits under hierarchical
 top-K retention, K = 6, 3, 2 at 2.5×, 10× and 40×, with a random-sampling baseline on the same slide.
 
-A tile is a field the agent was shown at a magnification level (the system's opening views excluded). The
+A tile is a field the agent was shown at a magnification level (the system's opening views excluded; a field
+showing the whole slide is its level's selection and every level's above it, the whole-slide tiling). The
 agent's own visiting order stands in for its tile scores: at each level the first K distinct fields that lie
 inside a retained field of the level above are retained; a level the agent skipped retains nothing, and so
 neither do the levels below it, so the hit rates cannot rise with magnification. A level hits when a
@@ -108,6 +109,28 @@ def random_baseline(
     return {level: counts[level] / draws for level in MAG_BINS}
 
 
+def level_fields(agent: list[dict[str, Any]], slide: tuple[float, float]) -> list[tuple[str, Region]]:
+    """The agent's fields as (level, region) in visiting order. A field showing the whole slide is that level's
+    selection and every level's above it (seed 003 scores each level from the whole-slide tiling, so a small
+    slide shown whole at 10× was also seen whole at 2.5×); other fields count at their own level."""
+    out: list[tuple[str, Region]] = []
+    for f in agent:
+        level = mag_bin(f["magnification"])
+        if level is None:
+            continue
+        region: Region = tuple(f["region"])  # type: ignore[assignment]
+        if slide[0] and slide[1] and _whole(region, slide):
+            out += [(lv, region) for lv in MAG_BINS[: MAG_BINS.index(level) + 1]]
+        else:
+            out.append((level, region))
+    return out
+
+
+def _whole(region: Region, slide: tuple[float, float]) -> bool:
+    """The field shows the whole slide (within a pixel at each edge)."""
+    return region[0] <= 1.0 and region[1] <= 1.0 and region[2] >= slide[0] - 1.0 and region[3] >= slide[1] - 1.0
+
+
 def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth | None = None) -> dict[str, Any]:
     """The episode's hierarchical hits and the random baseline on its slide (positive slides only)."""
     truth = truth if truth is not None else Truth(case)
@@ -117,7 +140,6 @@ def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth
     if not rois or not fields_all:
         return {"positive": bool(rois), "levels": None, "random": None}
     agent = [f for e in calls if e.get("actor") == "agent" for f in shown_fields(e)]
-    fields = [(lv, tuple(f["region"])) for f in agent if (lv := mag_bin(f["magnification"])) is not None]
 
     def hit(r: Region) -> bool:
         return any(overlaps(list(r), roi) for roi in rois)
@@ -125,13 +147,14 @@ def hierarchical_hits(events: list[dict[str, Any]], case: CasePack, truth: Truth
     slide = next(
         ((float(d[0]), float(d[1])) for e in calls if (d := (e.get("state") or {}).get("dimensions"))), (0.0, 0.0)
     )
+    fields = level_fields(agent, slide)
     ref = fields_all[0]
     x0, y0, x1, y1 = ref["region"]
     mag = float(ref["magnification"] or 1.0)
     tiles = {lv: ((x1 - x0) * mag / m, (y1 - y0) * mag / m) for lv, m in LEVEL_MAG.items()}
     return {
         "positive": True,
-        "levels": level_hits(retain(fields), hit),  # type: ignore[arg-type]
+        "levels": level_hits(retain(fields), hit),
         "random": random_baseline(slide, tiles, hit) if slide[0] and slide[1] else None,
     }
 

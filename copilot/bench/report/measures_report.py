@@ -170,7 +170,7 @@ def _ci(funnel: dict[str, Any]) -> str:
 
 def measures_html(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | None = None) -> str:
     """The compact section of report.html: per model failures, S, CWAS-3, R6, the seven dimensions (n),
-    Pass@3 and usage; exploration hits against the random baseline; the native-vs-harness funnel."""
+    Pass@3 and usage; the native-vs-harness funnel (exploration hits: the report's coverage table)."""
     data = measures_json(rows, perturbed)
     head = (["Configuration", "n"] + list(FAILURE_CODES) + ["S", "pass ≥0.70/0.75/0.80", "CWAS-3", "R6"]
             + [f'<span title="{D.TITLES[d]}">{d}</span>' for d in D.DIMENSIONS]
@@ -221,23 +221,6 @@ def measures_html(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
             )
             + "</table>"
         )  # fmt: skip
-    if data["exploration"]:
-        rows_html = "".join(
-            f'<tr><td class="l">{html.escape(model)}</td>'
-            + "".join(
-                f"<td>{_f(v['unconditional'])}</td><td>{_f(v['conditional'])}</td><td>{_f(v['random'])}</td>"
-                for v in per.values()
-            )
-            + f"<td>{next(iter(per.values()))['slides']}</td></tr>"
-            for model, per in data["exploration"].items()
-        )
-        levels = "".join(f'<th colspan="3">{lv} (K={k})</th>' for lv, k in (("2.5×", 6), ("10×", 3), ("40×", 2)))
-        parts.append(
-            '<h3>Exploration hits under hierarchical top-K retention (PathAgentBench)</h3><table class="hits">'
-            f'<tr><th rowspan="2">Configuration</th>{levels}<th rowspan="2">slides</th></tr><tr>'
-            + "<th>hit</th><th>cond.</th><th>random</th>" * 3
-            + f"</tr>{rows_html}</table>"
-        )
     if data["native_vs_harness"]:
         head_f = "".join(f"<th>{html.escape(s)}</th>" for s in D.FUNNEL)
         frows = "".join(

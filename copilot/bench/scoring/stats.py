@@ -5,6 +5,7 @@ means, each cell's stream seeded by its own cases."""
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Iterable
 
@@ -58,3 +59,25 @@ def mean_ci(boots: list[np.ndarray], cases: int) -> tuple[float, float] | None:
 def mean(values: list[float]) -> float | None:
     """The mean of the values, None for none (a cell with nothing behind it is empty, never zero)."""
     return sum(values) / len(values) if values else None
+
+
+def pass_at_k(successes: int, runs: int, k: int) -> float:
+    """Pass@k, the unbiased estimator from n ≥ k runs with c successes (Chen et al. 2021, "Evaluating Large
+    Language Models Trained on Code"): 1 − C(n − c, k) / C(n, k), the chance that k of the n runs drawn without
+    replacement hold a success. Fewer runs than k are refused (the plug-in 1 − (1 − c/n)^k is biased low)."""
+    _check_runs(successes, runs, k)
+    return 1.0 - math.comb(runs - successes, k) / math.comb(runs, k)
+
+
+def pass_hat_k(successes: int, runs: int, k: int) -> float:
+    """pass^k (Yao et al. 2024, τ-bench): C(c, k) / C(n, k), the chance that k runs drawn without replacement
+    all succeed — reliability, where Pass@k is reach. Fewer runs than k are refused."""
+    _check_runs(successes, runs, k)
+    return math.comb(successes, k) / math.comb(runs, k)
+
+
+def _check_runs(successes: int, runs: int, k: int) -> None:
+    if k < 1 or runs < k:
+        raise ValueError(f"Pass@{k} needs at least {k} runs of a case; it has {runs}")
+    if not 0 <= successes <= runs:
+        raise ValueError(f"{successes} successes out of {runs} runs")

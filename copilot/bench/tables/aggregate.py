@@ -5,12 +5,12 @@ A configuration is (model, policy, track, ops, protocol, budget, backend, seed);
 mean over its scored episodes (repeats included; errored episodes are counted apart and shown as
 "error k/n", never averaged as zeros). Scores are fractions, as in the paper.
 
-- n: the number of scored episodes behind a cell (cases × repeats).
+- n: the number of cases behind a cell; the scored runs (cases × repeats) are shown apart when they differ.
 - 95 % CI: percentile bootstrap over cases (a case's repeats are averaged first, then cases are resampled
   with replacement), `BOOTSTRAP` resamples from a generator seeded with `BOOTSTRAP_SEED`, so a report is
   reproducible; a change (Δ) gets a paired interval: the per-case differences over the cases both runs hold,
   resampled jointly (identical runs give Δ 0.00 [0.00, 0.00]).
-- Model Avg. and "Mean over reported" cells: their n is the episodes behind them and their CI averages the
+- Model Avg. and "Mean over reported" cells: their n is the cases behind them (runs apart) and their CI averages the
   columns' resampled means (each column's cases drawn on their own stream).
 - Groups as the paper's: General-purpose and Medical-domain models (Tables 1–3, 7), Closed-source and
   Open-weight models (Table 5), 2D slice-montage backbones and native 3D VLMs (Table 6), each model's access
@@ -57,12 +57,13 @@ class Stat:
     """A mean over episodes with its n, bootstrap CI and error count; `per_case` feeds the CI of a change."""
 
     value: float | None
-    n: int = 0
+    n: int = 0  # cases (the bootstrap's unit)
     ci: tuple[float, float] | None = None
     errors: int = 0
     total: int = 0
     per_case: dict[str, float] = field(default_factory=dict)  # case id → the mean of its repeats
     unchecked: int = 0  # episodes whose gate passed an item without checking it (marked †)
+    runs: int = 0  # scored runs behind the value (cases × repeats)
 
 
 def stat_of(rows: list[dict[str, Any]], value: Any) -> Stat:
@@ -76,7 +77,8 @@ def stat_of(rows: list[dict[str, Any]], value: Any) -> Stat:
     flat = [v for vs in per.values() for v in vs]
     per_case = {c: sum(vs) / len(vs) for c, vs in per.items()}
     errors = len(rows) - len(scored)
-    return Stat(mean(flat), len(flat), bootstrap_ci(list(per_case.values())), errors, len(rows), per_case)
+    return Stat(mean(flat), len(per_case), bootstrap_ci(list(per_case.values())), errors, len(rows), per_case,
+                runs=len(flat))  # fmt: skip
 
 
 # ----- aggregation -----
@@ -145,12 +147,17 @@ GROUP_ORDER = {
 
 
 def config_label(cfg: Any, configs: list[Any], with_budget: bool = True) -> str:
-    """The model name, with budget/backend/protocol/seed/policy only where the table holds several values."""
+    """The model name, with every key that differs among the table's rows of that model: policy, track,
+    operation set, protocol, budget, backend, seed and rules."""
     cfg = Cfg(*cfg)
     same = [Cfg(*c) for c in configs if c[0] == cfg.model]
     parts = [cfg.model]
     if len({c.policy for c in same}) > 1:
         parts.append(cfg.policy)
+    if len({c.track for c in same}) > 1:
+        parts.append(f"Track {cfg.track}")
+    if len({c.ops for c in same}) > 1 and cfg.ops:
+        parts.append(cfg.ops)
     if len({c.protocol for c in same}) > 1:
         parts.append(cfg.protocol)
     if with_budget and len({c.budget for c in same}) > 1:
@@ -230,7 +237,8 @@ def score_cell(stats: dict[str, Any] | None, key: str, kind: str = "", ref: dict
     st = None if stats is None else stats.get(key)
     if not isinstance(st, Stat):
         return Cell(None, kind)
-    c = Cell(st.value, kind, n=st.n, ci=st.ci, errors=st.errors, total=st.total, cases=len(st.per_case))
+    c = Cell(st.value, kind, n=st.n, ci=st.ci, errors=st.errors, total=st.total, cases=len(st.per_case),
+             runs=st.runs)  # fmt: skip
     if st.per_case:
         c.boot = bootstrap_means(list(st.per_case.values()), seed=case_seed(st.per_case))
     if key == "strict" and st.unchecked:
@@ -243,7 +251,7 @@ def score_cell(stats: dict[str, Any] | None, key: str, kind: str = "", ref: dict
 
 
 def mean_cell(cells: list[Cell], kind: str = "") -> Cell:
-    """The mean of cells (Model Avg., Mean over reported) with n (the episodes behind it) and a 95 % CI from
+    """The mean of cells (Model Avg., Mean over reported) with n (the cases behind it, runs apart) and a 95 % CI from
     the cells' resampled means; empty when a cell is empty."""
     values = [c.value for c in cells if isinstance(c.value, float)]
     if not cells or len(values) < len(cells):
@@ -252,7 +260,8 @@ def mean_cell(cells: list[Cell], kind: str = "") -> Cell:
     boots = [c.boot for c in cells if c.boot is not None]
     whole = len(boots) == len(cells)
     cases = sum(c.cases for c in cells)
-    out = Cell(value, kind, n=sum(c.n or 0 for c in cells) or None, ci=mean_ci(boots, cases) if whole else None)
+    out = Cell(value, kind, n=sum(c.n or 0 for c in cells) or None, ci=mean_ci(boots, cases) if whole else None,
+               runs=sum(c.runs for c in cells))  # fmt: skip
     if whole:  # a mean of means (the group's mean of Model Avg.) resamples the same way
         out.boot, out.cases = sum(boots) / len(boots), cases
     return out

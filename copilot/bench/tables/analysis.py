@@ -10,6 +10,7 @@ from typing import Any
 
 from copilot.bench.measures.configs import config_of, label
 from copilot.bench.measures.coverage import MAG_BINS
+from copilot.bench.measures.exploration import K, hit_rates
 from copilot.bench.scoring.stats import mean
 from copilot.bench.tables.aggregate import cfg_of, config_label, configurations
 from copilot.bench.tables.render import Cell, Table
@@ -54,29 +55,32 @@ def _who(row: dict[str, Any]) -> str:
 
 
 def coverage_table(rows: list[dict[str, Any]]) -> Table:
-    """Radiology: lesion ever shown and the call that first showed it; pathology: hit rate per magnification."""
+    """Radiology: lesion ever shown and the call that first showed it; pathology: seed 003's nested hit rates
+    (hierarchical top-K retention, the report's one exploration measure) against the random baseline."""
     groups = configurations(rows)
     configs = sorted(groups)
     header = [
-        [("Configuration", 1), ("Radiology", 3)] + [(f"Pathology hit rate at {b}", 2) for b in MAG_BINS],
+        [("Configuration", 1), ("Radiology", 3)]
+        + [(f"Pathology {b} (K={K[b]})", 3) for b in MAG_BINS] + [("Slides", 1)],
         [("", 1), ("Episodes", 1), ("Lesion shown", 1), ("First shown (call)", 1)]
-        + [(h, 1) for _ in MAG_BINS for h in ("Unconditional", "Conditional")],
-    ]
+        + [(h, 1) for _ in MAG_BINS for h in ("Hit", "Conditional", "Random")] + [("", 1)],
+    ]  # fmt: skip
     t = Table(
         "coverage",
         "Exploration coverage",
         "Radiology: share of episodes whose shown planes cut the lesion, median call that first showed it. "
-        "Pathology (positive slides): unconditional hit rate = share of episodes with a field the agent asked "
-        "for (system views such as the opening overview excluded) at that magnification overlapping a "
-        "ground-truth ROI; conditional = the same among episodes that hit at "
-        "the previous magnification.",
+        "Pathology (positive slides; seed 003, Task 3 Mode B): hierarchical top-K retention, K = 6, 3, 2 at "
+        "2.5×, 10×, 40×, the agent's fields in visiting order, each inside a retained field of the level above "
+        "(a whole-slide view is its level's selection and every level's above it); hit = a retained field "
+        "overlaps a target ROI; conditional = among slides that hit at the level above; random = uniform top-K "
+        "sampling of the same slide's tiling.",
         header,
     )
     for cfg in configs:
         covs = [(r.get("process") or {}).get("coverage") or {} for r in groups[cfg]]
         rad = [c for c in covs if c.get("lesion_seen") is not None]  # planes through volumes with a lesion
-        path = [c for c in covs if "bins" in c and c.get("positive")]  # fields of positive slides
-        if not rad and not path:
+        nested = next(iter(hit_rates(groups[cfg]).values()), None)
+        if not rad and not nested:
             continue
         firsts = [c["first_seen_call"] for c in rad if c.get("first_seen_call") is not None]
         cells = [
@@ -84,12 +88,12 @@ def coverage_table(rows: list[dict[str, Any]]) -> Table:
             Cell(mean([float(c["lesion_seen"]) for c in rad])),
             Cell(f"{median(firsts):g}" if firsts else None, "label"),
         ]
-        prev_bin: str | None = None
         for b in MAG_BINS:
-            hits = [float(bool(c["bins"][b]["hit"])) for c in path]
-            cond = [float(bool(c["bins"][b]["hit"])) for c in path if prev_bin and c["bins"][prev_bin]["hit"]]
-            cells += [Cell(mean(hits)), Cell(mean(cond) if prev_bin else None)]
-            prev_bin = b
+            v = (nested or {}).get(b) or {}
+            cond = None if b == MAG_BINS[0] else v.get("conditional")
+            cells += [Cell(v.get("unconditional")), Cell(cond), Cell(v.get("random"))]
+        slides = ((nested or {}).get(MAG_BINS[0]) or {}).get("slides")
+        cells.append(Cell(str(slides) if slides else None, "label"))
         t.rows.append([Cell(config_label(cfg, configs), "label"), *cells])
     return t
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from copilot.bench.scoring.module_facts import DetailColumns, all_facts, facts_of, in_table
 from copilot.bench.scoring.module_facts import title as module_title
-from copilot.bench.scoring.stats import mean
+from copilot.bench.scoring.stats import mean, pass_at_k, pass_hat_k
 from copilot.bench.tables.aggregate import (
     TRACK_C_BUDGET,
     Cfg,
@@ -36,7 +36,7 @@ def _field_cell(stats: dict[str, Any] | None, name: str) -> Cell:
     st = (stats or {}).get("fields", {}).get(name)
     if not isinstance(st, Stat):
         return Cell(None, "field")
-    return Cell(st.value, "field", n=st.n, ci=st.ci)
+    return Cell(st.value, "field", n=st.n, ci=st.ci, runs=st.runs)
 
 
 # ----- Tables 5 and 7 -----
@@ -163,18 +163,23 @@ def table6(rows: list[dict[str, Any]]) -> Table:
 
 
 def passk_table(rows: list[dict[str, Any]]) -> Table:
-    """Pass@k over repeats (k = the configuration's repeat count) and mean answer agreement, per module."""
+    """Pass@k and pass^k over repeats, per configuration and module: k = the fewest runs any case of the row
+    has (at least 2), every case's runs counted (the unbiased estimators of `stats`), so Pass@1 ≤ Pass@k."""
     groups = configurations(rows)
-    header = [[("Configuration", 1), ("Module", 1), ("k", 1), ("Cases", 1), ("Pass@k (Task)", 1),
-               ("Pass@k (Strict)", 1), ("Pass@1 (Task)", 1), ("Answer agreement", 1)]]  # fmt: skip
+    header = [[("Configuration", 1), ("Module", 1), ("Cases", 1), ("Runs per case", 1), ("k", 1),
+               ("Pass@1 (Task)", 1), ("Pass@k (Task)", 1), ("Pass@k (Strict)", 1), ("pass^k (Strict)", 1),
+               ("Answer agreement", 1)]]  # fmt: skip
     t = Table(
         "passk",
-        "Pass@k and answer agreement over repeats (`bench run --repeats k`)",
-        "Pass@k: share of cases with Task = 1 (or Strict = 1) in at least one of its k repeats; Pass@1: mean "
-        "Task; answer agreement: share of a case's repeats giving its most common answer, averaged over cases.",
+        "Pass@k, pass^k and answer agreement over repeats (`bench run --repeats k`)",
+        "Per case with n runs and c successes (Task = 1, or Strict = 1): Pass@k = 1 − C(n−c, k)/C(n, k), the "
+        "unbiased estimator (Chen et al. 2021), and pass^k = C(c, k)/C(n, k) (τ-bench), averaged over cases; k "
+        "is the fewest runs a case of the row has (never more: Pass@k from fewer runs than k is refused); "
+        "Cases is n, the runs per case are shown apart. Answer agreement: share of a case's runs giving its "
+        "most common answer, averaged over cases.",
         header,
     )
-    t.label_cols = 4
+    t.label_cols = 5
     configs = sorted(groups)
     for cfg in configs:
         for module in sorted({r["module"] for r in groups[cfg]}):
@@ -182,24 +187,32 @@ def passk_table(rows: list[dict[str, Any]]) -> Table:
             for r in groups[cfg]:
                 if r["module"] == module and r.get("status") != "error":
                     by_case[r["case_id"]].append(r)
-            k = max((len(v) for v in by_case.values()), default=0)
+            if not by_case:
+                continue
+            sizes = sorted({len(v) for v in by_case.values()})
+            k = sizes[0]
             if k < 2:
                 continue
             agree = []
             for reps in by_case.values():
                 answers = [json_key(r) for r in reps]
                 agree.append(max(answers.count(a) for a in answers) / len(answers))
-            track = f"Track {cfg.track}" + (f"/{cfg.ops}" if cfg.ops else "")
+            runs = str(k) if len(sizes) == 1 else f"{k}–{sizes[-1]}"
+            cases = len(by_case)
+            per_case = list(by_case.values())
             t.rows.append([
-                Cell(f"{config_label(cfg, configs)} · {track}", "label"), Cell(module_title(module), "label"),
-                Cell(str(k), "label"), Cell(str(len(by_case)), "label"),
-                Cell(mean([float(any(r["task"] >= 1.0 for r in v)) for v in by_case.values()]), n=len(by_case)),
-                Cell(mean([float(any(r["strict"] >= 1.0 for r in v)) for v in by_case.values()]), "strict",
-                     n=len(by_case)),
-                Cell(mean([r["task"] for v in by_case.values() for r in v]), n=sum(map(len, by_case.values()))),
-                Cell(mean(agree), n=len(by_case)),
+                Cell(config_label(cfg, configs), "label"), Cell(module_title(module), "label"),
+                Cell(str(cases), "label"), Cell(runs, "label"), Cell(str(k), "label"),
+                _estimate(per_case, "task", 1), _estimate(per_case, "task", k), _estimate(per_case, "strict", k),
+                _estimate(per_case, "strict", k, pass_hat_k), Cell(mean(agree), n=cases),
             ])  # fmt: skip
     return t
+
+
+def _estimate(by_case: list[list[dict[str, Any]]], metric: str, k: int, f: Any = pass_at_k) -> Cell:
+    """A Pass@k-family estimate averaged over cases (success: the metric is 1), n = cases."""
+    vals = [f(sum(r[metric] >= 1.0 for r in runs), len(runs), k) for runs in by_case]
+    return Cell(mean(vals), "strict" if metric == "strict" else "", n=len(by_case))
 
 
 def json_key(row: dict[str, Any]) -> str:
@@ -236,5 +249,5 @@ def protocol_table(rows: list[dict[str, Any]]) -> Table:
                 t.rows.append([Cell(f"{cfg.model} (Track {cfg.track}, budget {cfg.budget})", "label"),
                                Cell(module_title(module), "label"),
                                Cell({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric], "label"),
-                               pc, Cell(hc.value, kind, n=hc.n, ci=hc.ci), change])  # fmt: skip
+                               pc, Cell(hc.value, kind, n=hc.n, ci=hc.ci, runs=hc.runs), change])  # fmt: skip
     return t

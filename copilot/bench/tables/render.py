@@ -20,7 +20,8 @@ GLOSSARY = {
     "the module's deterministic checks (Appendix C.1)",
     "Loc.": "localization: the RAS point (radiology) or a WSI coordinate (pathology) hits the hidden lesion; "
     "scored apart from the answer line",
-    "n": "scored episodes behind a cell (cases × repeats); errored episodes are shown as error k/n",
+    "n": "cases behind a cell (the bootstrap's unit); with repeats, the scored runs follow apart (runs r); "
+    "errored episodes are shown as error k/n",
     "95% CI": f"percentile bootstrap over cases, {BOOTSTRAP} resamples, seed {BOOTSTRAP_SEED}",
     "Δ (↑ ↓ ↔)": "change against the matched run; ↔: below 0.005; its interval is a paired bootstrap over the "
     "cases both runs hold (resampled jointly)",
@@ -36,7 +37,8 @@ GLOSSARY = {
     "Track A / B / C": "viewer-native / advanced operations / runtime-agnostic (answers without the runtime)",
     "Protocol": "harness: the product's tool surface with workflow guards; paper: exactly the paper's tools "
     "(Tables 9, 10, Appendix B), no guards",
-    "Pass@k": "share of cases answered correctly (Task = 1) or with Strict = 1 in at least one of k repeats",
+    "Pass@k / pass^k": "per case with n runs and c successes, 1 − C(n−c, k)/C(n, k) (unbiased estimator) and "
+    "C(c, k)/C(n, k) (all k succeed, τ-bench), averaged over cases; refused with fewer than k runs",
     "†": "the lung source-series check could not be made (no trace) and was passed by rule "
     "untraced_source_series=pass",
     "Floor": "reference policies (prior: fixed answer without reading; baseline: offline heuristic); not in means",
@@ -72,6 +74,7 @@ class Cell:
     mark: str = ""  # "†": an evidence item passed unchecked
     boot: Any = field(default=None, repr=False, compare=False)  # resampled means, for a mean of cells
     cases: int = 0  # the cases behind the value, for a mean of cells
+    runs: int = 0  # the scored runs behind n's cases (shown when repeats make them more)
 
     def text(self) -> str:
         if isinstance(self.value, str):
@@ -87,7 +90,7 @@ class Cell:
         """n, CI (and the change's CI) and errors, as one line (empty for labels and empty cells)."""
         parts = []
         if self.n:
-            parts.append(f"n={self.n}")
+            parts.append(f"n={self.n}" + (f" runs {self.runs}" if self.runs > self.n else ""))
         if self.ci is not None:
             parts.append(f"[{self.ci[0]:.2f}, {self.ci[1]:.2f}]")
         if self.delta_ci is not None:
@@ -208,13 +211,13 @@ def to_csv(tables: list[Table]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["table", "group", "row", "column", "value", "delta", "n", "ci_low", "ci_high", "delta_ci_low",
-                "delta_ci_high", "errors", "episodes", "bold", "mark"])  # fmt: skip
+                "delta_ci_high", "errors", "episodes", "bold", "mark", "runs"])  # fmt: skip
     for t in tables:
         cols = _flat_header(t)
         group = ""
         group_at = dict(t.groups)
         if not t.rows:
-            w.writerow([t.key, "", "", "", _empty_note(t)] + [""] * 10)
+            w.writerow([t.key, "", "", "", _empty_note(t)] + [""] * 11)
         for i, row in enumerate(t.rows):
             group = group_at.get(i, group)
             label = " ".join(c.text() for c in row[: t.label_cols] if c.text())
@@ -223,5 +226,6 @@ def to_csv(tables: list[Table]) -> str:
                 value = "" if c.value is None else c.value if isinstance(c.value, str) else f"{c.value:.6f}"
                 ci, dci = c.ci or (None, None), c.delta_ci or (None, None)
                 stats = [c.n or "", _num(ci[0]), _num(ci[1]), _num(dci[0]), _num(dci[1]), c.errors or "", c.total or ""]
-                w.writerow([t.key, group, label, col, value, _num(c.delta), *stats, int(c.bold), c.mark])
+                w.writerow([t.key, group, label, col, value, _num(c.delta), *stats, int(c.bold), c.mark,
+                            c.runs or ""])  # fmt: skip
     return buf.getvalue()
