@@ -104,14 +104,16 @@ def _bench_run(ns: argparse.Namespace) -> int:
     from copilot.medflow.bench_run import BatchOutcome, run_batch
     from copilot.medflow.runs import RunRefused, SchemaError
 
-    if ns.base_url:
-        os.environ["OPENAI_BASE_URL"] = ns.base_url  # the workers' policies read the service from here
+    model_settings = _model_settings(ns)
+    if not ns.no_preflight and _refused_by_preflight(ns, model_settings):
+        return 2
     outcome = BatchOutcome([])
     try:
         rows = run_batch(
             ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track,
             budget=ns.budget, repeats=ns.repeats, model=ns.model, seed=ns.seed, ops=ns.ops,
             backend=ns.backend, protocol=ns.protocol, outcome=outcome, rules=parse_rules(ns.rule),
+            base_url=ns.base_url, model_settings=model_settings,
         )  # fmt: skip
     except (SchemaError, RunRefused) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
@@ -265,7 +267,7 @@ def _run(ns: argparse.Namespace) -> int:
 
     if is_model_policy(ns.policy):
         _check_model_service(ns.policy, ns.model, ns.base_url)
-    policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget)
+    policy = make_policy(ns.policy, model=ns.model, base_url=ns.base_url, budget=ns.budget, **_model_settings(ns))
     row = run_episode(
         ns.case,
         ns.policy,
@@ -285,6 +287,14 @@ def _run(ns: argparse.Namespace) -> int:
     return 0 if row["status"] != "error" else 1
 
 
+def _model_options(p: argparse.ArgumentParser) -> None:
+    """The model options every model command takes (docs/models.md)."""
+    p.add_argument("--reasoning", default=None, help="a level of the model's reasoning control (its profile's)")
+    p.add_argument("--tool-protocol", choices=["native", "text"], default=None,
+                   help="tool calls natively or in text (default: the model's profile)")  # fmt: skip
+    p.add_argument("--max-images", type=int, default=None, help="images per request (default: the profile's)")
+
+
 def _check_model_service(policy: str, model: str | None, base_url: str | None) -> None:
     """Refuse at once (instead of retrying a default URL) when no model service is configured."""
     from copilot.llm.spec import SpecError, parse_policy, service_problem
@@ -297,8 +307,63 @@ def _check_model_service(policy: str, model: str | None, base_url: str | None) -
         raise InputError(f"--policy {policy}: {problem} (model: MEDCOPILOT_MODEL or --model)")
 
 
+def _model_settings(ns: argparse.Namespace) -> dict[str, Any]:
+    """The model options a command line gave (reasoning, tool protocol, images per request), for every wire."""
+    return {k: v for k, v in {"reasoning": getattr(ns, "reasoning", None), "tool_protocol":
+            getattr(ns, "tool_protocol", None), "max_images": getattr(ns, "max_images", None)}.items()
+            if v is not None}  # fmt: skip
+
+
+def _preflight(policy: str, base_url: str | None, settings: dict[str, Any], cases: int, rounds: int) -> Any:
+    from copilot.agent.preflight import check_policy_settings
+    from copilot.agent.settings import AgentSettings
+
+    return check_policy_settings(AgentSettings.for_policy(policy, base_url=base_url, **settings), cases, rounds)
+
+
+def _refused_by_preflight(ns: argparse.Namespace, settings: dict[str, Any]) -> bool:
+    """`bench run`'s preflight of a model policy: True (after saying why) when the run would fail."""
+    from copilot.cases.pack import find_cases
+    from copilot.llm.spec import SpecError, is_model_policy
+    from copilot.llm.types import ModelError
+
+    if not is_model_policy(ns.policy):
+        return False
+    try:
+        report, estimate = _preflight(ns.policy, ns.base_url, settings, len(find_cases(ns.cases, [])) * ns.repeats,
+                                      ns.budget)  # fmt: skip
+    except (SpecError, ModelError, ValueError) as exc:
+        print(f"error: preflight of {ns.policy}: {_one_line(exc)}", file=sys.stderr)
+        return True
+    for line in [*report.lines(), estimate]:
+        print(f"preflight: {line}", file=sys.stderr)
+    if report.problems:
+        print(f"error: {ns.policy} would fail: {'; '.join(report.problems)} (or --no-preflight)", file=sys.stderr)
+        return True
+    return False
+
+
+def _models_check(ns: argparse.Namespace) -> int:
+    """`models check`: the preflight's requests, the profile and the estimate; exit 1 when a check fails."""
+    from copilot.llm.spec import SpecError
+    from copilot.llm.types import ModelError
+
+    try:
+        report, estimate = _preflight(ns.policy, ns.base_url, {**_model_settings(ns),
+                                      **({"model": ns.model} if ns.model else {})}, ns.cases, ns.rounds)  # fmt: skip
+    except (SpecError, ValueError) as exc:
+        raise InputError(str(exc)) from None
+    except ModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join([*report.lines(), estimate]))
+    return 1 if report.problems else 0
+
+
 def _models(ns: argparse.Namespace) -> int:
     """Print the model ids the provider's service lists, one per line."""
+    if ns.action == "check":
+        return _models_check(ns)
     from copilot.llm.connect import connect, explain
     from copilot.llm.spec import SpecError, parse_policy
     from copilot.llm.types import ModelError
@@ -530,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", required=True, help=POLICY_HELP)
     run.add_argument("--model", default=None)
     run.add_argument("--base-url", default=None)
+    _model_options(run)
     run.add_argument("--track", choices=["A", "B"], default="A")
     run.add_argument("--budget", type=int, default=20)
     run.add_argument("--out", required=True, help="trace directory")
@@ -564,7 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Track B operation set (default all; none: the unregistered control)")  # fmt: skip
     brun.add_argument("--protocol", choices=["harness", "paper"], default="harness",
                       help="tools the model sees: the product surface, or exactly the paper's (no guards)")  # fmt: skip
-    brun.add_argument("--base-url", default=None, help="OpenAI-compatible service (default: $OPENAI_BASE_URL)")
+    brun.add_argument("--base-url", default=None, help="the model service's address, for every provider")
+    _model_options(brun)
+    brun.add_argument("--no-preflight", action="store_true", help="start without the model service's checks")
     brun.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
                       help="a scoring option where the paper is ambiguous (recorded; use its own --out)")  # fmt: skip
     _backend_option(brun)
@@ -645,9 +713,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--spacing", type=float, default=1.0)
     demo.set_defaults(func=_demo)
 
-    models = sub.add_parser("models", help="the models a model service lists (to choose --model)")
+    models = sub.add_parser("models", help="the models a model service lists (list), or a preflight of one (check)")
+    models.add_argument("action", nargs="?", choices=["list", "check"], default="list")
     models.add_argument("--policy", default="openai", help="the provider: openai, anthropic, gemini, azure, local:URL")
     models.add_argument("--base-url", default=None)
+    models.add_argument("--model", default=None, help="check: the model (default: the policy's)")
+    models.add_argument("--cases", type=int, default=1, help="check: cases of the run to estimate")
+    models.add_argument("--rounds", type=int, default=20, help="check: rounds per episode to estimate")
+    _model_options(models)
     models.set_defaults(func=_models)
 
     from copilot.pacs.cli import add_pacs_parser

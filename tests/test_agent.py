@@ -66,7 +66,8 @@ def test_scripted_model_drives_the_viewer_and_is_scored(brain_case: Path, tmp_pa
     events = _events(tmp_path / "trace")
     turns = [e for e in events if e["type"] == "model_turn"]
     assert len(turns) == 4 and turns[0]["usage"] == {
-        "prompt_tokens": 1000, "completion_tokens": 50, "input_tokens": 1000, "output_tokens": 50, "cached_tokens": 0}
+        "prompt_tokens": 1000, "completion_tokens": 50, "input_tokens": 1000, "output_tokens": 50, "cached_tokens": 0,
+        "reasoning_tokens": 0}
     assert turns[0]["cost_usd"] == pytest.approx(1000 * 1e-6 + 50 * 2e-6) and turns[0]["latency_ms"] > 0
     assert [e["handler"] for e in events if e.get("actor") == "agent"] == ["select_volume", "set_slice_offset", "jump"]
     assert replay(tmp_path / "trace").ok

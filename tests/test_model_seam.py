@@ -165,7 +165,8 @@ def test_a_model_without_a_price_shows_tokens_only(brain_case: Path, tmp_path: P
         fake.stop()
     turn = next(e for e in _events(tmp_path / "t") if e["type"] == "model_turn")
     assert turn["cost_usd"] is None and turn["usage"]["input_tokens"] == 1000
-    assert agent.usage_summary() == {"input_tokens": 1000, "output_tokens": 50, "cached_tokens": 0, "cost_usd": None}
+    assert agent.usage_summary() == {"input_tokens": 1000, "output_tokens": 50, "cached_tokens": 0,
+                                     "reasoning_tokens": 0, "cost_usd": None}
 
 
 def test_shipped_prices_are_versioned_and_overridable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

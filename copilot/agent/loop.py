@@ -8,6 +8,13 @@ model as tool errors and are recorded. Each round has one deadline (`round_deadl
 retryable faults (429 honouring Retry-After, 5xx, timeouts, dropped connections) are retried with capped
 exponential backoff, other refusals are not; if a round fails the episode ends with status `error`, recorded, and
 a batch goes on. `cancel` (the clinician's Stop) ends an in-flight request at once: status `stopped`, traced.
+
+The model's profile (`copilot.llm.profiles`) decides what each request carries: sampling only where the service
+accepts it, the reasoning level, the tool protocol (native calls or text), and the image and context budget (the
+oldest images left out of a request first, traced). A server's refusal for images, context or tools is met once by
+adapting within that budget (traced as `model_adapted`), else the episode stops naming the server flag to change.
+A reply that cannot be read is a named error, retried, never an empty answer. A turn's tool calls are bounded
+(`MAX_TOOL_CALLS_PER_TURN`, the excess answered as tool errors) and so are the arguments kept and re-sent.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from copilot.agent.policy import EpisodeResult
@@ -25,9 +33,12 @@ from copilot.agent.prompts import pathology_round, task_prompt
 from copilot.agent.settings import AgentSettings
 from copilot.cases.pack import CasePack
 from copilot.kinds import viewer_kind
+from copilot.llm.budget import Fitted, ImageBudget, fit
 from copilot.llm.calls import RetryPolicy, request_round
 from copilot.llm.connect import connect, explain
-from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, ToolDecl, Usage
+from copilot.llm.profiles import check_reasoning, check_tool_protocol, configuration, profile_for
+from copilot.llm.text_tools import TextTools
+from copilot.llm.types import PROVIDER_STATE, ChatRequest, ModelError, Reply, ToolCall, ToolDecl, Usage, image_limit_of
 from copilot.session import Session
 from copilot.tools.study_text import printable
 from copilot.trace.outcome import CallOutcome
@@ -38,6 +49,41 @@ BUDGET_MESSAGE = (
     "evidence already in this conversation."
 )
 ONE_TOOL_MESSAGE = "Not executed: this protocol allows one tool call per round; call the next tool in the next round."
+MAX_TOOL_CALLS_PER_TURN = 32  # calls of one model turn that run; the rest are answered as tool errors
+MAX_ARGUMENT_CHARS = 16_384  # a call's arguments beyond this are refused, and kept (and re-sent) only as a note
+TRACE_ARGUMENT_CHARS = 2048  # arguments recorded in full up to this; longer ones by length, digest and head
+
+
+def _tool_error(call_id: str, code: str, message: str) -> dict[str, Any]:
+    error = {"ok": False, "error": {"code": code, "message": message}}
+    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(error)}
+
+
+def traced_call(call: ToolCall) -> dict[str, Any]:
+    """A call as `model_turn` records it: arguments in full when short, else by length, digest and head."""
+    out: dict[str, Any] = {"id": call.id, "name": call.name[:200]}
+    if len(call.arguments) <= TRACE_ARGUMENT_CHARS:
+        out["arguments"] = call.arguments
+    else:
+        out.update(arguments_chars=len(call.arguments), arguments_head=call.arguments[:256],
+                   arguments_sha256=hashlib.sha256(call.arguments.encode("utf-8", "replace")).hexdigest())
+    if call.problem:
+        out["problem"] = call.problem
+    return out
+
+
+def turn_message(reply: Reply) -> dict[str, Any]:
+    """The model's turn as the conversation keeps it: calls past the per-turn limit and arguments past their limit
+    kept only as short notes (the service's own form of the turn dropped then, as it holds them in full)."""
+    message = reply.assistant_message()
+    calls = message.get("tool_calls") or []
+    bounded = [c if n < MAX_TOOL_CALLS_PER_TURN and len(c["function"]["arguments"] or "") <= MAX_ARGUMENT_CHARS
+               else {**c, "function": {"name": c["function"]["name"][:200], "arguments": "{}"}}
+               for n, c in enumerate(calls)]  # fmt: skip
+    if bounded != calls:
+        message["tool_calls"] = bounded
+        message.pop(PROVIDER_STATE, None)
+    return message
 
 
 class TransportFailure(RuntimeError):
@@ -85,8 +131,18 @@ class ChatAgent:
     ) -> None:  # fmt: skip
         self.settings = settings
         self.spec, self.wire = connect(settings.spec(), min(settings.timeout_s, settings.round_deadline_s),
-                                       settings.stream, client)  # fmt: skip
+                                       settings.stream, client, wire=settings.wire)  # fmt: skip
         settings.model = self.spec.model  # a local server's model, once resolved, is the one prices and traces name
+        self.profile = profile_for(self.spec.provider, self.spec.model)
+        self.reasoning = check_reasoning(self.profile, settings.reasoning)
+        self.tool_protocol = check_tool_protocol(settings.tool_protocol, self.profile)
+        if self.tool_protocol == "text":
+            self.wire = TextTools(self.wire)
+            self.spec = replace(self.spec, wire=self.wire.wire)
+        self.budget = ImageBudget(settings.max_images or self.profile.max_images, self.profile.context_tokens,
+                                  self.profile.tokens_per_image, settings.max_tokens)  # fmt: skip
+        self._adapted: set[str] = set()  # the refusals already adapted to (each once)
+        self._dropped = 0  # images left out of the last request (a change is traced)
         self.name = self.spec.policy
         self.instructions = ""  # a clinician's note from the panel, added to the task
         self.cancel = cancel or threading.Event()  # set by the clinician's Stop; cleared when a question starts
@@ -106,7 +162,9 @@ class ChatAgent:
         """One round's reply under the round's deadline (and the episode's), retried where it can help."""
         s = self.settings
         until = min(deadline, time.monotonic() + s.round_deadline_s)
-        request = ChatRequest(messages, list(tools or []), s.temperature, s.max_tokens)
+        fitted = self._fit(session, messages, round_no)
+        request = ChatRequest(fitted.messages, list(tools or []), self.sent_temperature(), s.max_tokens,
+                              self.reasoning)  # fmt: skip
         attempts = [1]
 
         def retried(attempt: int, wait: float, exc: ModelError) -> None:
@@ -124,6 +182,8 @@ class ChatAgent:
                 self._trace(session, "model_cancelled", {"round": round_no,
                                                          "after_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
                 raise RequestStopped(str(exc)) from exc
+            if self._adapt(session, exc, round_no, fitted):
+                return self._complete(session, messages, tools, round_no, deadline)
             where = redact_text(self.spec.base_url or str(getattr(self.wire, "base_url", "") or self.spec.provider))
             if exc.kind == "retryable":
                 message = (f"model service at {where} failed {attempts[0]} times: {exc} "
@@ -133,6 +193,57 @@ class ChatAgent:
             raise TransportFailure(message, exc.kind, exc.status, where) from exc
         self._record_turn(session, round_no, reply, (time.perf_counter() - t0) * 1000.0)
         return reply
+
+    def sent_temperature(self) -> float | None:
+        """The temperature requests carry: the setting where the profile accepts one, else none (the default)."""
+        return self.settings.temperature if self.profile.temperature else None
+
+    def _fit(self, session: Session, messages: list[dict[str, Any]], round_no: int) -> Fitted:
+        """The request within the image and context budget; a change in what is left out is traced."""
+        fitted = fit(messages, self.budget)
+        if fitted.images_dropped != self._dropped:
+            self._dropped = fitted.images_dropped
+            change = {"round": round_no, "images_sent": fitted.images_sent, "images_dropped": fitted.images_dropped}
+            self._trace(session, "images_dropped", {**change, **self.budget.record()})
+        return fitted
+
+    def _adapt(self, session: Session, exc: ModelError, round_no: int, fitted: Fitted) -> bool:
+        """Meet a refusal for images, context or tools once, within the declared budget; False: nothing to adapt."""
+        if not self.settings.adapt or exc.kind in self._adapted:
+            return False
+        change: dict[str, Any] = {}
+        if exc.kind == "image_limit":
+            limit = image_limit_of(str(exc))
+            limit = limit if limit is not None else fitted.images_sent - 1
+            if 1 <= limit < fitted.images_sent:
+                self.budget = replace(self.budget, max_images=limit)
+                change = {"max_images": limit}
+        elif exc.kind == "context" and fitted.images_sent > 1:
+            self.budget = replace(self.budget, max_images=max(1, fitted.images_sent // 2))
+            change = {"max_images": self.budget.max_images}
+        elif exc.kind == "tools_unsupported" and not isinstance(self.wire, TextTools):
+            self.wire = TextTools(self.wire)
+            self.tool_protocol = "text"
+            self.spec = replace(self.spec, wire=self.wire.wire)
+            change = {"tool_protocol": "text"}
+        if not change:
+            return False
+        self._adapted.add(exc.kind)
+        self._trace(session, "model_adapted", {"round": round_no, "refusal": exc.kind, "status": exc.status,
+                                               "message": " ".join(str(exc).split())[:300], **change})  # fmt: skip
+        return True
+
+    def request_record(self) -> dict[str, Any]:
+        """What every request of the episode carries, as sent: sampling, reasoning, tools, images, stream."""
+        return {"temperature": self.sent_temperature(), "max_output_tokens": self.settings.max_tokens,
+                "reasoning": self.reasoning, "tool_protocol": self.tool_protocol, "stream": self.settings.stream,
+                **self.budget.record()}  # fmt: skip
+
+    def config_key(self) -> str:
+        """The model configuration as the result key names it: two runs differing in any of it never pool."""
+        r = self.request_record()
+        return configuration(self.profile, self.spec.wire, r["temperature"], r["reasoning"], r["tool_protocol"],
+                             r["max_images"])  # fmt: skip
 
     def _record_turn(self, session: Session, round_no: int, reply: Reply, latency_ms: float) -> None:
         cost = self.settings.turn_cost(reply.usage)
@@ -150,9 +261,11 @@ class ChatAgent:
                 "usage": {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, **u.as_dict()},
                 "cost_usd": cost,
                 "content": reply.text or None,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+                "tool_calls": [traced_call(c) for c in reply.tool_calls[:MAX_TOOL_CALLS_PER_TURN]],
+                "tool_calls_total": len(reply.tool_calls),
                 "finish_reason": reply.finish_reason,
                 "streamed_chunks": reply.chunks,
+                "model_version": reply.model_version,
             },
         )
 
@@ -173,7 +286,12 @@ class ChatAgent:
     def start_record(self, budget: int, prompt_sha256: str, **more: Any) -> dict[str, Any]:
         """What `agent_start` records: the model as the result key names it (provider, id, wire), the budget."""
         base_url = redact_text(self.spec.base_url) if self.spec.base_url else None
-        return {**self.spec.describe(), "base_url": base_url, "budget": budget, **more, "prompt_sha256": prompt_sha256}
+        record = {**self.spec.describe(), "base_url": base_url, "budget": budget, **more,
+                  "prompt_sha256": prompt_sha256, "profile": self.profile.record(), "request": self.request_record(),
+                  "config": self.config_key()}  # fmt: skip
+        if self.profile.warning:
+            record["profile_warning"] = self.profile.warning
+        return record
 
     def run(self, session: Session, case: CasePack, budget: int) -> EpisodeResult:
         deadline = time.monotonic() + self.settings.wall_clock_s
@@ -207,7 +325,7 @@ class ChatAgent:
                     status = "budget_exhausted"
                     break
                 rounds += 1
-                messages.append(reply.assistant_message())
+                messages.append(turn_message(reply))
                 messages.extend(self._round_results(session, reply.tool_calls, pathology, task))
                 if rounds >= budget:
                     status = "budget_exhausted"
@@ -271,6 +389,25 @@ class ChatAgent:
         text = f"{task}\n\n{inventory}\nBaseline axial, sagittal and coronal views follow."
         return [{"type": "text", "text": text}, *_image_parts(views.images, detail)]
 
+    def _refusal(self, session: Session, call: ToolCall, n: int, total: int) -> dict[str, Any] | None:
+        """The tool error for a call that does not run (past the turn's limit, arguments too large, a malformed call
+        of the text protocol), or None."""
+        if n >= MAX_TOOL_CALLS_PER_TURN:
+            if n == MAX_TOOL_CALLS_PER_TURN:
+                self._trace(session, "model_error", {"kind": "too_many_tool_calls", "calls": total,
+                                                     "limit": MAX_TOOL_CALLS_PER_TURN})  # fmt: skip
+            return _tool_error(call.id, "too_many_tool_calls", f"not executed: at most {MAX_TOOL_CALLS_PER_TURN} "
+                                                               "tool calls run per turn")  # fmt: skip
+        if len(call.arguments) > MAX_ARGUMENT_CHARS:
+            self._trace(session, "model_error", {"kind": "arguments_too_large", **traced_call(call)})
+            size = len(call.arguments)
+            return _tool_error(call.id, "arguments_too_large",
+                               f"not executed: the arguments hold {size} characters; at most {MAX_ARGUMENT_CHARS}")
+        if call.problem:
+            self._trace(session, "model_error", {"kind": "malformed_call", **traced_call(call)})
+            return _tool_error(call.id, "malformed_call", f"not executed: {call.problem}")
+        return None
+
     def _execute(
         self, session: Session, tool_calls: list[ToolCall], pathology: bool, task: str
     ) -> list[dict[str, Any]]:
@@ -279,6 +416,10 @@ class ChatAgent:
         images: list[Any] = []
         last: CallOutcome | None = None
         for n, call in enumerate(tool_calls):
+            refusal = self._refusal(session, call, n, len(tool_calls))
+            if refusal is not None:
+                out.append(refusal)
+                continue
             if pathology and n > 0:
                 self._trace(session, "model_error", {"kind": "extra_tool_call", "tool": call.name})
                 out.append(
@@ -312,7 +453,7 @@ class ChatAgent:
                     }
                 )
                 continue
-            last = session.call(call.name, args, actor="agent")
+            last = session.call(call.name, args, actor="agent", call_id=call.id)
             result = printable(last.envelope(with_images=False))  # study text in results: printable data only
             out.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
             images.extend(last.images)

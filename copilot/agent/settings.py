@@ -6,7 +6,10 @@ Environment: the provider's own (`OPENAI_BASE_URL`/`OPENAI_API_KEY`, `ANTHROPIC_
 `MEDCOPILOT_MODEL`, `MEDCOPILOT_TEMPERATURE`, `MEDCOPILOT_TIMEOUT_S` (one request, default 90),
 `MEDCOPILOT_ROUND_DEADLINE_S` (one round with its retries, default 90), `MEDCOPILOT_WALL_CLOCK_S`,
 `MEDCOPILOT_MAX_RETRIES`, `MEDCOPILOT_STREAM` (0: whole replies), `MEDCOPILOT_PRICES` (a JSON price table over
-the shipped `resources/model_prices.json`).
+the shipped `resources/model_prices.json`), `MEDCOPILOT_REASONING` (a level of the profile's reasoning control),
+`MEDCOPILOT_TOOL_PROTOCOL` (`native` or `text`; default the profile's), `MEDCOPILOT_MAX_IMAGES` (images per
+request; default the profile's), `MEDCOPILOT_WIRE` (`chat`: chat completions where the profile names the Responses
+API). The model's profile (`copilot.llm.profiles`) says what of this the service accepts; nothing it refuses is sent.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ class AgentSettings:
     image_detail: str = "auto"
     stream: bool = True
     max_tokens: int = 4096
+    reasoning: str | None = None  # None: the service's default
+    tool_protocol: str | None = None  # None: the profile's (native tool calls, or the text protocol)
+    max_images: int | None = None  # None: the profile's images per request
+    wire: str | None = None  # None: the profile's wire; "openai-chat" keeps chat completions
+    adapt: bool = True  # adapt once to a server's image, context or tool refusal (traced); off: fail naming the flag
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # over the shipped table and MEDCOPILOT_PRICES
     _price: tuple[dict[str, float] | None] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -58,6 +66,10 @@ class AgentSettings:
             "wall_clock_s": float(env.get("MEDCOPILOT_WALL_CLOCK_S", cls.wall_clock_s)),
             "max_retries": int(env.get("MEDCOPILOT_MAX_RETRIES", cls.max_retries)),
             "stream": env.get("MEDCOPILOT_STREAM", "1") not in ("0", "false", "no"),
+            "reasoning": env.get("MEDCOPILOT_REASONING") or None,
+            "tool_protocol": env.get("MEDCOPILOT_TOOL_PROTOCOL") or None,
+            "max_images": int(env["MEDCOPILOT_MAX_IMAGES"]) if env.get("MEDCOPILOT_MAX_IMAGES") else None,
+            "wire": {"chat": "openai-chat", "responses": "openai-responses"}.get(env.get("MEDCOPILOT_WIRE", "")),
         }  # fmt: skip
         values.update(given)
         return cls(**values)
@@ -72,6 +84,20 @@ class AgentSettings:
         wire = PROVIDERS[self.provider].wire
         key = "" if self.api_key == "not-needed" else self.api_key
         return ModelSpec(self.provider, self.model, wire, self.base_url, key, self.api_version)
+
+    def config_key(self) -> str:
+        """The model configuration these settings run under (what `ChatAgent.config_key` records), known without
+        a request: the profile of the model named, its wire, and what requests will carry."""
+        from copilot.llm.connect import wire_class
+        from copilot.llm.profiles import check_reasoning, check_tool_protocol, configuration, profile_for
+
+        spec = self.spec()
+        profile = profile_for(spec.provider, spec.model)
+        protocol = check_tool_protocol(self.tool_protocol, profile)
+        wire = str(wire_class(spec, self.wire).wire) + ("+text-tools" if protocol == "text" else "")
+        temperature = self.temperature if profile.temperature else None
+        return configuration(profile, wire, temperature, check_reasoning(profile, self.reasoning), protocol,
+                             self.max_images or profile.max_images)  # fmt: skip
 
     def turn_cost(self, usage: Usage) -> float | None:
         """US dollars of one request (None when the model has no price)."""

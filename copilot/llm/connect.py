@@ -2,32 +2,57 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
 from typing import Any
 
 from copilot.llm.calls import ChatModel
+from copilot.llm.profiles import profile_for
 from copilot.llm.providers import PROVIDERS
 from copilot.llm.spec import ModelSpec, SpecError
+from copilot.llm.text_tools import TextTools
 from copilot.llm.types import ModelError
 from copilot.trace.redact import redact_text
 
 IMAGE_BUDGET_SETTING = "MEDCOPILOT_KEEP_IMAGES"
+WIRE_SETTING = "MEDCOPILOT_WIRE"  # `chat`: chat completions even where the profile names the Responses API
+RESPONSES = "copilot.llm.responses_wire:OpenAIResponses"
 
 
-def connect(spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any = None) -> tuple[ModelSpec, ChatModel]:
-    """The wire for `spec`; a `local:` spec without a model takes the one its server lists first."""
-    wire: ChatModel = PROVIDERS[spec.provider].wire_class()(spec, timeout_s, stream, client)
+def wire_class(spec: ModelSpec, wire: str | None = None) -> Any:
+    """The wire class for a spec: OpenAI's own service speaks the Responses API to the models whose profile says so
+    (GPT-5.x, o-series); Azure deployments and local or other OpenAI-compatible servers keep chat completions."""
+    provider = PROVIDERS[spec.provider]
+    profile = profile_for(spec.provider, spec.model)
+    chosen = wire or profile.wire
+    own_service = spec.provider == "openai" and (not spec.base_url or "api.openai.com" in spec.base_url)
+    if chosen == "openai-responses" and (own_service or wire == "openai-responses"):
+        module, _, cls = RESPONSES.partition(":")
+        return getattr(importlib.import_module(module), cls)
+    return provider.wire_class()
+
+
+def connect(
+    spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any = None, tool_protocol: str = "native",
+    wire: str | None = None,
+) -> tuple[ModelSpec, ChatModel]:  # fmt: skip
+    """The wire for `spec` (tools in text when `tool_protocol` is `text`); a `local:` spec without a model takes the
+    one its server lists first."""
+    chosen: ChatModel = wire_class(spec, wire)(spec, timeout_s, stream, client)
     if not spec.model:
         try:
-            listed = wire.list_models()
+            listed = chosen.list_models()
         except ModelError as exc:
             where = redact_text(spec.base_url or "")
             raise SpecError(f"{where} lists no models ({exc}); name one with --model") from exc
         if not listed:
             raise SpecError(f"{redact_text(spec.base_url or '')} serves no model; name one with --model")
         spec = replace(spec, model=listed[0])
-        wire = PROVIDERS[spec.provider].wire_class()(spec, timeout_s, stream, client)
-    return spec, wire
+        chosen = wire_class(spec, wire)(spec, timeout_s, stream, client)
+    spec = replace(spec, wire=chosen.wire)
+    if tool_protocol == "text":
+        chosen = TextTools(chosen)
+    return spec, chosen
 
 
 def explain(error: ModelError, spec: ModelSpec, wire: ChatModel | None = None) -> str:
@@ -51,6 +76,16 @@ def explain(error: ModelError, spec: ModelSpec, wire: ChatModel | None = None) -
             f"{where}: the conversation is longer than the model's context (HTTP {error.status}); send fewer "
             f"images with {IMAGE_BUDGET_SETTING} (images kept per conversation, default 3) or ask a new question"
         )
+    if error.kind == "image_limit":
+        return (f"{where} takes fewer images per request than the conversation needs (HTTP {error.status}): start it "
+                "with more (vLLM: --limit-mm-per-prompt '{\"image\": 8}') or lower MEDCOPILOT_MAX_IMAGES")  # fmt: skip
+    if error.kind == "tools_unsupported":
+        return (f"{where} serves no tool calls (HTTP {error.status}): start it with its tool parser (vLLM: "
+                "--enable-auto-tool-choice --tool-call-parser PARSER, docs/models.md) or run with --tool-protocol text")
+    if error.kind == "malformed":
+        return f"{where} sent a reply that cannot be read: {error}"
+    if error.kind == "redirect":
+        return f"{where} {error}"
     if error.kind == "cancelled":
         return "stopped by the clinician"
     if error.kind == "deadline":

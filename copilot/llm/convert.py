@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from copilot.llm.types import Message
+from copilot.llm.types import PROVIDER_STATE, Message
 
 
 def data_url(url: str) -> tuple[str, str]:
@@ -50,3 +50,17 @@ def system_text(messages: list[Message]) -> str:
     """The system messages' text, joined."""
     return "\n\n".join(p["text"] for m in messages if m["role"] == "system" for p in parts_of(m["content"])
                        if p.get("type") == "text")  # fmt: skip
+
+
+def own_items(message: Message, wire: str) -> list[Any] | None:
+    """The turn exactly as this wire's service sent it (kept on the assistant message), or None (another wire's,
+    or a turn that never came from a service: a scripted or restored one)."""
+    state = message.get(PROVIDER_STATE)
+    if isinstance(state, dict) and state.get("wire") == wire and isinstance(state.get("items"), list):
+        return list(state["items"])
+    return None
+
+
+def without_state(messages: list[Message]) -> list[Message]:
+    """The messages without the services' own forms of the turns (chat completions takes only its own keys)."""
+    return [{k: v for k, v in m.items() if k != PROVIDER_STATE} if PROVIDER_STATE in m else m for m in messages]

@@ -97,9 +97,11 @@ def run_episode(
     policy: Any = None,
     key: dict[str, Any] | None = None,
     rules: Any = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One episode end to end (in a worker): session with trace, policy, score (by `rules`, the paper's reading
-    when None); returns the result row."""
+    """One episode end to end (in a worker): session with trace, policy (a model's `settings`: model, base URL,
+    reasoning, tool protocol… as the command line gave them), score (by `rules`, the paper's reading when None);
+    returns the result row."""
     from copilot.agent.policy import EpisodeResult
     from copilot.agent.prompts import task_prompt
     from copilot.bench.measures.process import episode_metrics, evidence_provenance
@@ -121,7 +123,7 @@ def run_episode(
     (trace_dir / MARKER).write_text(json.dumps({k: key[k] for k in KEY}), encoding="utf-8")
     session = None
     try:
-        policy = policy if policy is not None else make_policy(policy_spec)
+        policy = policy if policy is not None else make_policy(policy_spec, **(settings or {}))
         session = open_session(case, track=track, trace_dir=trace_dir, ops=key["ops"] or None, backend=key["backend"],
                                protocol=key["protocol"])  # fmt: skip
         prompt = task_prompt(case, budget, key["protocol"])
@@ -201,13 +203,18 @@ def run_batch(
     outcome: BatchOutcome | None = None,
     base_url: str | None = None,
     rules: Any = None,
+    model_settings: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every not-yet-finished episode (cases × repeats); returns all rows of this configuration.
 
-    The policy is checked first (RunRefused); `outcome`, when given, is filled with the counts."""
+    The policy is checked first (RunRefused); `outcome`, when given, is filled with the counts. A model policy
+    goes to `base_url` (every provider's wire) with `model_settings` (reasoning, tool protocol, images) and keys its
+    rows by the model configuration it runs under."""
     if protocol not in PROTOCOLS:
         raise RunRefused(f"unknown protocol {protocol!r}; one of {', '.join(PROTOCOLS)}")
     check_policy(policy, base_url)
+    settings = {k: v for k, v in {**(model_settings or {}), "base_url": base_url}.items() if v is not None}
+    config = model_config(policy, settings)
     run_dir = Path(run_dir).resolve()
     outcome = outcome if outcome is not None else BatchOutcome([])
     notice = (lambda m: print(m, file=sys.stderr, flush=True)) if progress else None
@@ -216,7 +223,7 @@ def run_batch(
         ops = ops if ops is not None else ("all" if track == "B" else "")
         base = {"model": model or model_name(policy), "policy": policy, "track": track, "budget": budget,
                 "backend": backend, "seed": seed, "ops": ops, "protocol": protocol,
-                "rules": rules_key(rules, budget)}  # fmt: skip
+                "rules": rules_key(rules, budget), "config": config}  # fmt: skip
         try:
             problems: list[str] = []
             cases = find_cases(cases_root, problems)
@@ -227,7 +234,7 @@ def run_batch(
                 key = {**base, "repeat": repeat}
                 finished = db.done(key)
                 outcome.skipped += sum(1 for c in cases if c.case_id in finished)
-                args += [(str(c.root), policy, str(run_dir), track, budget, None, None, key, rules)
+                args += [(str(c.root), policy, str(run_dir), track, budget, None, None, key, rules, settings)
                          for c in cases if c.case_id not in finished]  # fmt: skip
             if outcome.skipped and progress:
                 print(f"skipped {outcome.skipped} episodes already done in {run_dir}", file=sys.stderr)
@@ -246,6 +253,18 @@ def run_batch(
             return rows
         finally:
             db.close()
+
+
+def model_config(policy: str, settings: dict[str, Any]) -> str:
+    """The model configuration a model policy runs under, as its rows key it ("" for an offline policy): the same
+    string the agent records in its trace header (`ChatAgent.config_key`)."""
+    from copilot.llm.spec import is_model_policy
+
+    if not is_model_policy(policy):
+        return ""
+    from copilot.agent.settings import AgentSettings
+
+    return AgentSettings.for_policy(policy, **settings).config_key()
 
 
 def _worker_init(parent: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -16,18 +17,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     case_id TEXT NOT NULL, module TEXT NOT NULL, model TEXT NOT NULL, policy TEXT NOT NULL,
     track TEXT NOT NULL, ops TEXT NOT NULL, protocol TEXT NOT NULL, budget INTEGER NOT NULL,
     backend TEXT NOT NULL, seed INTEGER NOT NULL, repeat INTEGER NOT NULL, rules TEXT NOT NULL,
-    status TEXT NOT NULL, task REAL NOT NULL, strict REAL NOT NULL, loc REAL, parse_error TEXT,
+    config TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, task REAL NOT NULL, strict REAL NOT NULL, loc REAL,
+    parse_error TEXT,
     rounds INTEGER NOT NULL, response TEXT NOT NULL, error TEXT, trace_dir TEXT NOT NULL,
     duration_s REAL NOT NULL, finished_at REAL NOT NULL, details TEXT NOT NULL, process TEXT NOT NULL,
-    PRIMARY KEY (case_id, model, policy, track, ops, protocol, budget, backend, seed, repeat, rules)
+    PRIMARY KEY (case_id, model, policy, track, ops, protocol, budget, backend, seed, repeat, rules, config)
 )"""
-KEY = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed", "repeat", "rules")
+# config: the model configuration a model policy ran under (profile and version, wire, sampling, reasoning, tool
+# protocol, images per request), so runs that differ in any of it never pool; "" for offline policies
+KEY = ("model", "policy", "track", "ops", "protocol", "budget", "backend", "seed", "repeat", "rules", "config")
 PROTOCOLS = ("harness", "paper")
 MARKER = ".medcopilot-episode"  # written first into every episode folder: the folder is the project's own
 LOCK = ".lock"
@@ -52,6 +56,7 @@ COLUMNS = (
 JSON_COLUMNS = ("details", "process")
 DEFAULTS: dict[str, Any] = {
     "ops": "", "protocol": "harness", "budget": 20, "backend": "embedded", "seed": 0, "repeat": 0, "rules": "",
+    "config": "",
 }  # fmt: skip
 
 
@@ -93,7 +98,8 @@ class ResultsDB:
         if "meta" in tables:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else 1
-        if version in (2, 3):  # older rows: the product surface (2) and the paper's reading of every rule (2, 3)
+        if version in (2, 3, 4):  # older rows: the product surface (2), the paper's reading of every rule (2, 3),
+            # no model configuration recorded (2-4)
             self._migrate(version)
             return
         if version != SCHEMA_VERSION:
@@ -105,9 +111,13 @@ class ResultsDB:
             )
 
     def _migrate(self, version: int) -> None:
-        """Schema 2 or 3 → 4: the protocol (2) and the rules join the key; earlier rows are `harness` runs (2)
-        under the paper's reading of every rule (rules "")."""
-        fill = {"rules": "''"} if version == 3 else {"protocol": "'harness'", "rules": "''"}
+        """Schema 2, 3 or 4 → 5: the protocol (2), the rules (2, 3) and the model configuration (2-4) join the key;
+        earlier rows are `harness` runs (2) under the paper's reading of every rule (rules ""), configuration ""."""
+        fill = {"config": "''"}
+        if version < 4:
+            fill["rules"] = "''"
+        if version == 2:
+            fill["protocol"] = "'harness'"
         with self.conn:
             self.conn.execute("ALTER TABLE results RENAME TO results_old")
             self.conn.execute(SCHEMA)
@@ -180,6 +190,7 @@ def episode_dir(
     budget_part = f"b{budget}" + (f"-s{key['seed']}" if key["seed"] else "")
     budget_part += f"-{policy_slug(key['backend'])}" if key["backend"] != "embedded" else ""
     budget_part += f"-{policy_slug(key['rules'])}" if key["rules"] else ""
+    budget_part += f"-m{hashlib.sha256(key['config'].encode()).hexdigest()[:8]}" if key.get("config") else ""
     return confined(Path(run_dir), "episodes", policy_part, track_part, budget_part, f"r{repeat}", case_id)
 
 

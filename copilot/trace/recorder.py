@@ -105,8 +105,9 @@ class TraceRecorder:
             return seq
 
     def record_call(
-        self, name: str, args: dict[str, Any] | None, actor: str, outcome: CallOutcome, duration_ms: float
-    ) -> int:
+        self, name: str, args: dict[str, Any] | None, actor: str, outcome: CallOutcome, duration_ms: float,
+        call_id: str | None = None,
+    ) -> int:  # fmt: skip
         """A handler call with its arguments, result or error, state snapshot and image hashes."""
         seq = self._seq
         images = []
@@ -123,6 +124,8 @@ class TraceRecorder:
             "status": outcome.status,
             "duration_ms": round(duration_ms, 3),
         }
+        if call_id is not None:  # the model's tool-call id this call answers
+            payload["tool_call_id"] = call_id
         if outcome.ok:
             payload.update(result=outcome.result, state=outcome.state, images=images)
         else:
