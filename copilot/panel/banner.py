@@ -25,6 +25,7 @@ from copilot.pacs.patient import (
 
 SEXES = {"M": "male", "F": "female", "O": "other"}
 NO_DETAILS = "no patient details in this study's files"
+SLIDE_NAMES = "this slide names a patient:"
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,21 @@ def study_banner(case: Any) -> Banner:
         facts = study_facts(Path(case.root), dict(getattr(case, "inputs", None) or {}))
     except OSError:  # a folder gone meanwhile: the case's own name
         facts = None
+    if facts is None and (named := _slide_named(case)):  # a plain slide whose scanner recorded the case
+        what = "; ".join(f"{k} {v}" for k, v in named)
+        return Banner(f"{SLIDE_NAMES} {what}", [("Study", case_name(case))], case_name(case))
     return banner_from_facts(facts, case_name(case))
+
+
+def _slide_named(case: Any) -> list[tuple[str, str]]:
+    """What a slide's properties name of its patient or case ([] for anything else, or an unreadable slide)."""
+    slide = dict(getattr(case, "inputs", None) or {}).get("slide")
+    if not slide:
+        return []
+    from copilot.panel.identifiers import slide_named
+
+    path = Path(case.root) / str(slide)
+    return slide_named(path) if path.is_file() else []
 
 
 def place_label(path: str | Path) -> str:

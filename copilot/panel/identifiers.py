@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from copilot.engine.slide.identity import identifying_properties, names_an_identifier, value_parts
 from copilot.engine.volume.headers import is_dicom
 from copilot.kinds import viewer_kind
 from copilot.panel.folding import fold
@@ -34,9 +35,7 @@ DICOM_IDENTIFIERS = (
     "AcquisitionDateTime", "StudyTime", "SeriesTime", "AcquisitionTime", "ContentTime", "IssuerOfPatientID",
     "RequestedProcedureID", "ScheduledProcedureStepID", "PerformedProcedureStepID",
 )  # fmt: skip
-SLIDE_IDENTIFIER_KEYS = re.compile(
-    r"(?i)(filename|date|time|user|barcode|label|patient|accession|operator|name|artist|hostcomputer|institution)"
-)
+PERSON_KEY = re.compile(r"(?i)(name|patient|user|operator|physician|artist)")
 
 
 def _variants(value: str, key: str = "") -> set[str]:
@@ -121,21 +120,32 @@ def _slide_properties(path: Path) -> dict[str, str]:
 
 
 def slide_identifiers(path: Path) -> set[str]:
-    """Identifier strings of a slide: property values (and `key = value` parts of descriptions) that name
-    files, people, dates, barcodes or labels."""
+    """Identifier strings of a slide: the values of properties and description fields that name the patient,
+    the case, files, people, dates, barcodes or labels (`copilot.engine.slide.identity`), with their parts
+    (the case number a barcode starts with), and the file's name when it holds one of them."""
+    props = _slide_properties(path)
     found: set[str] = set()
-    for key, value in _slide_properties(path).items():
-        if key.startswith(("tiffslide.", "openslide.")):
-            continue
-        if SLIDE_IDENTIFIER_KEYS.search(key):
-            found |= _variants(value)
-        for part in value.split("|"):  # Aperio-style descriptions: `Key = value` fields
-            name, sep, field = part.partition("=")
-            if sep and SLIDE_IDENTIFIER_KEYS.search(name):
-                found |= _variants(field)
+    for key, value in identifying_properties(props).items():
+        short = key.rsplit(".", 1)[-1]
+        person = bool(PERSON_KEY.search(short)) and not any(c.isdigit() for c in value)
+        for part in value_parts(value) | {value}:
+            found |= _variants(part, "PatientName" if person else "AccessionNumber")
+    if names_an_identifier(path.stem, props):
+        found |= _variants(path.stem, "AccessionNumber") | _variants(path.name)
     if path.suffix.lower() == ".dcm":
         found |= dicom_identifiers([path])
     return found
+
+
+def slide_named(path: Path) -> list[tuple[str, str]]:
+    """What a slide's scanner recorded of its patient or case (for the banner): (property, value) pairs, dates
+    and times left out."""
+    out = []
+    for key, value in identifying_properties(_slide_properties(path)).items():
+        short = key.rsplit("[", 1)[-1].rstrip("]").rsplit(".", 1)[-1]
+        if not re.search(r"(?i)(date|time)", short):
+            out.append((short, value))
+    return out[:8]
 
 
 def study_identifiers(root: Path, inputs: dict[str, Any], kind: str) -> set[str]:

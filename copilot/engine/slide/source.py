@@ -25,6 +25,7 @@ from PIL import Image
 from copilot.engine.confine import check_sources
 from copilot.engine.geometry import pyramid_level
 from copilot.engine.slide.checks import SlideFileError, check_tiff_structure, has_subifds, is_tiff, slide_references
+from copilot.engine.slide.identity import shown_name, tissue_levels
 from copilot.engine.slide.jpeg import MATCH_TOLERANCE, SCALES, JpegTiles, open_jpeg_tiles
 from copilot.engine.slide.probe import ProbeError, probe_slide
 from copilot.errors import HandlerError
@@ -95,17 +96,21 @@ class SlideSource:
         """Levels, tile size, raw JPEG access and thumbnail (each may fail on a damaged file)."""
         props = self._slide.properties
         dims = tuple((int(w), int(h)) for w, h in self._slide.level_dimensions)
+        self._tissue = tissue_levels(dims)  # a label or macro page read as a level is left out
         vendor = "tiffslide" if backend == "tiffslide" else props.get("openslide.vendor")
         self._jpeg: JpegTiles | None = open_jpeg_tiles(p, dims, "generic-tiff" if vendor == "tiffslide" else vendor)
+        if self._jpeg is not None:
+            for n in [n for n in self._jpeg.levels if n >= self._tissue]:
+                del self._jpeg.levels[n]
         level0 = self._jpeg.levels.get(0) if self._jpeg is not None else None
         native = level0.tile if level0 is not None and 128 <= level0.tile <= 1024 else _native_tile(props)
         self.tile = tile or native
         self.info = SlideInfo(
             path=str(p),
-            name=p.stem,
+            name=shown_name(p.stem, {str(k): str(v) for k, v in props.items() if v is not None}),
             dimensions=tuple(self._slide.dimensions),  # type: ignore[arg-type]
-            level_dimensions=tuple(tuple(d) for d in self._slide.level_dimensions),  # type: ignore[misc]
-            level_downsamples=tuple(float(d) for d in self._slide.level_downsamples),
+            level_dimensions=dims[: self._tissue],
+            level_downsamples=tuple(float(d) for d in self._slide.level_downsamples)[: self._tissue],
             mpp=_mpp(props),
             objective_power=_float(props.get("openslide.objective-power")),
             backend=backend,
@@ -268,7 +273,12 @@ class SlideSource:
         """An RGB overview of the whole slide whose longer side is `side` pixels."""
         w, h = self.info.dimensions
         scale = side / max(w, h)
-        thumb = self._slide.get_thumbnail((max(1, round(w * scale)), max(1, round(h * scale))))
+        size = (max(1, round(w * scale)), max(1, round(h * scale)))
+        if self._tissue < len(self._slide.level_dimensions):  # never the label page: the coarsest tissue level
+            level = self._tissue - 1
+            region = self._slide.read_region((0, 0), level, self.info.level_dimensions[level])
+            return Image.fromarray(_to_rgb(region)).resize(size, Image.Resampling.BILINEAR, reducing_gap=3.0)
+        thumb = self._slide.get_thumbnail(size)
         return Image.fromarray(_to_rgb(thumb))
 
 
