@@ -107,6 +107,8 @@ class PanelModel:
         self._question_from = 0  # where the timeline of the current question begins (rounds count per question)
         self.session_usage: dict[str, Any] | None = None  # tokens and cost of every question so far
         self.answered: list[tuple[str, str]] = []  # (question, answer) of each question answered, for a Store
+        self.answer_from: list[int] = []  # per answered question: the last evidence number before it began
+        self._evidence_from = 0
         self._question = ""
         session.subscribe(self._on_call)
         self.history = UndoHistory(session)  # the agent's and the clinician's changes, undone most recent first
@@ -182,6 +184,7 @@ class PanelModel:
         self.stop_event.clear()
         self.status = "running"
         self._question_from = len(self.timeline)
+        self._evidence_from = max((int(e.get("evidence_id") or 0) for e in self.session.evidence()), default=0)
         with self._stream_lock:
             self.streamed, self.stream_pieces = "", 0
         if hasattr(policy, "on_stream"):
@@ -215,6 +218,7 @@ class PanelModel:
             else:
                 self.messages.append(("agent", result.response))
                 self.answered.append((self._question, str(result.response or "")))
+                self.answer_from.append(self._evidence_from)
                 self.take_answer(result.response)
             if result.usage is not None:  # a model's tokens and cost for this question, shown by the panel
                 self.usage = dict(result.usage)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from copilot.panel.answer_evidence import answer_evidence
 from copilot.tools.writes import WritePlan, settle
 from copilot.trace.outcome import CallOutcome
 
@@ -59,13 +60,37 @@ class StorePlan:
                                                                                self.problems]  # fmt: skip
 
 
-def take_answer_evidence(model: Any) -> int:
-    """Record the answer's stated points, distances and key slices in the session as the clinician's evidence (so
-    the report holds them); they leave the answer-only list. How many were recorded."""
+def _where(item: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What a point, distance or key slice is at (kind and coordinates to 0.01 mm), to know a restated one."""
+    def mm(p: Any) -> tuple[float, ...]:
+        return tuple(round(float(v), 2) for v in p)
+
+    kind = item.get("kind")
+    if kind == "point" and item.get("ras") is not None:
+        return kind, mm(item["ras"])
+    if kind == "distance" and item.get("a") and item.get("b"):
+        return kind, mm(item["a"]["ras"]), mm(item["b"]["ras"])
+    if kind == "key_slice" and item.get("view") is not None:
+        return kind, item["view"], round(float(item.get("offset_mm") or 0.0), 2)
+    return None
+
+
+def take_answer_evidence(model: Any, ids: list[int] | None = None, stated: set[Any] | None = None) -> int:
+    """Record the answers' stated points, distances and key slices in the session as the clinician's evidence (so
+    the report holds them); they leave the answer-only list. An item an answer restates from a recorded one is
+    that record, not a second one. `ids` gathers the records of the items at the places in `stated` (one answer's).
+    How many were recorded."""
     kept: list[dict[str, Any]] = []
     taken = 0
+    recorded = {_where(e): int(e.get("evidence_id") or 0) for e in model.session.evidence()}
     for item in model.answer_items:
         label = str(item.get("label") or "answer")[:200]
+        where = _where(item)
+        mine = ids is not None and (stated is None or where in stated)
+        if where is not None and where in recorded:
+            if mine and ids is not None:
+                ids.append(recorded[where])
+            continue
         if item.get("kind") == "point":
             out = model.act("record_point", {"ras": item["ras"], "label": label})
         elif item.get("kind") == "distance":
@@ -78,6 +103,8 @@ def take_answer_evidence(model: Any) -> int:
             continue
         if out.ok:
             taken += 1
+            if mine and ids is not None:
+                ids.append(int(out.result["evidence"]["evidence_id"]))
         else:
             kept.append(item)
     model.answer_items = kept
@@ -95,18 +122,31 @@ def free_name(model: Any, stem: str) -> str:
         n += 1
 
 
+def answer_evidence_ids(model: Any, stated: list[int]) -> list[int] | None:
+    """The evidence of the last answer: the records made while its question ran and those its text states; None
+    when the host does not say where its answers began (then the report holds all the session's evidence)."""
+    starts = getattr(model, "answer_from", None)
+    if not model.answered or not isinstance(starts, list) or len(starts) != len(model.answered):
+        return None
+    since = {int(e.get("evidence_id") or 0) for e in model.session.evidence()} - set(range(starts[-1] + 1))
+    return sorted(since | set(stated))
+
+
 def plan_store(model: Any) -> StorePlan:
-    """What the clinician's Store would write and where: the report (with the last question and answer) and a SEG
-    per segment; nothing is written (nor traced when the study's kind offers no export)."""
+    """What the clinician's Store would write and where: the report (the last question and its answer, with that
+    answer's evidence) and a SEG per segment; nothing is written (nor traced when the study's kind offers no
+    export). What is stored already is said, not offered again."""
     session = model.session
     if why := nothing_to_store(session):
         return StorePlan(problems=[why])
-    take_answer_evidence(model)
     question, answer = model.answered[-1] if model.answered else ("", "")
+    stated: list[int] = []
+    take_answer_evidence(model, stated, {_where(item) for item in answer_evidence(answer, session.kind)})
     store = StorePlan()
-    wanted: list[tuple[str, dict[str, Any]]] = [
-        (REPORT, {"output_name": free_name(model, "clinician_report"), "question": question, "answer": answer})
-    ]
+    report = {"output_name": free_name(model, "clinician_report"), "question": question, "answer": answer}
+    if (ids := answer_evidence_ids(model, stated)) is not None:
+        report["evidence_ids"] = ids
+    wanted: list[tuple[str, dict[str, Any]]] = [(REPORT, report)]
     for seg in session.snapshot().get("segments") or []:
         stem = re.sub(r"[^A-Za-z0-9_-]+", "_", str(seg["name"])).strip("_")[:40] or "segment"
         wanted.append((SEG, {"segment": seg["id"], "output_name": free_name(model, f"{stem}_seg")}))

@@ -152,7 +152,8 @@ def _checked_content(
     if not content.groups and text:
         content.sources = _shown_sources(ctx)
     if not content.groups and not content.sources:
-        raise HandlerError("no_evidence", "no key slice, point, distance or measurement on a DICOM series to report")
+        raise HandlerError("no_evidence", "no key slice, point or distance (nor a measurement) on a DICOM series "
+                           "to report yet")
     complete_sources(content.sources, "the evidence's source series")  # before any UID is read: missing ones named
     if len({str(ds.StudyInstanceUID) for ds in content.sources}) > 1:
         raise HandlerError("several_studies", "the evidence lies on series of several studies; one report each")
