@@ -282,3 +282,23 @@ def test_calls_past_the_turn_limit_and_huge_arguments_are_bounded(brain_case: Pa
     assert "y" * 1000 not in fake.bodies[1].decode()  # the refused argument is not sent again
     turn = next(e for e in events if e["type"] == "model_turn")
     assert turn["tool_calls_total"] == 201 and len(turn["tool_calls"]) == 32
+
+
+def test_docs_give_a_spec_for_every_backbone_of_the_paper() -> None:
+    from copilot.llm.profiles import all_profiles, profile_for
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text(encoding="utf-8")
+    table1 = ["GPT-5.4 mini", "GPT-5.5", "Gemini 3 Flash Preview", "Gemini 3.1 Pro Preview", "Claude Sonnet 4.6",
+              "Claude Opus 4.7", "Qwen3.5 4B / 9B / 27B / 35B-A3B", "Gemma 3 27B IT", "MedGemma 1.5 4B IT",
+              "MedGemma 27B IT", "Lingshu-32B"]  # fmt: skip
+    assert all(name in doc for name in table1)
+    for profile in all_profiles():
+        for backbone in profile.backbones:
+            hosted = {"openai-gpt-5": "openai", "gemini-3": "gemini", "claude-4": "anthropic"}
+            provider = hosted.get(profile.id, "local")
+            assert profile_for(provider, backbone).id == profile.id, backbone
+            assert backbone.rsplit("/", 1)[-1].lower() in doc.lower(), backbone
+        for server, command in profile.serve.items():
+            assert server in ("vllm", "sglang", "ollama", "llama.cpp", "lmstudio")
+            if server == "vllm" and profile.tools == "native":
+                assert "--enable-auto-tool-choice --tool-call-parser" in command
