@@ -28,6 +28,8 @@ from copilot.trace.redact import redact
 from copilot.trace.study_ref import with_study
 
 UNDO_EVENT = "clinician_undo"  # the clinician took back the last change (the desktop's Undo)
+TRUNCATED = ("the trace is truncated: it ends without its episode_end event (the session stopped before closing "
+             "it, e.g. on a full disk); what it holds reproduced, but it is not a complete record")
 ADOPTED_EVENT = "scene_adopted"  # a clinician's own Slicer scene (`copilot.slicer_backend.adopt` records it)
 
 
@@ -151,6 +153,8 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
             ev = done.event
             return ReplayReport(False, len(run.events), calls, f"event {ev['seq']} ({ev['handler']}): {done.problem}",
                                 ev["seq"])  # fmt: skip
+    if run.events[-1]["type"] != "episode_end":  # every call reproduced, but the session never closed its trace
+        return ReplayReport(False, len(run.events), calls, TRUNCATED, len(run.events))
     return ReplayReport(True, len(run.events), calls, exports=exports)
 
 

@@ -253,6 +253,8 @@ class Session:
         clinician) or when `allow_store` names every destination; otherwise it is refused (`write_not_approved`).
         """
         with self._lock:
+            if self._trace is not None and self._trace.failed is not None:  # nothing is done unrecorded
+                raise self._trace.failed
             t0 = time.perf_counter()
             self._ctx.progress, self._ctx.cancelled = progress, cancelled
             try:

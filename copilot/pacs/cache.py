@@ -13,14 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from copilot.pacs.errors import PacsError
-from copilot.privatefs import write_private
+from copilot.privatefs import remove_inside, write_private
 
 ORIGIN_FILE = "origin.json"
 DEFAULT_MB = 4096
@@ -82,9 +82,28 @@ def _leftover_pid(name: str) -> int | None:
 
 
 def _tree_size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    """Bytes of the regular files in a tree, links not followed."""
+    if path.is_symlink() or not path.is_dir():
+        return path.lstat().st_size if path.is_file() and not path.is_symlink() else 0
+    return _walk_size(path)
+
+
+def _walk_size(path: Path) -> int:
+    """Bytes of the regular files below a folder (which may itself be reached through a link)."""
+    total = 0
+    for folder, _, files in os.walk(path):  # os.walk does not descend into linked folders
+        for name in files:
+            info = os.lstat(os.path.join(folder, name))
+            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return total
+
+
+def _real_dirs(folder: Path) -> list[Path]:
+    """The folders directly in `folder` that are folders themselves, not links to one."""
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 class PacsCache:
@@ -101,8 +120,15 @@ class PacsCache:
         return self.study_dir(base, study) / key(series)
 
     def series_dirs(self) -> list[Path]:
-        """Every cached series folder (complete or not)."""
-        return [p.parent for p in self.root.glob(f"*/*/*/{ORIGIN_FILE}")]
+        """Every cached series folder (complete or not): SERVER/STUDY/SERIES folders, none reached through a link."""
+        found = []
+        for server in _real_dirs(self.root):
+            for study in _real_dirs(server):
+                for series in _real_dirs(study):
+                    origin = series / ORIGIN_FILE
+                    if origin.is_file() and not origin.is_symlink():
+                        found.append(series)
+        return found
 
     def incomplete(self) -> list[Path]:
         """Series folders holding fewer instances than the PACS listed (`pacs get` resumes them)."""
@@ -113,8 +139,9 @@ class PacsCache:
         if not self.root.is_dir():
             return []
         found = []
-        for pattern in ("*/*/.*", "*/*/*/.*"):
-            for path in self.root.glob(pattern):
+        studies = [study for server in _real_dirs(self.root) for study in _real_dirs(server)]
+        for folder in studies + [series for study in studies for series in _real_dirs(study)]:
+            for path in folder.glob(".*"):
                 pid = _leftover_pid(path.name)
                 if pid is not None and not _pid_alive(pid):
                     found.append(path)
@@ -126,12 +153,12 @@ class PacsCache:
         freed = 0
         for path in found:
             freed += _tree_size(path)
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            remove_inside(self.root, path)
         return len(found), freed
 
     def size(self) -> int:
         """Bytes the cache holds."""
-        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.is_dir() else 0
+        return _walk_size(self.root) if self.root.is_dir() else 0
 
     def touch(self, folder: Path) -> None:
         """Mark a series as just used (eviction goes by this time)."""
@@ -141,7 +168,7 @@ class PacsCache:
     def evict(self, keep: Iterable[Path] = ()) -> list[Path]:
         """Remove least recently used series until the cache fits its bound (never those in `keep`)."""
         kept = {Path(p).resolve() for p in keep}
-        sizes = {d: sum(f.stat().st_size for f in d.iterdir() if f.is_file()) for d in self.series_dirs()}
+        sizes = {d: _tree_size(d) for d in self.series_dirs()}
         total = self.size()
         removed = []
         for d in sorted(sizes, key=lambda d: (d / ORIGIN_FILE).stat().st_mtime):
@@ -149,12 +176,16 @@ class PacsCache:
                 break
             if d.resolve() in kept:
                 continue
-            shutil.rmtree(d, ignore_errors=True)
+            self._remove(d)
             total -= sizes[d]
             removed.append(d)
-            if not any(c.is_dir() for c in d.parent.iterdir()):
-                shutil.rmtree(d.parent, ignore_errors=True)
         return removed
+
+    def _remove(self, series: Path) -> None:
+        """Remove a series folder, and its study folder once it holds no other series; never through a link."""
+        remove_inside(self.root, series)
+        if not _real_dirs(series.parent):
+            remove_inside(self.root, series.parent)
 
     def evict_one(self, keep: Iterable[Path]) -> int | None:
         """Remove the least recently used series not in `keep`; its bytes (None: nothing may go)."""
@@ -164,9 +195,7 @@ class PacsCache:
             return None
         oldest = min(candidates, key=lambda d: (d / ORIGIN_FILE).stat().st_mtime)
         size = _tree_size(oldest)
-        shutil.rmtree(oldest, ignore_errors=True)
-        if not any(c.is_dir() for c in oldest.parent.iterdir()):
-            shutil.rmtree(oldest.parent, ignore_errors=True)
+        self._remove(oldest)
         return size
 
     def clear(self) -> int:
@@ -174,7 +203,7 @@ class PacsCache:
         freed = self.size()
         if self.root.is_dir():
             for child in self.root.iterdir():
-                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+                remove_inside(self.root, child)  # a link is removed itself, never what it points to
         return freed
 
 

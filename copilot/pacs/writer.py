@@ -17,6 +17,7 @@ from pydicom.dataelem import RawDataElement
 
 from copilot.pacs.errors import PacsError
 from copilot.pacs.printable import printable
+from copilot.privatefs import open_private
 
 PART_SUFFIX = ".part-"
 PIXEL_DATA, UNDEFINED = 0x7FE00010, 0xFFFFFFFF
@@ -69,8 +70,7 @@ class PartFile:
         if kind != "application/dicom":
             raise PacsError("pacs_bad_answer", f"the PACS sent a part of type {printable(kind, 60)!r}, not DICOM")
         self._tmp = self.folder / f".{index:05d}.dcm{PART_SUFFIX}{os.getpid()}"
-        fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        self._fh = os.fdopen(fd, "wb")
+        self._fh = open_private(self._tmp, "wb")  # owner-only; a link planted in the cache is refused
         self._bytes = 0
 
     def data(self, chunk: bytes) -> None:

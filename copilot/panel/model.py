@@ -27,6 +27,7 @@ from copilot.panel.usage import add_usage
 from copilot.session import Peek, Session
 from copilot.tools.writes import WritePlan, rejected, settle
 from copilot.trace.outcome import CallOutcome
+from copilot.trace.recorder import TraceWriteError
 
 
 class EpisodeStopped(Exception):
@@ -193,7 +194,13 @@ class PanelModel:
         if policy is not self.policy:
             self.messages.append(("clinician", f"Run {name} on {self.case.case_id}"))
         self.policy = policy
-        self.session.note("clinician_instruction", {"text": instruction, "policy": name})
+        try:
+            self.session.note("clinician_instruction", {"text": instruction, "policy": name})
+        except TraceWriteError as exc:  # the trace cannot be written: the session stopped, and the panel says why
+            self.messages.append(("system", f"{type(exc).__name__}: {exc}"))
+            self.status = "error"
+            self._notify("status")
+            return
         self._question = instruction
         if instruction:
             self.messages.append(("clinician", instruction))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copilot.privatefs import make_private, private_dir, write_private
+from copilot.privatefs import make_private, private_dir, remove_inside, write_private
 from copilot.trace.recorder import GENESIS, TRACE_FILE, canonical_json, event_hash
 from copilot.trace.study_ref import SIDECAR, sessions_root, study_record
 
@@ -110,18 +110,24 @@ def _lines(path: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
+def _event(line: str) -> dict[str, Any]:
+    """One trace line's event, {} for a line cut short or edited."""
+    try:
+        event = json.loads(line) if line else {}
+    except ValueError:
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
 def session_info(folder: Path) -> SessionInfo | None:
     """What a session folder holds (None: not a session folder)."""
     trace = folder / TRACE_FILE
     if not trace.is_file():
         return None
     lines = _lines(trace)
-    try:
-        head = json.loads(lines[0]) if lines else {}
-        end = json.loads(lines[-1]) if lines else {}
-    except ValueError:
-        head, end = {}, {}
-    status = str(end.get("status") or "ended") if end.get("type") == "episode_end" else "unfinished"
+    head, end = _event(lines[0] if lines else ""), _event(lines[-1] if lines else "")
+    # without its closing event (a full disk, a crash, or still running) a trace is never called complete
+    status = str(end.get("status") or "ended") if end.get("type") == "episode_end" else "truncated"
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     return SessionInfo(folder, float(head.get("time") or trace.stat().st_mtime), trace.stat().st_mtime,
                        str(head.get("kind", "?")), str(head.get("study_ref") or head.get("case_id") or "?"),
@@ -133,7 +139,7 @@ def list_sessions(root: Path | None = None) -> list[SessionInfo]:
     base = root if root is not None else sessions_root()
     if not base.is_dir():
         return []
-    found = [i for c in base.iterdir() if c.is_dir() and (i := session_info(c)) is not None]
+    found = [i for c in base.iterdir() if not c.is_symlink() and c.is_dir() and (i := session_info(c)) is not None]
     return sorted(found, key=lambda i: (i.started, i.name))
 
 
@@ -188,14 +194,26 @@ def describe(folder: Path) -> list[str]:
 # ----- purging -----
 
 
-def purge(days: float, root: Path | None = None, dry_run: bool = False, now: float | None = None) -> list[SessionInfo]:
-    """Remove the sessions last written more than `days` days ago (only folders holding a session trace)."""
+def purge(
+    days: float, root: Path | None = None, dry_run: bool = False, now: float | None = None,
+    problems: list[str] | None = None,
+) -> list[SessionInfo]:  # fmt: skip
+    """Remove the sessions last written more than `days` days ago (only folders holding a session trace, never a
+    link: links inside are removed themselves, their targets left alone). What could not be removed is added to
+    `problems` and the purge goes on with the next session; the sessions removed are returned."""
     check_days(days)
-    old = [i for i in list_sessions(root) if i.age_days(now) > days]
-    if not dry_run:
-        for info in old:
-            shutil.rmtree(info.folder)
-    return old
+    base = root if root is not None else sessions_root()
+    old = [i for i in list_sessions(base) if i.age_days(now) > days]
+    if dry_run:
+        return old
+    removed = []
+    for info in old:
+        left = remove_inside(base, info.folder)
+        if problems is not None:
+            problems.extend(left)
+        if not os.path.lexists(info.folder):
+            removed.append(info)
+    return removed
 
 
 # ----- exporting -----
@@ -230,6 +248,11 @@ def study_redactor(folder: Path, kind: str) -> Any:
     return Redactor(found)
 
 
+def _links(folder: str, names: list[str]) -> list[str]:
+    """The entries of a folder that are links (an export copies none of them, nor what they point to)."""
+    return [n for n in names if os.path.islink(os.path.join(folder, n))]
+
+
 def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[str]:
     """Copy a session to `out` (owner-only); with `deidentify`, its trace with the study's identifiers removed
     and re-chained (a new, verifiable chain), its images, and not the sidecar, the report or the DICOM exports.
@@ -238,7 +261,7 @@ def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[st
         raise ValueError(f"{out} exists and is not empty")
     private_dir(out)
     if not deidentify:
-        shutil.copytree(folder, out, dirs_exist_ok=True)
+        shutil.copytree(folder, out, dirs_exist_ok=True, ignore=_links)  # a link inside is not followed out
         make_private(out)
         return []
     events = [json.loads(line) for line in _lines(folder / TRACE_FILE)]
@@ -253,6 +276,6 @@ def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[st
         prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
     write_private(out / TRACE_FILE, "".join(line + "\n" for line in lines))
     if (folder / "artifacts").is_dir():
-        shutil.copytree(folder / "artifacts", out / "artifacts")
+        shutil.copytree(folder / "artifacts", out / "artifacts", ignore=_links)
     make_private(out)
     return [name for name in LEFT_OUT if (folder / name).exists()]

@@ -4,6 +4,7 @@ images, reports), kept owner-only and for a retention the user sets."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,12 +50,17 @@ def _purge(ns: argparse.Namespace) -> int:
     from copilot.study.sessions import check_days, purge, retention_days
 
     days = check_days(ns.older_than) if ns.older_than is not None else retention_days()
-    removed = purge(days, dry_run=ns.dry_run)
+    from copilot.pacs.printable import printable
+
+    problems: list[str] = []
+    removed = purge(days, dry_run=ns.dry_run, problems=problems)
     verb = "would remove" if ns.dry_run else "removed"
     for info in removed:
         print(f"{verb} {info.name} ({info.age_days():.0f} days)")
+    for problem in problems:  # said, and the purge went on
+        print(f"could not remove {printable(problem, 300)}", file=sys.stderr)
     print(f"{verb} {len(removed)} session(s) last written more than {days:g} days ago")
-    return 0
+    return 1 if problems else 0
 
 
 def _retention(ns: argparse.Namespace) -> int:

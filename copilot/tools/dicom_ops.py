@@ -26,7 +26,7 @@ from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.seg_sources import seg_sources
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted
+from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted, save_dicom
 
 
 @handler(**OPERATOR)
@@ -117,8 +117,7 @@ def export_dicom_seg(
         seg_ds = _segmentation(hd, datasets, frames, desc, output_name)
     except (AttributeError, TypeError, ValueError) as exc:  # highdicom's refusal of a source it cannot describe
         raise HandlerError("invalid_source", f"{source.name}: no valid SEG can reference it ({exc})") from exc
-    out.parent.mkdir(parents=True, exist_ok=True)
-    seg_ds.save_as(out)
+    save_dicom(seg_ds, out)  # owner-only, never through a link
     stored = store_back(ctx.case_inputs.get("origin"), [seg_ds], [out])  # the study's PACS, if it came from one
     return HandlerOutput(
         {

@@ -32,7 +32,7 @@ from copilot.tools.sr_content import Content, build_content, content_digest
 from copilot.tools.sr_quantities import ras_to_lps
 from copilot.tools.stored import check_not_stored, remember
 from copilot.tools.tracking import LesionBook, patient_key, search_folders
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted
+from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted, save_dicom
 
 __all__ = ["build_evidence_sr", "export_evidence_sr", "plan_evidence_sr", "ras_to_lps"]
 
@@ -216,8 +216,7 @@ def export_evidence_sr(
     check_not_stored(ctx.output_dir, digest, "a measurement report")
     book = _lesion_book(ctx, first.sources)
     sr, content = build_evidence_sr(ctx, output_name, question, answer, book, evidence_ids)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    sr.save_as(out)
+    save_dicom(sr, out)  # owner-only, never through a link
     stored = store_back(ctx.case_inputs.get("origin"), [sr], [out])
     book.save()
     remember(out.parent, digest, out.name)

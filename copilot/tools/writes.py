@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 from copilot.errors import HandlerError
 from copilot.pacs.printable import printable
 from copilot.pacs.urls import service_root, under
+from copilot.privatefs import LinkedPathError, open_private, private_dir
 from copilot.tools.study_text import clean
 from copilot.trace.outcome import CallOutcome
 from copilot.trace.redact import redact_text
@@ -204,6 +205,19 @@ def store_folder(allow_store: Sequence[str]) -> Path | None:
         if entry.startswith("file:") or "://" not in entry:
             return Path(unquote(urlsplit(entry).path) if entry.startswith("file:") else entry).expanduser().resolve()
     return None
+
+
+def save_dicom(ds: Any, out: Path) -> None:
+    """Write an exported DICOM object at `out`, owner-only, created anew without following a link: a symlink or a
+    file already there is refused by name (`linked_path`, `name_taken`) and nothing outside is touched."""
+    try:
+        private_dir(out.parent)
+        with open_private(out, "xb") as fh:
+            ds.save_as(fh)
+    except LinkedPathError as exc:
+        raise HandlerError("linked_path", str(exc)) from None
+    except FileExistsError:
+        raise HandlerError("name_taken", f"{out.name} exists already") from None
 
 
 def attempt(plan: WritePlan, args: dict[str, Any] | None, actor: str, decision: str, by: str) -> dict[str, Any]:

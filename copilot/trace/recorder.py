@@ -7,6 +7,7 @@ is detected. Lines are the canonical JSON of the event, so the bytes are reprodu
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -75,8 +76,23 @@ def bounded_refusal(name: str, args: Any, error: dict[str, Any] | None) -> dict[
     return out
 
 
+class TraceWriteError(OSError):
+    """The trace could not be written (a full disk, a removed folder): the session stops, since what it would do
+    next could not be recorded."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        why = cause.strerror or type(cause).__name__
+        super().__init__(cause.errno, f"the trace {path} could not be written ({why}); the session stopped, "
+                         "nothing more is done until it can be (free disk space and start a new session)")  # fmt: skip
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 class TraceRecorder:
-    """Appends events to a trace directory; thread-safe, flushed after every event."""
+    """Appends events to a trace directory; thread-safe, flushed after every event. A write that fails raises
+    `TraceWriteError`, and so does every later event (`failed`)."""
 
     def __init__(self, trace_dir: str | Path, header: dict[str, Any]) -> None:
         self.dir = Path(trace_dir)
@@ -89,6 +105,7 @@ class TraceRecorder:
         self._lock = threading.Lock()
         self._seq = 0
         self._prev = GENESIS
+        self.failed: TraceWriteError | None = None
         self.record("episode_start", {"format": FORMAT_VERSION, **header})
 
     def record(self, event_type: str, payload: dict[str, Any]) -> int:
@@ -97,8 +114,14 @@ class TraceRecorder:
         with self._lock:
             event = {"seq": self._seq, "type": event_type, "time": round(time.time(), 3), "prev": self._prev, **payload}
             event["hash"], line = hashed_line(event)
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            if self.failed is not None:
+                raise self.failed
+            try:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+            except OSError as exc:  # nothing after this event may be done unrecorded
+                self.failed = TraceWriteError(self.path, exc)
+                raise self.failed from exc
             self._prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
             seq: int = event["seq"]
             self._seq += 1
@@ -114,7 +137,11 @@ class TraceRecorder:
         for n, im in enumerate(outcome.images):
             ext = "jpg" if im.mime == "image/jpeg" else "png"  # the exact bytes the model received
             rel = f"{ARTIFACTS}/{seq:06d}_{n}_{im.view}.{ext}"
-            write_private(self.dir / rel, im.data)
+            try:
+                write_private(self.dir / rel, im.data)
+            except OSError as exc:
+                self.failed = self.failed or TraceWriteError(self.dir / rel, exc)
+                raise self.failed from exc
             images.append({**im.to_json(with_data=False), "artifact": rel})
         payload: dict[str, Any] = {
             "actor": actor,
@@ -145,6 +172,10 @@ class TraceRecorder:
     def close(self, final: dict[str, Any] | None = None) -> None:
         """Write the episode end (with an optional final answer/status) and close the file."""
         if self._fh.closed:
+            return
+        if self.failed is not None:  # the trace stays without its end: `replay` and `sessions list` say truncated
+            with self._lock, contextlib.suppress(OSError):
+                self._fh.close()
             return
         self.record("episode_end", final or {})
         with self._lock:
