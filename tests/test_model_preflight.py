@@ -150,3 +150,46 @@ def test_no_wire_follows_a_redirect_to_another_origin(provider: str, brain_case:
         elsewhere.stop()
     assert row["status"] == "error" and "redirects are not followed" in row["error"]
     assert elsewhere.requests == [] and elsewhere.headers == []  # no key, no view sent on
+
+
+FAKES = {"openai": FakeOpenAI, "anthropic": FakeAnthropic, "gemini": FakeGemini}
+KEYS = {"anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+@pytest.mark.parametrize("provider", list(FAKES))
+def test_a_timeout_is_retried_on_every_wire(provider: str, brain_case: Path, tmp_path: Path) -> None:
+    from copilot.agent.loop import ChatAgent
+    from copilot.agent.settings import AgentSettings
+    from copilot.medflow.bench_run import run_episode
+
+    fake = FAKES[provider]([{"stall_s": 1.5, "content": "late"}, {"content": "ANSWER: A"}])
+    try:
+        agent = ChatAgent(AgentSettings(provider=provider, model="scripted-model", base_url=fake.base_url,
+                                        api_key="k", timeout_s=0.5, round_deadline_s=10, max_retries=2,
+                                        backoff_base_s=0.01))  # fmt: skip
+        row = run_episode(str(brain_case), agent.name, str(tmp_path), trace_dir=tmp_path / "t", policy=agent)
+    finally:
+        fake.stop()
+    events = [json.loads(line) for line in (tmp_path / "t" / "trace.jsonl").read_text().splitlines()]
+    retries = [e for e in events if e["type"] == "model_retry"]
+    assert row["status"] == "done" and row["response"] == "ANSWER: A"
+    assert len(retries) == 1 and retries[0]["kind"] == "retryable"
+
+
+@pytest.mark.parametrize("provider", list(FAKES))
+def test_run_and_trackc_send_every_provider_to_its_base_url(
+    provider: str, brain_case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEYS[provider], "test-key")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "brain").symlink_to(brain_case, target_is_directory=True)
+    fake = FAKES[provider]([{"content": "ANSWER: A"}])
+    try:
+        assert main(["run", "--case", str(brain_case), "--policy", f"{provider}:scripted-model", "--base-url",
+                     fake.base_url, "--out", str(tmp_path / "trace")]) == 0  # fmt: skip
+        assert main(["bench", "trackc", "--cases", str(cases), "--policy", f"{provider}:scripted-model",
+                     "--base-url", fake.base_url, "--out", str(tmp_path / "run")]) == 0  # fmt: skip
+    finally:
+        fake.stop()
+    assert len(fake.requests) == 2 and "tools" in json.dumps(fake.requests[0]) and "tools" not in fake.requests[1]

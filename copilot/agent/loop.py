@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +53,16 @@ ONE_TOOL_MESSAGE = "Not executed: this protocol allows one tool call per round; 
 MAX_TOOL_CALLS_PER_TURN = 32  # calls of one model turn that run; the rest are answered as tool errors
 MAX_ARGUMENT_CHARS = 16_384  # a call's arguments beyond this are refused, and kept (and re-sent) only as a note
 TRACE_ARGUMENT_CHARS = 2048  # arguments recorded in full up to this; longer ones by length, digest and head
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A warning on stderr, once per process (a batch builds an agent per episode)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logging.getLogger("medcopilot.models").warning(message)
 
 
 def _tool_error(call_id: str, code: str, message: str) -> dict[str, Any]:
@@ -141,6 +152,8 @@ class ChatAgent:
             self.spec = replace(self.spec, wire=self.wire.wire)
         self.budget = ImageBudget(settings.max_images or self.profile.max_images, self.profile.context_tokens,
                                   self.profile.tokens_per_image, settings.max_tokens)  # fmt: skip
+        if self.profile.warning:
+            _warn_once(self.profile.warning)
         self._adapted: set[str] = set()  # the refusals already adapted to (each once)
         self._dropped = 0  # images left out of the last request (a change is traced)
         self.name = self.spec.policy
@@ -327,7 +340,7 @@ class ChatAgent:
                 rounds += 1
                 messages.append(turn_message(reply))
                 messages.extend(self._round_results(session, reply.tool_calls, pathology, task))
-                if rounds >= budget:
+                if rounds >= budget or getattr(session, "budget_spent", False):  # a call budget spent mid-round
                     status = "budget_exhausted"
                     break
             messages.append({"role": "user", "content": BUDGET_MESSAGE})

@@ -120,7 +120,7 @@ class GeminiChat:
         if self.profile.temperature and request.temperature is not None:
             config.temperature = request.temperature
         if request.reasoning and (self.profile.reasoning or {}).get("kind") == "gemini_level":
-            config.thinking_config = types.ThinkingConfig(thinking_level=request.reasoning.upper())  # type: ignore[arg-type]
+            config.thinking_config = types.ThinkingConfig(thinking_level=request.reasoning.upper())
         if request.tools:
             config.tools = [types.Tool(function_declarations=[
                 types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)
