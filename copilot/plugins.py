@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import logging
+import os
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ OPERATION_SETS_GROUP = "medcopilot.operation_sets"
 HOSTS_GROUP = "medcopilot.hosts"
 GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP, OPERATION_SETS_GROUP, HOSTS_GROUP)
 CORE_PACKAGE = "copilot"
+REPLACES_ENV = "MEDCOPILOT_PLUGIN_REPLACES"  # GROUP:NAME,… core entries the user lets a plug-in replace
 
 _FOUND: dict[str, list[metadata.EntryPoint]] = {}
 _LOADED: dict[str, dict[str, Any]] = {}
@@ -76,17 +78,35 @@ def declare(group: str, name: str) -> None:
     _DECLARED[group].add(name)
 
 
+def replacements() -> set[str]:
+    """The core entries a plug-in may replace, by the user's explicit choice: `$MEDCOPILOT_PLUGIN_REPLACES`, a
+    comma-separated list of GROUP:NAME (e.g. `medcopilot.kinds:radiology`)."""
+    return {item.strip() for item in os.environ.get(REPLACES_ENV, "").split(",") if item.strip()}
+
+
 def load(group: str) -> dict[str, Any]:
-    """Every entry point of a group loaded once: name -> object (the first of a name wins). One that fails to load
-    is kept in `problems` and left out, never raised."""
+    """Every entry point of a group loaded once: name -> object (the first of a name wins: the core's, then the
+    plug-ins' by name). A second entry point of a name taken is refused by name and the first stays as it was,
+    unless the name is the core's and `replacements()` names it (then the plug-in's replaces it, logged). One that
+    fails to load is kept in `problems` and left out, never raised."""
     if group in _LOADED:
         return dict(_LOADED[group])
     loaded: dict[str, Any] = {}
     _LOADED[group] = loaded  # set first: an entry point whose import asks for its own group sees it as loading
+    owner: dict[str, metadata.EntryPoint] = {}  # name -> the entry point that took it
     for ep in entry_points(group):
-        if ep.name in loaded:
-            refuse(group, ep.name, ValueError(f"{ep.value} is a second entry point of that name (the first kept)"))
-            continue
+        first = owner.get(ep.name)
+        if first is not None:
+            core = _package(first) == CORE_PACKAGE and _package(ep) != CORE_PACKAGE
+            if not (core and f"{group}:{ep.name}" in replacements()):
+                whose = "the core's" if _package(first) == CORE_PACKAGE else f"{first.value}'s"
+                refuse(group, ep.name, ValueError(
+                    f"{ep.value} reuses the name of {whose} entry, which stays (a plug-in replaces a core entry "
+                    f"only when {REPLACES_ENV} names {group}:{ep.name})"), drop=False)  # fmt: skip
+                continue
+            logging.getLogger(__name__).warning("plug-in %s:%s (%s) replaces the core's entry (%s)", group, ep.name,
+                                                ep.value, REPLACES_ENV)  # fmt: skip
+        owner[ep.name] = ep
         try:
             loaded[ep.name] = ep.load()
         except Exception as exc:  # a broken plug-in is reported by name; the core and other plug-ins go on
@@ -120,11 +140,13 @@ def lookup(group: str, known: dict[str, T], name: str, what: str) -> T:
     return known[name]
 
 
-def refuse(group: str, name: str, exc: BaseException, where: str = "") -> None:
-    """Record a plug-in that failed to load or to register (its name and error), and log it once."""
+def refuse(group: str, name: str, exc: BaseException, where: str = "", drop: bool = True) -> None:
+    """Record a plug-in that failed to load or to register (its name and error), and log it once; `drop` leaves
+    the loaded object of that name out too (not when another entry of the name keeps it)."""
     key = f"{group}:{name}"
     _PROBLEMS[key] = f"{where + ': ' if where else ''}{type(exc).__name__}: {exc}"
-    _LOADED.get(group, {}).pop(name, None)
+    if drop:
+        _LOADED.get(group, {}).pop(name, None)
     logging.getLogger(__name__).warning("plug-in %s not loaded: %s", key, _PROBLEMS[key])
 
 
