@@ -193,3 +193,17 @@ def test_run_and_trackc_send_every_provider_to_its_base_url(
     finally:
         fake.stop()
     assert len(fake.requests) == 2 and "tools" in json.dumps(fake.requests[0]) and "tools" not in fake.requests[1]
+
+
+def test_chat_prints_the_models_text_without_its_escape_codes() -> None:
+    import io
+
+    from copilot.study.chat import Terminal
+
+    term = Terminal.__new__(Terminal)
+    term.out, term._streaming = io.StringIO(), False
+    term.stream("safe \x1b[8mhidden\x1b[0m \u202etxet\u202c\rover\x07")
+    term.say("plain \x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\")
+    printed = term.out.getvalue()
+    assert "\x1b" not in printed and "\r" not in printed and "\u202e" not in printed and "\x07" not in printed
+    assert printed.startswith("model: safe [8mhidden[0m txet")

@@ -16,6 +16,7 @@ import json
 import queue
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,12 @@ def _titles(found: list[Any]) -> str:
     return "; ".join(f"{s.title} (…{s.uid[-6:]})" for s in found)
 
 
+def terminal_safe(text: str) -> str:
+    """Text with nothing a terminal would act on: control characters (escape sequences, carriage returns, bells) and
+    invisible format characters (bidirectional overrides) dropped; new lines and tabs kept."""
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf"))
+
+
 class Terminal:
     """The clinician's side: lines from stdin (read by a thread, so /stop works while the model runs), output."""
 
@@ -103,14 +110,15 @@ class Terminal:
         if self._streaming:  # a streamed line ends before the next one
             self._streaming = False
             print(file=self.out)
-        print(redact_text(text), file=self.out, flush=True)
+        print(terminal_safe(redact_text(text)), file=self.out, flush=True)
 
     def stream(self, piece: str) -> None:
-        """The model's text as it arrives, on one `model:` line."""
+        """The model's text as it arrives, on one `model:` line (made printable: a model's escape codes never reach
+        the terminal)."""
         if not self._streaming:
             self._streaming = True
             self.out.write("model: ")
-        self.out.write(piece)
+        self.out.write(terminal_safe(piece))
         self.out.flush()
 
     def note(self, text: str) -> None:
