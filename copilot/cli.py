@@ -728,6 +728,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_pacs_parser(sub)
     add_sessions_parser(sub)
+    from copilot.study.optin_cli import add_optin_parser
+
+    add_optin_parser(sub)
     from copilot.trace.export_cli import add_trace_parser
 
     add_trace_parser(sub)

@@ -445,8 +445,12 @@ def test_context_is_bounded_and_identifiers_scrubbed() -> None:
     assert r.scrub({"a": ["Mr Quixley (MRN-7734921) does well"]}) == {"a": ["Mr [redacted] ([redacted]) does well"]}
 
 
-def test_a_remote_service_is_announced_once_before_the_first_request(dicom_study: Path) -> None:
+def test_a_remote_service_is_announced_once_before_the_first_request(
+    dicom_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import openai
+
+    monkeypatch.setenv("MEDCOPILOT_OPTIN", str(tmp_path / "optin.json"))
 
     assert is_local("http://127.0.0.1:8000/v1") and is_local("http://localhost:1234/v1")
     assert not is_local("https://api.openai.com/v1") and not is_local(None)
@@ -457,7 +461,7 @@ def test_a_remote_service_is_announced_once_before_the_first_request(dicom_study
     try:
         settings = model_settings("openai", base_url="https://models.example.org/v1", max_retries=0)
         client = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
-        policy = conversation(settings, study, session.kind, client=client)
+        policy = conversation(settings, study, session.kind, ask=lambda text: True, client=client)  # opted in
         policy.announce = lambda line: said.append((line, len(fake.requests)))
         model = PanelModel(session, study)
         for question in ("First?", "Second?"):

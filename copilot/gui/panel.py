@@ -329,6 +329,15 @@ class SettingsDialog(QDialog):
         )
 
 
+def _yes(parent: QWidget | None, text: str) -> bool:
+    """The clinician's explicit yes before anything is sent (No is the default button)."""
+    from PySide6.QtWidgets import QMessageBox
+
+    buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
+    answer = QMessageBox.question(parent, "Send to the model service?", text, buttons, QMessageBox.StandardButton.No)
+    return bool(answer == QMessageBox.StandardButton.Yes)
+
+
 def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
     from copilot.agent.loop import ChatAgent
     from copilot.medflow.policies import baseline_policy, prior_policy
@@ -344,7 +353,7 @@ def default_policies(parent: QWidget | None = None) -> dict[str, Any]:
         panel = getattr(parent, "panel", None)
         question = panel.instruction.text().strip() if panel is not None else ""
         if model is not None and (question or getattr(model.case, "module", "") not in modules()):
-            return conversation(dialog.settings(), model.case, model.session.kind,
+            return conversation(dialog.settings(), model.case, model.session.kind, ask=lambda text: _yes(parent, text),
                                 announce=lambda line: model.messages.append(("system", line)))  # fmt: skip
         return ChatAgent(dialog.settings())
 

@@ -141,6 +141,21 @@ class Terminal:
         return line
 
 
+def terminal_ask(term: Terminal) -> Any:
+    """The clinician's yes or no at the terminal (opt-in to a remote service, a series with burnt-in details);
+    None without a terminal (`--ask` in a script: the refusal names `medcopilot optin`)."""
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(text: str) -> bool:
+        term.say(text)
+        term.out.write("[y/N] ")
+        term.out.flush()
+        return (term.next_line() or "").strip().lower() in ("y", "yes")
+
+    return ask
+
+
 def _short(value: Any, limit: int = 160) -> str:
     from copilot.pacs.printable import printable  # a proposal's arguments are the model's: shown as plain text
 
@@ -247,7 +262,7 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     policy: Any
     if settings is not None:
         streams = not ns.ask  # at a terminal the text appears as it arrives; with --ask, whole lines
-        policy = new_conversation(settings, study, study.kind, announce=term.note,
+        policy = new_conversation(settings, study, study.kind, ask=terminal_ask(term), announce=term.note,
                                   on_text=None if streams else (lambda t: term.say(f"model: {t}")))  # fmt: skip
         if streams:
             policy.on_stream = term.stream

@@ -16,6 +16,9 @@ from copilot.llm.spec import is_model_policy
 from copilot.llm.spec import service_problem as spec_problem
 from copilot.medflow.policies import make_policy
 from copilot.medflow.registry import modules
+from copilot.panel import optin
+from copilot.panel.burned_in import burned_in_series
+from copilot.panel.optin import Ask
 from copilot.study.agent import StudyConversation
 from copilot.study.privacy import Redactor, study_identifiers
 
@@ -56,12 +59,45 @@ def redactor_for(case: Any, kind: str) -> Redactor:
     return Redactor(study_identifiers(case.root, dict(case.inputs or {}), kind))
 
 
-def conversation(settings: AgentSettings, case: Any, kind: str, **hooks: Any) -> StudyConversation:
-    """A study conversation for a study (raises PolicyUnavailable when no service is configured)."""
-    problem = service_problem(settings)
+def conversation(
+    settings: AgentSettings, case: Any, kind: str, ask: Ask | None = None, **hooks: Any
+) -> StudyConversation:
+    """A study conversation for a study (raises PolicyUnavailable when no service is configured, or when the
+    clinician, asked through `ask` or not at all, has not agreed to what it would send; see `consent`)."""
+    problem = service_problem(settings) or consent(settings, case, ask)
     if problem:
         raise PolicyUnavailable(problem)
     return StudyConversation(settings, redactor_for(case, kind), **hooks)
+
+
+def service_url(settings: AgentSettings) -> str:
+    """The URL requests will go to (the provider's own when none is set)."""
+    from copilot.llm.providers import PROVIDERS
+
+    spec = settings.spec()
+    return spec.base_url or PROVIDERS[spec.provider].default_base_url or "https://api.openai.com/v1"
+
+
+def consent(settings: AgentSettings, case: Any, ask: Ask | None) -> str | None:
+    """Why nothing may be sent yet (one line), or None: a service not on this machine needs the clinician's opt-in
+    to text and views (`copilot.panel.optin`, asked once and remembered); a series that may carry burnt-in
+    patient details (`copilot.panel.burned_in`) needs their choice to send it, whatever the service."""
+    url = service_url(settings)
+    try:
+        optin.ensure(url, ("text", "views"), ask)
+    except (optin.OptInNeeded, ValueError) as exc:
+        return str(exc)
+    for series in burned_in_series(case.root, dict(case.inputs or {})):
+        if optin.burned_in_allowed(series.series_uid):
+            continue
+        line = (f"series {series.label} may carry patient details burnt into its pixels ({series.reason}); "
+                "send its views to the model anyway?")  # fmt: skip
+        if ask is not None and ask(line):
+            optin.allow_burned_in(series.series_uid)
+            continue
+        return (f"nothing was sent: series {series.label} may carry patient details burnt into its pixels "
+                f"({series.reason}) and you did not choose to send it")  # fmt: skip
+    return None
 
 
 def study_policy(spec: str, case: Any, kind: str, question: str = "", **settings: Any) -> Any:

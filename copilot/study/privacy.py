@@ -9,12 +9,11 @@ name, and a study whose series or slide name holds an identifier is refused befo
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
-from urllib.parse import urlparse
 
 from copilot.kinds import viewer_kind
 from copilot.panel.identifiers import study_identifiers
+from copilot.panel.optin import is_local
 from copilot.panel.redactor import REDACTED, Redactor, identifier_pattern
 
 __all__ = ["REDACTED", "PrivacyError", "Redactor", "check_images", "disclosure", "identifier_pattern", "is_local",
@@ -41,17 +40,6 @@ def check_images(session: Any, redactor: Redactor) -> None:
                 f"the {viewer_kind(session.kind).image_name} name shown on every image holds a patient "
                 "identifier; rename the file or series before asking the model"
             )
-
-
-def is_local(base_url: str | None) -> bool:
-    """Whether a model service URL is on this machine (loopback)."""
-    host = urlparse(base_url or "https://api.openai.com/v1").hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def disclosure(base_url: str | None, kind: str) -> str:
