@@ -117,7 +117,7 @@ def test_tables_hand_computed_from_rows() -> None:
     t6 = table6(rows)  # Track C brain: Task 1 (↑ 0.50), Strict 0 (↓ 0.50), Loc 1 (↑ 0.50)
     assert _cells(t6, 0)[3:6] == ["1.00 (↑ 0.50)", "0.00 (↓ 0.50)", "1.00 (↑ 0.50)"]
     t7 = table7(rows)
-    assert [r[1].text() for r in t7.rows] == ["5", "20"] and _cells(t7, 0)[10:13] == ["0.00", "0.00", "0.00"]
+    assert [r[1].text() for r in t7.rows] == ["5 calls"] and _cells(t7, 0)[10:13] == ["0.00", "0.00", "0.00"]
     md = to_markdown(t1)
     assert "| Model | Longitudinal MRI / Task |" in md
     assert "| m1 (budget 20) | 0.00 n=1 | 0.00 n=1 | 0.50 n=2 [0.00, 1.00] |" in md  # n and 95% CI per cell
@@ -328,7 +328,7 @@ def test_budget_rerun_adds_rows_and_report_from_sqlite_alone(packs: dict[str, Pa
     csv_out = subprocess.run([*CLI, "bench", "report", str(alone), "--format", "csv"], capture_output=True, text=True)
     assert (
         csv_out.stdout.startswith("table,group,row,column,value,delta")
-        and "table7,prior,prior 3,Brain MRI / Answer + evidence / Task,1.000000," in csv_out.stdout
+        and "table7,prior,prior 3 calls,Brain MRI / Answer + evidence / Task,1.000000," in csv_out.stdout
     )
     html_run = subprocess.run([*CLI, "bench", "report", str(alone)], capture_output=True, text=True)
     assert html_run.returncode == 0

@@ -83,6 +83,12 @@ class CallBudget:
                 self._open = True
         return self._session.call(name, args, actor=actor, **kw)
 
+    @property
+    def budget_spent(self) -> bool:
+        """No further agent round or call can run: the agent loop stops offering tools and asks for the final
+        answer, under a call budget exactly as under a round budget."""
+        return self.used >= self._budget
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
 

@@ -80,6 +80,17 @@ def rules_key(rules: ScoringRules | None, budget: int = PAPER_BUDGET) -> str:
 DEFAULT_RULES = ScoringRules()
 
 
+def unit_of(key: str, budget: int) -> str:
+    """The budget unit a result ran under, from its rules key and budget ("rounds" or "calls")."""
+    values = dict(item.partition("=")[::2] for item in key.split(",") if item)
+    return ScoringRules(budget_unit=values.get("budget_unit", "auto")).unit_for(budget)
+
+
+def without_unit(key: str) -> str:
+    """A rules key less its budget unit (what two budget-study rows of one configuration share)."""
+    return ",".join(item for item in key.split(",") if item and not item.startswith("budget_unit="))
+
+
 def parse_rules(items: list[str] | None) -> ScoringRules:
     """`NAME=VALUE` items (command line `--rule`) → rules; an unknown name or value is a ValueError."""
     values: dict[str, str] = {}

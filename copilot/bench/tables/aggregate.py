@@ -16,8 +16,9 @@ mean over its scored episodes (repeats included; errored episodes are counted ap
   Open-weight models (Table 5), 2D slice-montage backbones and native 3D VLMs (Table 6), each model's access
   type and family from `model_table` (answers scored by `bench score` are their model's rows); then reference
   policies (the offline floors `prior`, `baseline`, scripted, which are never in a mean) and budget-study
-  runs (budgets other than the paper's 20 when the same configuration also ran at 20; they belong to
-  Table 7 and are never in a mean). "Mean over reported" averages a group's rows.
+  runs (call-budget runs, the unit of Table 7: budgets other than the paper's 20 under `budget_unit=auto`,
+  any budget under `budget_unit=calls`; never in a mean, so a table's main rows count rounds only).
+  "Mean over reported" averages a group's rows.
 - Bold: the best value of a column within a model group.
 - Deltas compare with the same model's configuration on another track (`matched`: same protocol, budget and
   backend when present).
@@ -31,6 +32,7 @@ from typing import Any, NamedTuple
 
 from copilot.bench.scoring.module_facts import facts_of
 from copilot.bench.scoring.module_facts import title as module_title
+from copilot.bench.scoring.rules import unit_of
 from copilot.bench.scoring.stats import bootstrap_ci, bootstrap_means, case_seed, delta_ci, mean, mean_ci
 from copilot.bench.tables.model_table import ACCESS_TITLES, FAMILY_TITLES, model_info
 from copilot.bench.tables.render import Cell, Table
@@ -178,11 +180,16 @@ def track_configs(groups: dict[Cfg, list[dict[str, Any]]], track: str, ops: str 
     return sorted(c for c in groups if c.track == track and (ops is None or c.ops == ops))
 
 
+def call_budget(cfg: Cfg) -> bool:
+    """A run whose budget counts agent handler calls (Table 7's unit), not tool-calling rounds (Table 1's);
+    budget 0 is no budget (answers scored by `bench score`, Track C)."""
+    return cfg.budget > 0 and unit_of(cfg.rules, cfg.budget) == "calls"
+
+
 def _budget_study(cfg: Cfg, configs: list[Cfg]) -> bool:
-    """A run at another budget than the paper's when the same configuration also ran at the paper's budget."""
-    if cfg.budget == PAPER_BUDGET:
-        return False
-    return any(c._replace(budget=cfg.budget) == cfg and c.budget == PAPER_BUDGET for c in configs)
+    """A call-budget run (the budget study's unit; `--budget 20 --rule budget_unit=calls` included): one unit
+    per table, so the main groups hold round-budget runs only."""
+    return call_budget(cfg)
 
 
 def _grouped(configs: list[Cfg], scheme: str = "scope") -> list[tuple[str, list[Cfg], bool]]:

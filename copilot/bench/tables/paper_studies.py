@@ -12,12 +12,14 @@ from typing import Any
 
 from copilot.bench.scoring.module_facts import DetailColumns, all_facts, facts_of, in_table
 from copilot.bench.scoring.module_facts import title as module_title
+from copilot.bench.scoring.rules import without_unit
 from copilot.bench.scoring.stats import mean, pass_at_k, pass_hat_k
 from copilot.bench.tables.aggregate import (
     TRACK_C_BUDGET,
     Cfg,
     Stat,
     add_group_rows,
+    call_budget,
     config_label,
     configurations,
     group_header,
@@ -90,30 +92,33 @@ def table5(rows: list[dict[str, Any]]) -> Table:
 
 
 def table7(rows: list[dict[str, Any]]) -> Table:
+    """The operation-budget study from call-budget runs only (one unit per table): rows of one configuration
+    differing in their budget, round-budget runs (the main budget of 20) left to Table 1."""
     groups = configurations(rows)
-    configs = [c for c in track_configs(groups, "A") if has_any(groups[c], _detailed())]
-    budgets: dict[Cfg, set[int]] = defaultdict(set)
+    configs = [c for c in track_configs(groups, "A") if has_any(groups[c], _detailed()) and call_budget(c)]
+    budgets: dict[Cfg, list[Cfg]] = defaultdict(list)
     for c in configs:
-        budgets[c._replace(budget=0)].add(c.budget)
+        budgets[c._replace(budget=0, rules=without_unit(c.rules))].append(c)
     t5 = t5_head()
     head = [[("Backbone", 1), ("Max ops.", 1), *t5[0][1:]]] + [[("", 1), ("", 1), *h[1:]] for h in t5[1:]]
     t = Table(
         "table7",
         "Table 7: Operation-budget study (Track A)",
-        "Models run at more than one operation budget (`bench run --budget N`); Max ops.: the most agent "
-        "handler calls an episode may make (every call counts, however many a round holds; the paper's budget "
-        "of 20 counts rounds unless the run chose budget_unit=calls); columns as Table 5." + protocol_note(configs),
+        "Call-budget runs (`bench run --budget N`; at the paper's 20 with `--rule budget_unit=calls`); Max ops.: "
+        "the most agent handler calls an episode may make, every call counting however many a round holds. "
+        "Round-budget runs (the main budget of 20 tool-calling rounds) are Table 1's, never mixed in here; "
+        "columns as Table 5." + protocol_note(configs),
         head,
     )
     t.label_cols = 2
-    for key in sorted(k for k, b in budgets.items() if len(b) > 1):
-        members = sorted((c for c in configs if c._replace(budget=0) == key), key=lambda c: c.budget)
+    for key in sorted(budgets):
+        members = sorted(budgets[key], key=lambda c: c.budget)
         t.groups.append((len(t.rows), config_label(members[0], configs, with_budget=False)))
         for cfg in members:
             t.rows.append(
                 [
                     Cell(config_label(cfg, configs, with_budget=False), "label"),
-                    Cell(str(cfg.budget), "label"),
+                    Cell(f"{cfg.budget} calls", "label"),
                     *_t5_cells(groups[cfg]),
                 ]
             )

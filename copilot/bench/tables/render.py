@@ -32,8 +32,8 @@ GLOSSARY = {
     "Cur. NTL": "current non-target lesion", "New NTL": "new non-target lesion",
     "Tumor Loc., T Stage, Path. N, Hist., Grade": "the five NSCLC questions (location, pathological T and N "
     "stage, histology, histopathological grade)",
-    "Max ops.": "the operation budget: the most agent handler calls an episode may make (the budget study "
-    "counts calls; the paper's budget of 20 counts tool-calling rounds)",
+    "Max ops.": "the operation budget of Table 7: the most agent handler calls an episode may make (Table 7 "
+    "holds call-budget runs only; the main budget of 20 tool-calling rounds is Table 1's)",
     "Track A / B / C": "viewer-native / advanced operations / runtime-agnostic (answers without the runtime)",
     "Protocol": "harness: the product's tool surface with workflow guards; paper: exactly the paper's tools "
     "(Tables 9, 10, Appendix B), no guards",
@@ -50,7 +50,7 @@ FILL = {  # the command that fills an empty table
     "table4": "medcopilot bench run --cases CASES --policy POLICY --out RUN",
     "table5": "medcopilot bench run --cases RADIOLOGY_CASES --policy openai:MODEL --out RUN",
     "table6": "medcopilot bench trackc --cases RADIOLOGY_CASES --policy openai:MODEL --out RUN",
-    "table7": "medcopilot bench run ... --budget 5 (and again with --budget 20) --out RUN",
+    "table7": "medcopilot bench run ... --budget 5 (and --budget 20 --rule budget_unit=calls) --out RUN",
     "passk": "medcopilot bench run ... --repeats 3 --out RUN",
     "protocols": "medcopilot bench run ... --protocol paper --out RUN (next to a harness run)",
 }
