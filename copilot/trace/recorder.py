@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.privatefs import open_private, private_dir, write_private
+from copilot.trace.otel_live import live_export
 from copilot.trace.outcome import CallOutcome
 from copilot.trace.redact import redact
 
@@ -106,6 +107,7 @@ class TraceRecorder:
         self._seq = 0
         self._prev = GENESIS
         self.failed: TraceWriteError | None = None
+        self._live = live_export()  # spans to an OpenTelemetry collector as events are written (MEDCOPILOT_OTEL)
         self.record("episode_start", {"format": FORMAT_VERSION, **header})
 
     def record(self, event_type: str, payload: dict[str, Any]) -> int:
@@ -123,6 +125,8 @@ class TraceRecorder:
                 self.failed = TraceWriteError(self.path, exc)
                 raise self.failed from exc
             self._prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
+            if self._live is not None:
+                self._live.event(event)
             seq: int = event["seq"]
             self._seq += 1
             return seq
@@ -180,3 +184,5 @@ class TraceRecorder:
         self.record("episode_end", final or {})
         with self._lock:
             self._fh.close()
+        if self._live is not None:
+            self._live.close()
