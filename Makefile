@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
 SYSTEM_PACKAGES := chromium libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 \
 	openjdk-17-jdk-headless libturbojpeg0 dicom3tools \
-	orthanc orthanc-dicomweb orthanc-wsi
+	orthanc orthanc-dicomweb orthanc-wsi tesseract-ocr
 # what a Qt window needs under X (xcb platform plugin) and VTK's offscreen 3D view (Mesa EGL)
 QT_PACKAGES := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libegl-mesa0 libgl1-mesa-dri

@@ -92,19 +92,25 @@ def _reports(folders: Iterable[Path]) -> Iterator[Path]:
                     yield path
 
 
-def prior_lesions(folders: Iterable[Path], patient: str) -> dict[str, tuple[str, str]]:
-    """The lesions the patient's earlier reports under `folders` name (the first report read wins a name)."""
-    found: dict[str, tuple[str, str]] = {}
+def prior_reports(folders: Iterable[Path], patient: str) -> Iterator[pydicom.Dataset]:
+    """The patient's measurement reports under `folders` (headers and content; damaged or foreign files skipped)."""
     if not patient:
-        return found
+        return
     for path in _reports(folders):
         try:
             ds = pydicom.dcmread(path, stop_before_pixels=True)
         except Exception:  # not DICOM, or damaged: not a report to learn from
             continue
         if str(ds.get("Modality") or "") == "SR" and patient_key(ds) == patient:
-            for key, value in report_lesions(ds).items():
-                found.setdefault(key, value)
+            yield ds
+
+
+def prior_lesions(folders: Iterable[Path], patient: str) -> dict[str, tuple[str, str]]:
+    """The lesions the patient's earlier reports under `folders` name (the first report read wins a name)."""
+    found: dict[str, tuple[str, str]] = {}
+    for ds in prior_reports(folders, patient):
+        for key, value in report_lesions(ds).items():
+            found.setdefault(key, value)
     return found
 
 
