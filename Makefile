@@ -49,7 +49,7 @@ venv: $(STAMP)
 LOCK_VENV := /tmp/medcopilot-lock-venv
 lock:
 	rm -rf $(LOCK_VENV) && $(PY) -m venv $(LOCK_VENV)
-	$(LOCK_VENV)/bin/pip install -q torch==2.13.0 -e '.[dev,vista3d,slicer]' uv==$(UV_VERSION)
+	$(LOCK_VENV)/bin/pip install -q torch==2.13.0 -e '.[dev,vista3d,slicer,inspect]' uv==$(UV_VERSION)
 	$(LOCK_VENV)/bin/pip freeze --exclude-editable | grep -v -E '^(torch|uv)==' > $(LOCK_VENV)/pins.txt
 	$(LOCK_VENV)/bin/uv pip compile -q --no-deps --generate-hashes --no-annotate --python-version 3.11 \
 	  --custom-compile-command "make lock" $(UV_SOURCES) --index-strategy unsafe-best-match $(LOCK_VENV)/pins.txt -o $(LOCK)

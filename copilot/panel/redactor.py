@@ -1,13 +1,14 @@
 """Removing a study's identifiers from what is sent to a model: any JSON-like value's strings scrubbed of every
 identifier in the spellings a clinician may type (`copilot.panel.spellings`), compared on folded text
 (`copilot.panel.folding`: case, accents, full-width forms, invisible characters and look-alike letters of other
-scripts do not matter) with separators ignored; image data URLs kept as they are.
+scripts do not matter) with separators ignored; image data URLs kept as they are, or passed to `images` (the
+OCR guard of `copilot.panel.ocr` for a service off this machine).
 Used by study conversations (identifiers from the study's files) and host panels (from the patient banner)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from copilot.panel.folding import fold, fold_with_map
@@ -43,6 +44,8 @@ class Redactor:
     def __init__(self, identifiers: Iterable[str]) -> None:
         self.identifiers = sorted({i for i in identifiers if len(i) >= MIN_LENGTH}, key=len, reverse=True)
         self._pattern = identifier_pattern(self.identifiers)
+        self.images: Callable[[str], str] | None = None  # what an image data URL becomes (burnt-in text blanked)
+        self.image_guard: Any = None  # the OCR guard behind `images`, when one is set
 
     def _spans(self, value: str) -> list[tuple[int, int]]:
         """Where identifiers occur in a text (indices of the text as given)."""
@@ -59,7 +62,9 @@ class Redactor:
         return spans
 
     def text(self, value: str) -> str:
-        if self._pattern is None or value.startswith("data:image/"):
+        if value.startswith("data:image/"):
+            return self.images(value) if self.images is not None else value
+        if self._pattern is None:
             return value
         spans = self._spans(value)
         if not spans:

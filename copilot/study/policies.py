@@ -16,7 +16,7 @@ from copilot.llm.spec import is_model_policy
 from copilot.llm.spec import service_problem as spec_problem
 from copilot.medflow.policies import make_policy
 from copilot.medflow.registry import modules
-from copilot.panel import optin
+from copilot.panel import ocr, optin
 from copilot.panel.burned_in import burned_in_series
 from copilot.panel.optin import Ask
 from copilot.study.agent import StudyConversation
@@ -67,7 +67,11 @@ def conversation(
     problem = service_problem(settings) or consent(settings, case, ask)
     if problem:
         raise PolicyUnavailable(problem)
-    return StudyConversation(settings, redactor_for(case, kind), **hooks)
+    redactor = redactor_for(case, kind)
+    if not optin.is_local(service_url(settings)) and ocr.available():  # images leave the machine: read them first
+        redactor.image_guard = ocr.ImageGuard(redactor.found_in)
+        redactor.images = redactor.image_guard.data_url
+    return StudyConversation(settings, redactor, **hooks)
 
 
 def service_url(settings: AgentSettings) -> str:

@@ -2,9 +2,10 @@
 to the model, and the one-line disclosure shown before the first request to a model service that is not on
 this machine.
 
-Every text of a request is scrubbed of the identifiers just before it is sent; images never carry them
-because the only words burnt into an image are the view's name, offsets, window/level and the series or slide
-name, and a study whose series or slide name holds an identifier is refused before anything is sent.
+Every text of a request is scrubbed of the identifiers just before it is sent; the words the runtime burns into an
+image are the view's name, offsets, window/level and the series or slide name, and a study whose series name holds
+an identifier is refused before anything is sent. Images going off this machine are read by OCR first
+(`copilot.panel.ocr`) and the words spelling an identifier blanked.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ def burnt_in_names(session: Any) -> list[str]:
 
 
 def check_images(session: Any, redactor: Redactor) -> None:
-    """Refuse (PrivacyError) when an identifier would be burnt into the images by a series or slide name."""
+    """Refuse (PrivacyError) when an identifier would be burnt into the images by a series or slide name; from
+    now on what the OCR guard blanks or withholds is traced in the session (`image_text_blanked`, `image_withheld`)."""
+    guard = getattr(redactor, "image_guard", None)
+    if guard is not None:
+        guard.on_event = session.note
     for name in burnt_in_names(session):
         if redactor.found_in(name):
             raise PrivacyError(
