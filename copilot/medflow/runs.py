@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from copilot.privatefs import make_private, open_private, private_dir
+
 SCHEMA_VERSION = 5
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -81,7 +83,9 @@ class ResultsDB:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent.resolve())  # answers and scores of patient studies: owner-only, as sessions are
+        if not self.path.exists():
+            open_private(self.path.resolve(), "ab").close()  # SQLite gives its -wal and -shm files the database's mode
         self.conn = sqlite3.connect(self.path)
         self._check_version()
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -304,9 +308,10 @@ def _reachable(spec: Any, timeout_s: float) -> None:
 @contextlib.contextmanager
 def run_lock(run_dir: Path, wait: bool = True, notice: Callable[[str], None] | None = None) -> Any:
     """Hold `RUN_DIR/.lock` (an advisory lock the kernel drops when its holder dies, even by SIGKILL): a second
-    run on the same folder waits for the first (or, without `wait`, is refused)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    run on the same folder waits for the first (or, without `wait`, is refused). The run folder is owner-only (0700,
+    an older one narrowed), and what the run wrote in it is narrowed to 0600 when it ends."""
+    private_dir(Path(run_dir).resolve())  # a run folder named through a link is the user's choice
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -321,4 +326,6 @@ def run_lock(run_dir: Path, wait: bool = True, notice: Callable[[str], None] | N
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
+        with contextlib.suppress(OSError):  # galleries, montages, pages and the report: patient-derived
+            make_private(run_dir)
         os.close(fd)

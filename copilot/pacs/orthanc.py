@@ -2,7 +2,10 @@
 and trying the PACS features without a hospital's server.
 
 It runs with its own temporary storage, no DICOM (DIMSE) port, HTTP basic authentication and the DICOMweb plugin
-at `/dicom-web`, so it never collides with a system-wide Orthanc service (port 8042/4242).
+at `/dicom-web`, so it never collides with a system-wide Orthanc service (port 8042/4242). It is unreachable from
+the network: its HTTP server listens on 127.0.0.1 where Orthanc can be told so (`HttpBindAddresses`, recent
+releases), and refuses every client that is not on this machine's loopback (`RemoteAccessAllowed: false`: HTTP
+401 and no data, whatever the credentials) on the releases that listen on every interface.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ class LocalOrthanc:
             "StorageDirectory": storage,
             "IndexDirectory": storage,
             "HttpPort": self.port,
+            "HttpBindAddresses": ["127.0.0.1"],  # loopback only, on the releases that have the option
             "HttpThreadsCount": 4,
             "RemoteAccessAllowed": False,
             "DicomServerEnabled": False,
