@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def test_a_study_without_headers_says_so_and_is_named_by_its_file() -> None:
 
 
 def test_chat_prints_the_banner_once_and_no_request_carries_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`chat` on a DICOM folder: the banner is the terminal's header, and none of its strings (name in every
     spelling it shows, ID, birth date, study, accession, institution) is in any recorded request body."""
@@ -92,6 +93,7 @@ def test_chat_prints_the_banner_once_and_no_request_carries_it(
         {"tool_calls": [tool("record_key_slice", {"view": "red", "label": "block"})]},
         {"content": "A bright block lies in the slice shown.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 15.0"},
     ])  # fmt: skip
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)  # the banner is for a terminal only
     try:
         rc = main(["chat", str(tmp_path / "ct"), "--ask", "Is there a bright structure?", "--ask", "Where exactly?",
                    "--base-url", fake.base_url, "--trace-dir", str(tmp_path / "t")])  # fmt: skip
@@ -187,3 +189,22 @@ def test_an_export_on_a_series_of_another_study_is_never_stored(
     events = read_events(tmp_path / "t")[0]
     assert any(e.get("handler") == "export_evidence_sr" and e.get("error", {}).get("code") == "wrong_study"
                for e in events)  # fmt: skip
+
+
+def test_chat_keeps_the_banner_off_a_redirected_standard_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from copilot.cli import main
+    from tests.fake_openai import FakeOpenAI
+
+    dicom_study(tmp_path / "ct")
+    banner = study_banner(study_for(tmp_path / "ct"))
+    fake = FakeOpenAI([{"content": "Nothing."}])
+    try:
+        rc = main(["chat", str(tmp_path / "ct"), "--ask", "Anything?", "--base-url", fake.base_url,
+                   "--trace-dir", str(tmp_path / "t")])  # fmt: skip
+    finally:
+        fake.stop()
+    captured = capsys.readouterr()
+    assert rc == 0 and "patient: " not in captured.out and banner.patient not in captured.out + captured.err
+    assert "patient: shown at a terminal only" in captured.err

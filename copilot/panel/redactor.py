@@ -1,8 +1,9 @@
 """Removing a study's identifiers from what is sent to a model: any JSON-like value's strings scrubbed of every
 identifier in the spellings a clinician may type (`copilot.panel.spellings`), compared on folded text
 (`copilot.panel.folding`: case, accents, full-width forms, invisible characters and look-alike letters of other
-scripts do not matter) with separators ignored; image data URLs kept as they are, or passed to `images` (the
-OCR guard of `copilot.panel.ocr` for a service off this machine).
+scripts do not matter) with separators ignored, and every DICOM UID (of the study or of an object just stored)
+replaced; image data URLs kept as they are, or passed to `images` (the OCR guard of `copilot.panel.ocr` for a
+service off this machine).
 Used by study conversations (identifiers from the study's files) and host panels (from the patient banner)."""
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from copilot.panel.identifiers import MIN_LENGTH
 from copilot.panel.spellings import flexible
 
 REDACTED = "[redacted]"
+UID_REDACTED = "[uid]"
+# A DICOM UID (the study's, or one of an object just stored: a SEG's, an SR's): digits in three or more dotted
+# components, 14 characters or more ('2.25.1122…', '1.2.826.0.1.3680043…'); shorter dotted numbers stay.
+DICOM_UID = re.compile(r"(?<![\w.])[0-2](?:\.\d+){2,}(?![\w.])")
 _BEFORE, _AFTER = r"(?<![^\W_])", r"(?![^\W_])"  # whole words: not inside a longer word or number ('doe' in 'does')
 
 
@@ -41,7 +46,8 @@ def identifier_pattern(identifiers: Iterable[str]) -> re.Pattern[str] | None:
 class Redactor:
     """Removes a study's identifiers from any JSON-like value (strings are scrubbed; image data URLs are kept)."""
 
-    def __init__(self, identifiers: Iterable[str]) -> None:
+    def __init__(self, identifiers: Iterable[str], uids: bool = True) -> None:
+        self.uids = uids  # every DICOM UID replaced too, of whatever object (`UID_REDACTED`)
         self.identifiers = sorted({i for i in identifiers if len(i) >= MIN_LENGTH}, key=len, reverse=True)
         self._pattern = identifier_pattern(self.identifiers)
         self.images: Callable[[str], str] | None = None  # what an image data URL becomes (burnt-in text blanked)
@@ -64,6 +70,8 @@ class Redactor:
     def text(self, value: str) -> str:
         if value.startswith("data:image/"):
             return self.images(value) if self.images is not None else value
+        if self.uids and "." in value:
+            value = DICOM_UID.sub(lambda m: UID_REDACTED if len(m.group(0)) >= 14 else m.group(0), value)
         if self._pattern is None:
             return value
         spans = self._spans(value)

@@ -141,6 +141,13 @@ class Terminal:
         return line
 
 
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or plain object: not a terminal
+        return False
+
+
 def terminal_ask(term: Terminal) -> Any:
     """The clinician's yes or no at the terminal (opt-in to a remote service, a series with burnt-in details);
     None without a terminal (`--ask` in a script: the refusal names `medcopilot optin`)."""
@@ -273,7 +280,10 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     trace_dir = Path(ns.trace_dir) if ns.trace_dir else new_session_dir(study.kind)
     session = open_study(study, trace_dir, track=ns.track)
     term.note(f"session: {trace_dir}")
-    term.say(f"patient: {study_banner(study).line}")  # for the clinician's eyes: never sent to the model
+    if _is_terminal(term.out):  # for the clinician's eyes only: never sent to the model, nor into a file or pipe
+        term.say(f"patient: {study_banner(study).line}")
+    else:
+        term.note("patient: shown at a terminal only (standard output is redirected)")
     if len((study.inputs or {}).get("volumes") or []) > 1:  # several series: hung as their modalities say
         from copilot.panel.hanging import hang
 
