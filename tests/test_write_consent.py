@@ -46,7 +46,7 @@ def _attempts(session: Session) -> list[dict[str, Any]]:
 
 def test_every_handler_declares_its_kind_and_only_the_exports_write() -> None:
     writers = sorted(s.name for s in RADIOLOGY.specs() if s.effect == "writes")
-    assert writers == ["export_dicom_seg", "export_evidence_sr", "export_response_sr"]
+    assert writers == ["export_dicom_seg", "export_evidence_sr", "export_key_images", "export_response_sr"]
     assert all(s.effect == "looks" for s in RADIOLOGY.specs() if s.name not in writers)
 
 

@@ -64,5 +64,6 @@ HANDLER_IMPLEMENTATION: dict[str, tuple[str, str]] = {
     "import_dicom": (PROJECT, "the project's DICOM loader; the result is a new scalar volume node"),
     "export_dicom_seg": (PROJECT, "highdicom"),
     "export_evidence_sr": (PROJECT, "highdicom (TID 1500 measurement report)"),
+    "export_key_images": (PROJECT, "highdicom (Key Object Selection, TID 2000)"),
     "export_response_sr": (PROJECT, "highdicom (TID 1500 report of RECIST 1.1 / RANO 2.0 lesions and response)"),
 }

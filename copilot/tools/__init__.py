@@ -6,6 +6,7 @@ from copilot.tools import evidence_sr as _evidence_sr  # noqa: F401  (declares t
 from copilot.tools import measure as _measure  # noqa: F401  (declares the value and region measurements)
 from copilot.tools import operators as _operators  # noqa: F401  (declares Track B operators)
 from copilot.tools import quantities as _quantities  # noqa: F401  (declares the recorded measurements)
+from copilot.tools import kos as _kos  # noqa: F401  (declares the key image export)
 from copilot.tools import response_sr as _response_sr  # noqa: F401  (declares the response report export)
 from copilot.tools.pathology import PATHOLOGY
 from copilot.tools.radiology import RADIOLOGY
