@@ -82,7 +82,7 @@ def _bench_score(ns: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         try:
-            for row in result_rows(scores, answers, ns.model or Path(ns.answers).stem, ns.track):
+            for row in result_rows(scores, answers, ns.model or Path(ns.answers).stem, ns.track, cases):
                 db.insert(row)
             write_report(db.rows(), Path(ns.out) / "report.html", report_columns(), run_dir=ns.out)
         finally:
@@ -132,12 +132,12 @@ def _bench_run(ns: argparse.Namespace) -> int:
 
 def _bench_report(ns: argparse.Namespace) -> int:
     from copilot.bench.report.run_report import write_report
-    from copilot.bench.tables.analysis import process_tables
-    from copilot.bench.tables.paper import paper_tables
-    from copilot.bench.tables.render import glossary_markdown, to_csv, to_markdown
     from copilot.medflow.registry import report_columns
     from copilot.medflow.runs import SchemaError, read_results
 
+    if ns.output and not Path(ns.output).resolve().parent.is_dir():  # before any work: the folder must exist
+        print(f"error: {Path(ns.output).parent} is not a folder (--output {ns.output})", file=sys.stderr)
+        return 2
     if ns.medical:  # which models are medical-domain (the table groups)
         os.environ["MEDCOPILOT_MEDICAL_MODELS"] = ",".join(ns.medical)
     run = Path(ns.run)
@@ -152,15 +152,10 @@ def _bench_report(ns: argparse.Namespace) -> int:
         write_report(rows, path, report_columns(), run_dir=run_dir, pages=ns.pages, galleries=True)
         print(path)
         return 0
-    if ns.format == "json":
-        from copilot.bench.measures.perturb import read_perturbations
-        from copilot.bench.report.measures_report import measures_json
+    from copilot.bench.measures.perturb import read_perturbations
+    from copilot.bench.report.publication import render
 
-        data = measures_json(rows, read_perturbations(run_dir))
-        return _emit(json.dumps(data, indent=1, ensure_ascii=False, default=str), ns.output)
-    tables = paper_tables(rows) + process_tables(rows)
-    text = to_csv(tables) if ns.format == "csv" else "\n".join(to_markdown(t) for t in tables) + glossary_markdown()
-    return _emit(text, ns.output)
+    return _emit(render(rows, ns.format, read_perturbations(run_dir)), ns.output)  # md, csv, json: one table list
 
 
 def _emit(text: str, output: str | None) -> int:

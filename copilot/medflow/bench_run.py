@@ -150,6 +150,10 @@ def run_episode(
     (trace_dir / "answer.txt").write_text(result.response, encoding="utf-8")
     events, broken = read_events(trace_dir) if session is not None else (None, None)  # read once: measures, page
     process = episode_metrics(events, case, score, budget) if events is not None else {}
+    if events is not None and session is not None:  # code, case pack, prompt, tools, model: docs/metrics.md
+        from copilot.medflow.provenance import episode_provenance, session_tools
+
+        process["provenance"] = episode_provenance(case, events, session_tools(session))
     row = {
         "case_id": case.case_id,
         "module": case.module,

@@ -92,10 +92,24 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def result_rows(scores: list[CaseScore], answers: AnswerFile, model: str, track: str = "C") -> list[dict[str, Any]]:
+def result_rows(
+    scores: list[CaseScore], answers: AnswerFile, model: str, track: str = "C", cases: list[CasePack] | None = None
+) -> list[dict[str, Any]]:
     """Result rows for scored answers (Track C by default), keyed by the rules they were scored under (the
-    departures each score recorded), ready for `ResultsDB.insert`."""
+    departures each score recorded), ready for `ResultsDB.insert`; with `cases`, each row's provenance (code
+    version and commit, case-pack digest)."""
+    from copilot.medflow.provenance import case_digest, code_version
+
     now = time.time()
+    packs = {c.case_id: c for c in cases or []}
+
+    def process(cid: str) -> dict[str, Any]:
+        if cid not in packs:
+            return {}
+        return {"provenance": {"code": code_version(), "case_digest": case_digest(packs[cid]), "prompt_sha256": None,
+                               "tool_schema_sha256": None, "price_table": None, "profile": None,
+                               "model_snapshots": [], "request": None}}  # fmt: skip
+
     return [
         {
             "case_id": s.case_id,
@@ -121,7 +135,7 @@ def result_rows(scores: list[CaseScore], answers: AnswerFile, model: str, track:
             "duration_s": 0.0,
             "finished_at": now,
             "details": s.details,
-            "process": {},
+            "process": process(s.case_id),
         }
         for s in scores
     ]

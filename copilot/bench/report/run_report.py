@@ -145,7 +145,10 @@ def render_report(rows: list[dict[str, Any]], columns: dict[str, Column], run_di
     extra = {r["module"]: Column(r["module"], r["loc"] is not None) for r in rows if r["module"] not in columns}
     known = {**columns, **extra}
     tracks = sorted({r["track"] for r in rows})
-    tables = paper_tables(rows) + process_tables(rows)
+    from copilot.bench.tables.comparisons import model_pairs_table
+    from copilot.bench.tables.provenance import provenance_table
+
+    tables = paper_tables(rows) + process_tables(rows) + [model_pairs_table(rows), provenance_table(rows)]
     nav = "".join(f'<a href="#{t.key}">{html.escape(t.title.split(":")[0])}</a>' for t in tables)
     nav += '<a href="#glossary">Glossary</a>'
     parts = [

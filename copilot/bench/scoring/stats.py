@@ -81,3 +81,18 @@ def _check_runs(successes: int, runs: int, k: int) -> None:
         raise ValueError(f"Pass@{k} needs at least {k} runs of a case; it has {runs}")
     if not 0 <= successes <= runs:
         raise ValueError(f"{successes} successes out of {runs} runs")
+
+
+def sign_flip_p(diffs: list[float], n_perm: int = 10_000, seed: int = BOOTSTRAP_SEED) -> float | None:
+    """Two-sided paired sign-flip permutation p of the mean difference: each case's difference keeps or flips its
+    sign; p = the share of sign patterns whose |mean| reaches the observed one. Exact over all 2^n patterns up
+    to n = 12, else (1 + #{|mean*| ≥ |mean|}) / (1 + n_perm) from seeded draws; None without a difference."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) == 0:
+        return None
+    observed = abs(d.mean()) - 1e-12
+    if len(d) <= 12:
+        signs = 1 - 2 * ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1)
+        return float(np.mean(np.abs((signs * d).mean(axis=1)) >= observed))
+    signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n_perm, len(d)))
+    return float((1 + np.sum(np.abs((signs * d).mean(axis=1)) >= observed)) / (1 + n_perm))

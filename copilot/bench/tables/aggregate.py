@@ -122,8 +122,10 @@ def _field_value(f: dict[str, Any] | None) -> float | None:
     return None if f is None or f.get("correct") is None else float(f["correct"])
 
 
-def _is_floor(policy: str) -> bool:
+def is_floor(policy: str) -> bool:
+    """A reference policy (prior, baseline, scripted): shown apart from the backbones, never in a mean."""
     return any(policy == p or policy.startswith(p) for p in FLOORS)
+
 
 
 def model_group(model: str, policy: str = "", scheme: str = "scope") -> str:
@@ -199,9 +201,9 @@ def _grouped(configs: list[Cfg], scheme: str = "scope") -> list[tuple[str, list[
     main = [c for c in configs if c not in study]
     out: list[tuple[str, list[Cfg], bool]] = []
     for title in GROUP_ORDER[scheme]:
-        members = [c for c in main if not _is_floor(c.policy) and model_group(c.model, c.policy, scheme) == title]
+        members = [c for c in main if not is_floor(c.policy) and model_group(c.model, c.policy, scheme) == title]
         out.append((title, members, True))
-    out.append(("Reference policies (floors; not in means)", [c for c in main if _is_floor(c.policy)], False))
+    out.append(("Reference policies (floors; not in means)", [c for c in main if is_floor(c.policy)], False))
     out.append(("Budget study (Table 7; not in means)", study, False))
     return [(t, m, inm) for t, m, inm in out if m]
 
