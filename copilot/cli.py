@@ -639,6 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
     from copilot.medflow.perturb_cli import add_perturb_parser
 
     add_perturb_parser(bsub)
+    from copilot.integrations.inspect_cli import add_inspect_parsers
+
+    add_inspect_parsers(bsub)
     breport = bsub.add_parser("report", help="the paper's tables and the report from a run's results.sqlite")
     breport.add_argument("run", help="run folder (or its results.sqlite)")
     breport.add_argument("--format", choices=["html", "md", "csv", "json"], default="html")
