@@ -7,6 +7,8 @@ Three rules, all applied by `TraceRecorder.record` (so every route and every cal
   `authorization`, `api_key`, `password`, `secret`, `cookie`, ...) becomes `[redacted]`, wherever it
   nests; so do `name=value` pairs of such names inside query strings and URLs (also `key=`, `pw=`, `sig=`).
 - **In a URL**: its user-info (`scheme://user:password@host`) becomes `scheme://[redacted]@host`.
+- **By shape**: `key=`, `pw=`, `sig=` … pairs in free text too, and provider API keys pasted anywhere (`sk-…` of
+  OpenAI and Anthropic, `AIza…` of Google), whatever the key.
 - **By value**: every secret registered with `register_secret` (the server's bearer token is registered when
   the server is made) is cut out of any string it appears in, whatever the key.
 """
@@ -32,6 +34,10 @@ _PAIR = re.compile(
 )
 _QUERY_KEY = re.compile(r"(?P<key>[?&;](?:key|pw|pwd|pass|sig|signature|code))(?P<sep>=|%3D)(?P<value>[^&#\s\"']*)",
                         re.IGNORECASE)  # fmt: skip
+_FREE_KEY = re.compile(r"(?P<key>(?<![\w.\-])(?:key|pw|pwd|pass|sig|signature))(?P<sep>=|%3D)(?P<value>[^&#\s\"',;]+)",
+                       re.IGNORECASE)  # fmt: skip  # `key=…` in free text (a pasted command line, a note)
+# provider API keys pasted anywhere, by their published shapes: OpenAI / Anthropic `sk-…`, Google `AIza…`
+_PROVIDER_KEY = re.compile(r"\b(?:sk-[A-Za-z0-9][A-Za-z0-9_\-]{19,}|AIza[0-9A-Za-z_\-]{35})")
 _USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^/?#@\s\"'<>]+)@", re.IGNORECASE)
 _BEARER = re.compile(r"(?P<scheme>\bBearer\s+)(?P<value>[^\s\"',;]+)", re.IGNORECASE)
 _SECRETS: set[str] = set()
@@ -65,6 +71,9 @@ def redact_text(text: str) -> str:
     if "=" in text or "%3D" in text or "%3d" in text:
         text = _PAIR.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
         text = _QUERY_KEY.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
+        text = _FREE_KEY.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
+    if "sk-" in text or "AIza" in text:
+        text = _PROVIDER_KEY.sub(REDACTED, text)
     if "@" in text and "://" in text:
         text = _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
     if "earer" in text:
