@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import secrets
@@ -30,7 +31,8 @@ __all__ = ["new_session_dir", "sessions_root"]
 DEFAULT_RETENTION_DAYS = 30
 RETENTION_ENV = "MEDCOPILOT_RETENTION_DAYS"
 DAY = 86400.0
-LEFT_OUT = (SIDECAR, "report.html", "derived")  # what a de-identified export never carries
+LEFT_OUT = (SIDECAR, "report.html")  # what a de-identified export never carries
+DERIVED = "derived"  # the session's DICOM exports (copied de-identified) and the record of its PACS stores
 
 
 def new_session_dir(kind: str, root: str | Path | None = None) -> Path:
@@ -255,7 +257,8 @@ def _links(folder: str, names: list[str]) -> list[str]:
 
 def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[str]:
     """Copy a session to `out` (owner-only); with `deidentify`, its trace with the study's identifiers removed
-    and re-chained (a new, verifiable chain), its images, and not the sidecar, the report or the DICOM exports.
+    and re-chained (a new, verifiable chain), its images, its DICOM exports de-identified (PS3.15 Basic profile,
+    `copilot.study.deidentify`), and not the sidecar, the report or any other file of its exports folder.
     Returns what was left out."""
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} exists and is not empty")
@@ -277,5 +280,37 @@ def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[st
     write_private(out / TRACE_FILE, "".join(line + "\n" for line in lines))
     if (folder / "artifacts").is_dir():
         shutil.copytree(folder / "artifacts", out / "artifacts", ignore=_links)
+    left = [name for name in LEFT_OUT if (folder / name).exists()]
+    if (folder / DERIVED).is_dir():
+        left += deidentified_exports(folder / DERIVED, out / DERIVED, redactor.text)
     make_private(out)
-    return [name for name in LEFT_OUT if (folder / name).exists()]
+    return left
+
+
+def deidentified_exports(src: Path, dst: Path, clean: Any) -> list[str]:
+    """Copy the DICOM files of a session's exports folder de-identified (UIDs replaced alike in all of them);
+    returns the other files, left out (`derived/NAME`)."""
+    import pydicom
+
+    from copilot.study.deidentify import UidMap, deidentify
+
+    uids, left = UidMap(), []
+    private_dir(dst)
+    for path in sorted(src.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            ds = pydicom.dcmread(path)
+        except Exception:  # not a DICOM file (the record of what went to a PACS names URLs and UIDs)
+            left.append(f"{DERIVED}/{path.relative_to(src)}")
+            continue
+        deidentify(ds, uids, clean)
+        name = clean(path.name).replace("[redacted]", "redacted").replace("[uid]", "uid")  # a name may identify
+        target = dst / path.relative_to(src).parent / name
+        while target.exists():
+            target = target.with_name(f"{target.stem}-1{target.suffix}")
+        private_dir(target.parent)
+        buf = io.BytesIO()
+        ds.save_as(buf, enforce_file_format=True)
+        write_private(target, buf.getvalue())
+    return left

@@ -86,8 +86,8 @@ def add_sessions_parser(sub: Any) -> None:
     export.add_argument("session")
     export.add_argument("out", help="a new or empty folder")
     export.add_argument("--deidentify", action="store_true",
-                        help="remove the study's identifiers from the trace (re-chained) and leave out the sidecar, "
-                        "the report and DICOM exports")  # fmt: skip
+                        help="remove the study's identifiers from the trace (re-chained) and the DICOM exports (PS3.15 "
+                        "Basic profile), and leave out the sidecar and the report")  # fmt: skip
     export.set_defaults(func=_export)
     purge = ssub.add_parser("purge", help="remove sessions older than the retention (or --older-than DAYS)")
     purge.add_argument("--older-than", type=float, default=None, metavar="DAYS")
