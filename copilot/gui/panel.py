@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from copilot.panel.action_rows import action_rows
 from copilot.panel.action_words import action_words
 from copilot.panel.answer_evidence import evidence_label
 from copilot.panel.answer_words import answer_in_words, last_answer
@@ -207,20 +208,19 @@ class PanelWidget(QWidget):
             self._rows_timer.start(math.ceil(wait * 1000))
 
     def refresh_timeline(self) -> None:
-        """The timeline's rows as the model has them (rows whose entry is unchanged are left as they are)."""
+        """The timeline's rows as the model has them, the clinician's repeated steps folded into one row (rows
+        whose entries are unchanged are left as they are)."""
         self._rows_timer.stop()
         self._rows_at = time.monotonic()
-        m = self.model
-        while self.timeline.count() > len(m.timeline):
+        rows = action_rows(self.model.timeline)
+        while self.timeline.count() > len(rows):
             self.timeline.takeItem(self.timeline.count() - 1)
             self._rows.pop()
-        for n, entry in enumerate(m.timeline):
-            seen = (id(entry), entry.status, entry.error, entry.thumbnail is not None)
+        for n, row in enumerate(rows):
+            seen, entry = row.key(), row.entry
             if n < len(self._rows) and self._rows[n] == seen:
                 continue
-            said = f"undo {entry.args.get('undone', '')}" if entry.handler == "undo" else entry.handler
-            text = f"{n + 1}. [{entry.actor}] {said} — {entry.status}"
-            text += f": {entry.error}" if entry.error else ""
+            text = row.text()
             args = json.dumps(entry.args, separators=(",", ":"))
             tip = f"{action_words(entry.handler, entry.args)}\n{entry.handler}({args[:300]})"
             if n < self.timeline.count():

@@ -104,7 +104,7 @@ class PaneWidget(QWidget):
         boxes = dict(zip(map(id, pointed), self._label_boxes(pointed, lines, s, fm), strict=True))
         ends: dict[int, list[Any]] = {}
         for m in pointed:  # a distance's two ends, joined by its line
-            if m.index is not None and m.label.endswith((" A", " B")):
+            if m.index is not None and m.end:
                 ends.setdefault(m.index, []).append(m)
         for pair in (e for e in ends.values() if len(e) == 2):
             p.setPen(QPen(EVIDENCE_COLOUR, 1.5))

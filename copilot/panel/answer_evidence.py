@@ -140,11 +140,14 @@ def focus_point(items: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def evidence_label(ev: dict[str, Any]) -> str:
-    """One line for the evidence list: kind, label and where it is."""
-    where = next((ev[k] for k in ("ras", "offset_mm", "point", "distance_mm") if ev.get(k) is not None), "")
+    """One line for the evidence list: kind, label and where it is (offsets and lengths in mm)."""
+    key = next((k for k in ("ras", "offset_mm", "point", "distance_mm") if ev.get(k) is not None), "")
+    where: Any = ev.get(key, "") if key else ""
     if isinstance(where, dict):
         where = f"x {float(where['x']):.0f}, y {float(where['y']):.0f}"
     elif isinstance(where, list):
         where = "[" + ", ".join(f"{float(v):.1f}" for v in where) + "]"
+    elif key in ("offset_mm", "distance_mm"):  # lengths and offsets say their unit
+        where = f"{float(where):.1f} mm"
     src = " (answer)" if ev.get("source") == "answer" else ""
     return f"{ev.get('kind')}: {ev.get('label') or ''} {where}{src}".replace("  ", " ")

@@ -20,6 +20,7 @@ from copilot.cases.pack import CasePack
 from copilot.kinds import viewer_kind
 from copilot.panel.answer_evidence import answer_evidence, focus_point
 from copilot.panel.identifiers import removal_notice
+from copilot.panel.restated import same_place, unrestated
 from copilot.panel.screen import blank_views, jump_plan
 from copilot.panel.stream import chain_stream
 from copilot.panel.undo import UndoHistory, UndoStep
@@ -54,6 +55,12 @@ class ApprovalGate:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
+
+    def note(self, kind: str, payload: dict[str, Any]) -> Any:
+        """A trace event of the agent's; a model turn that asks for calls is one round of the question."""
+        if kind == "model_turn":
+            self._model.count_turn(payload)
+        return self._session.note(kind, payload)
 
     def call(self, name: str, args: dict[str, Any] | None = None, actor: str = "agent", **kw: Any) -> CallOutcome:
         m = self._model
@@ -106,6 +113,9 @@ class PanelModel:
         self.stream_pieces = 0  # how many pieces of it came so far
         self._stream_lock = threading.Lock()
         self._question_from = 0  # where the timeline of the current question begins (rounds count per question)
+        self._turns: int | None = None  # the model's turns with calls this question (None: a policy without turns)
+        self._turns_before = 0  # such turns of the earlier questions
+        self.last_answer_items: list[dict[str, Any]] = []  # what the last answer states, each place once
         self.session_usage: dict[str, Any] | None = None  # tokens and cost of every question so far
         self.answered: list[tuple[str, str]] = []  # (question, answer) of each question answered, for a Store
         self.answer_from: list[int] = []  # per answered question: the last evidence number before it began
@@ -159,14 +169,24 @@ class PanelModel:
         self._notify("stream")
 
     # ----- derived state -----
+    def count_turn(self, payload: dict[str, Any]) -> None:
+        """A model turn of the running question: one round when it asks for calls, however many."""
+        calls = payload.get("tool_calls_total", len(payload.get("tool_calls") or []))
+        self._turns = (self._turns or 0) + (1 if isinstance(calls, int) and calls > 0 else 0)
+
     @property
     def rounds_used(self) -> int:
-        """The agent's calls for the current question (the budget is per question)."""
+        """The current question's rounds (the budget is per question): the model's turns that asked for calls, a
+        turn with several calls being one; for a policy without model turns, its calls."""
+        if self._turns is not None:
+            return self._turns
         return sum(1 for e in self.timeline[self._question_from :] if e.actor == "agent" and e.status != "pending")
 
     @property
     def rounds_total(self) -> int:
-        """The agent's calls over every question of the session."""
+        """The rounds of every question of the session."""
+        if self._turns is not None or self._turns_before:
+            return self._turns_before + (self._turns or 0)
         return sum(1 for e in self.timeline if e.actor == "agent" and e.status != "pending")
 
     @property
@@ -174,7 +194,7 @@ class PanelModel:
         """Recorded evidence, then what the final answer states (key slices, RAS point, slide points). While a run
         is in progress, the evidence as of its last call: the GUI thread never waits for the session's lock."""
         recorded = self._recorded if self.status == "running" else self.session.evidence()
-        return list(recorded) + list(self.answer_items)
+        return list(recorded) + unrestated(self.answer_items, recorded)  # a restated record is listed once
 
     # ----- the episode -----
     def run_episode(self, policy: Any, instruction: str = "") -> None:
@@ -185,6 +205,8 @@ class PanelModel:
         self.stop_event.clear()
         self.status = "running"
         self._question_from = len(self.timeline)
+        self._turns_before += self._turns or 0
+        self._turns = None
         self._evidence_from = max((int(e.get("evidence_id") or 0) for e in self.session.evidence()), default=0)
         with self._stream_lock:
             self.streamed, self.stream_pieces = "", 0
@@ -247,13 +269,14 @@ class PanelModel:
         the evidence of every answer stays listed (an item stated again is listed once)."""
         items = answer_evidence(text, self.session.kind)
         self.session.note("answer_evidence", {"items": items})
+        self.last_answer_items = unrestated(items)
         kept = self.answer_items if getattr(self.policy, "follow_ups", False) else []
-        seen = {_where(e) for e in kept}
-        self.answer_items = kept + [e for e in items if _where(e) not in seen]
+        self.answer_items = kept + unrestated(items, kept)
         focus = focus_point(items)
-        if focus is not None:
-            listed = [_where(e) for e in self.evidence]
-            self.jump_to_evidence(listed.index(_where(focus)), actor="system")
+        listed = self.evidence
+        at = next((n for n, e in enumerate(listed) if e is focus or same_place(focus, e)), None) if focus else None
+        if at is not None:
+            self.jump_to_evidence(at, actor="system")
         for view in blank_views(self.session):  # never leave a view past the anatomy: back to its middle
             span = self.act("get_slice_offset_range", {"view": view}, actor="system")
             if span.ok:
@@ -389,16 +412,6 @@ class PanelModel:
         from copilot.panel.report import write_session_report
 
         return write_session_report(self, path)
-
-
-def _where(ev: dict[str, Any]) -> tuple[Any, ...]:
-    """What an evidence item points at (its kind and coordinates), to list a restated item once."""
-    return (
-        ev.get("kind"),
-        str(ev.get("ras") or ev.get("point") or ev.get("offset_mm")),
-        str(ev.get("a")),
-        str(ev.get("b")),
-    )
 
 
 def cited_views(ev: dict[str, Any], kind: str) -> Peek:

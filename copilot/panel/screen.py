@@ -39,6 +39,7 @@ class Marker:
     label: str = ""
     index: int | None = None  # evidence index, for highlighting the selected item
     solid: bool = True
+    end: str = ""  # "a" or "b": this point is an end of a distance (joined to the other end by its line)
 
 
 @dataclass
@@ -294,17 +295,27 @@ def screen_viewport(agent: Viewport, size: tuple[int, int]) -> Viewport:
 
 def evidence_points_ras(evidence: list[dict[str, Any]], selected: int | None) -> list[tuple[list[float], bool]]:
     """Every RAS point of the evidence, flagged when its item is the selected one (for the 3D view)."""
-    return [(ras, n == selected) for n, ev in enumerate(evidence) for ras, _ in _evidence_ras(ev)]
+    return [(ras, n == selected) for n, ev in enumerate(evidence) for ras, _, _ in _evidence_ras(ev)]
 
 
-def _evidence_ras(ev: dict[str, Any]) -> list[tuple[list[float], str]]:
+def _evidence_ras(ev: dict[str, Any]) -> list[tuple[list[float], str, str]]:
+    """The RAS points of an item: (point, label, which end of a distance or "")."""
     out = []
     if "ras" in ev:
-        out.append((ev["ras"], ev.get("label") or ev.get("kind", "")))
+        out.append((ev["ras"], ev.get("label") or ev.get("kind", ""), ""))
     for end in ("a", "b"):
         if isinstance(ev.get(end), dict) and "ras" in ev[end]:
-            out.append((ev[end]["ras"], f"{ev.get('label', '')} {end.upper()}".strip()))
+            out.append((ev[end]["ras"], distance_label(ev), end))
     return out
+
+
+def distance_label(ev: dict[str, Any]) -> str:
+    """What a distance is called where it is drawn: its label and its length in mm ("long axis 24.0 mm")."""
+    length = ev.get("distance_mm")
+    if length is None and isinstance(ev.get("a"), dict) and isinstance(ev.get("b"), dict):
+        length = float(np.linalg.norm(np.subtract(ev["a"]["ras"], ev["b"]["ras"])))
+    size = f"{float(length):.1f} mm" if length is not None else ""
+    return f"{ev.get('label') or 'distance'} {size}".strip()
 
 
 def slice_markers(
@@ -317,13 +328,16 @@ def slice_markers(
     inv = np.linalg.inv(sv.image_to_ras_matrix(size))
     normal = sv.normal
     for n, ev in enumerate(evidence):
-        for ras, label in _evidence_ras(ev):
+        labelled = False  # a distance is named once, at the first of its ends drawn here
+        for ras, label, end in _evidence_ras(ev):
             p = np.asarray(ras, dtype=float)
             dist = abs(float(normal @ (p - sv.center)))
             if dist > max(NEAR_PLANE_MM, step):
                 continue
             x, y = (inv[:2, :3] @ p + inv[:2, 3]).tolist()
-            out.append(Marker("point", (x, y), label, n, dist <= ON_PLANE_SLICES * step + 1e-6))
+            shown = "" if end and labelled else label
+            labelled = labelled or bool(end)
+            out.append(Marker("point", (x, y), shown, n, dist <= ON_PLANE_SLICES * step + 1e-6, end))
         if ev.get("kind") == "key_slice" and ev.get("view") in ("red", "yellow", "green"):
             line = _plane_line(sv, inv, size, ev["view"], float(ev["offset_mm"]))
             if line is not None:
