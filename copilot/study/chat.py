@@ -96,6 +96,7 @@ class Terminal:
         self._reader: threading.Thread | None = None
         self.eof = False
         self._streaming = False  # a streamed `model:` line is open
+        self.streamed = ""  # the text of the streamed line open now, or of the last one closed
 
     def start(self) -> None:
         def read() -> None:
@@ -107,17 +108,23 @@ class Terminal:
         self._reader.start()
 
     def say(self, text: str) -> None:
-        if self._streaming:  # a streamed line ends before the next one
-            self._streaming = False
-            print(file=self.out)
+        self.end_stream()
+        self.streamed = ""
         print(terminal_safe(redact_text(text)), file=self.out, flush=True)
+
+    def end_stream(self) -> None:
+        """A streamed line ends before the next one."""
+        if self._streaming:
+            self._streaming = False
+            print(file=self.out, flush=True)
 
     def stream(self, piece: str) -> None:
         """The model's text as it arrives, on one `model:` line (made printable: a model's escape codes never reach
         the terminal)."""
         if not self._streaming:
-            self._streaming = True
+            self._streaming, self.streamed = True, ""
             self.out.write("model: ")
+        self.streamed += piece
         self.out.write(terminal_safe(piece))
         self.out.flush()
 
@@ -191,8 +198,11 @@ def ask(model: Any, policy: Any, question: str, term: Terminal) -> str:
         term.say("(stopped)")
         return "stopped"
     answer = next((t for who, t in reversed(model.messages) if who == "agent"), "")
-    term.say(f"answer: {answer}")
-    for ev in model.answer_items:
+    if answer.strip() and answer.strip() == term.streamed.strip():  # the answer was printed as it arrived
+        term.end_stream()
+    else:
+        term.say(f"answer: {answer}")
+    for ev in model.last_answer_items:  # this answer's own evidence, also where an earlier answer stated it
         term.say(f"evidence: {evidence_label(ev)}")
     usage = usage_line(policy)
     if usage:
