@@ -36,7 +36,7 @@ def test_checkpoints_come_from_the_kind(toy: None) -> None:
     assert "A9" in ids and "A2" not in ids  # the kind's own, not radiology's
     assert set(ids) == {c.id for c in common_checkpoints()} | {"A9"}
     a9 = next(c for c in checkpoint_results("undeclared_module", CTX, "toy_audit") if c["id"] == "A9")
-    assert (a9["critical"], a9["status"]) == (True, "NA")  # no coverage: the target rule is not applicable
+    assert (a9["critical"], a9["status"]) == (True, "SKIP")  # no coverage: the target rule's skip condition
     radiology = [c["id"] for c in checkpoint_results("undeclared_module", CTX, "radiology")]
     assert "A2" in radiology and "A9" not in radiology
     unknown = [c["id"] for c in checkpoint_results("undeclared_module", CTX, "no_such_kind")]

@@ -56,19 +56,23 @@ def test_alignment_scores_from_labels() -> None:
 
 
 def test_checkpoint_score_and_sweep() -> None:
-    """S = Σ w·v / Σ w over the applicable items, w = 2 critical; NA (not applicable) leaves the denominator:
-    critical PASS 2·1 + critical PARTIAL 2·0.5 + FAIL 1·0 + PASS 1·1 (NA left out)
-    = (2 + 1 + 0 + 1) / (2 + 2 + 1 + 1) = 4 / 6 = 0.6667 → no formal pass (< 0.75).
+    """S = Σ w·v / Σ w over the non-SKIP items, w = 2 critical; seed 000: NA = 0 and in the denominator, SKIP out:
+    critical PASS 2·1 + critical PARTIAL 2·0.5 + FAIL 1·0 + critical NA 2·0 + PASS 1·1 (SKIP left out)
+    = (2 + 1 + 0 + 0 + 1) / (2 + 2 + 1 + 2 + 1) = 4 / 8 = 0.5; rule checkpoint_na=skip leaves NA out too:
+    4 / 6 = 0.6667 → no formal pass either way (< 0.75).
     Sweep over S = 0.70, 0.75, 0.79, 0.80, 2/3: ≥ 0.70 → 4, ≥ 0.75 → 3, ≥ 0.80 → 1."""
     items = [
         {"critical": True, "status": "PASS"}, {"critical": True, "status": "PARTIAL"},
         {"critical": False, "status": "FAIL"}, {"critical": True, "status": "NA"},
-        {"critical": False, "status": "PASS"},
+        {"critical": False, "status": "PASS"}, {"critical": True, "status": "SKIP"},
     ]  # fmt: skip
-    s = W.completion_score(items)
+    assert W.completion_score(items) == pytest.approx(0.5)
+    s = W.completion_score(items, "skip")
     assert s == pytest.approx(4 / 6)
     assert W.pass_sweep([0.70, 0.75, 0.79, 0.80, s]) == {"0.70": 4, "0.75": 3, "0.80": 1}
-    assert W.completion_score([{"critical": True, "status": "NA"}]) is None
+    assert W.completion_score([{"critical": True, "status": "NA"}]) == 0.0
+    assert W.completion_score([{"critical": True, "status": "NA"}], "skip") is None
+    assert W.completion_score([{"critical": True, "status": "SKIP"}]) is None
 
 
 def test_stage_rule() -> None:
@@ -292,9 +296,10 @@ def test_registration_milestones() -> None:
 
 def test_checkpoint_lists_per_module() -> None:
     """Lung adds D4 (critical): an off_source_series fault fails it. Longitudinal adds A6 (critical): only the
-    CURRENT frame of {OLD, CURRENT} shown → 1/2 → PARTIAL. With no call at all: P1, A1, A4, R1, R2 NA; A3 FAIL;
-    D1 PASS; D2 NA (nothing cited); D3 NA; A2 NA (no coverage); A6 PARTIAL (2·0.5). NA items leave S:
-    S = (1·0 + 2·1 + 2·0.5) / (1 + 2 + 2) = 3/5 (counting D2's NA as a critical 0 it was 3/7)."""
+    CURRENT frame of {OLD, CURRENT} shown → 1/2 → PARTIAL. With no call at all: P1, A1 NA (nothing to judge,
+    valued 0); A4, R1, R2 SKIP (no refused call, change or fault); A3 FAIL; D1 PASS; D2 SKIP (nothing cited, none
+    required); D3 SKIP; A2 SKIP (no coverage); A6 PARTIAL (2·0.5). Seed 000: S = (P1 1·0 + A1 2·0 + A3 1·0 +
+    D1 2·1 + A6 2·0.5) / (1 + 2 + 1 + 2 + 2) = 3/8; checkpoint_na=skip: (0 + 2 + 1) / (1 + 2 + 2) = 3/5."""
     ctx = {"calls": [], "reactions": [], "coverage": None, "parse_error": None, "cited_items": 0,
            "unobserved": 0, "quantities": 0, "f2": False, "verification": None, "fault_codes": ["off_source_series"],
            "frames_all": {"OLD", "CURRENT"}, "frames_shown": {"CURRENT"}}  # fmt: skip
@@ -302,8 +307,12 @@ def test_checkpoint_lists_per_module() -> None:
     assert lung["D4"] == "FAIL" and "A6" not in lung
     longitudinal = W.checkpoint_results("longitudinal_mri", ctx)
     status = {r["id"]: r["status"] for r in longitudinal}
-    assert status["A6"] == "PARTIAL" and status["A3"] == "FAIL" and status["D2"] == "NA" and status["A2"] == "NA"
-    assert W.completion_score(longitudinal) == pytest.approx(3 / 5)
+    assert status["A6"] == "PARTIAL" and status["A3"] == "FAIL" and status["D2"] == "SKIP" and status["A2"] == "SKIP"
+    assert (status["P1"], status["A1"], status["A4"]) == ("NA", "NA", "SKIP")
+    assert W.completion_score(longitudinal) == pytest.approx(3 / 8)
+    assert W.completion_score(longitudinal, "skip") == pytest.approx(3 / 5)
+    required = {r["id"]: r["status"] for r in W.checkpoint_results("longitudinal_mri", {**ctx, "required": 4})}
+    assert required["D2"] == "NA"  # evidence the answer had to cite, none cited: NA, valued 0
     assert [r["id"] for r in W.checkpoint_results("unknown_module", ctx, "pathology")][-1] == "R2"
 
 

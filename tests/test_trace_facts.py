@@ -104,13 +104,14 @@ def test_off_source_lung_trace_labels_alike_under_both_protocols(lung_runs: dict
     run's did not; yet both carry F3 at the conversion, D4 FAIL, and the same checkpoints and S (before, the
     paper run had no F3, D4 PASS and S 0.885 against the harness run's 0.679). By hand, weight × value:
     P1 1×0.5 (a selection first), A1 2×1, A2 2×1, A3 1×1 (cited evidence all shown), D1 2×1, D2 2×1, D4 2×0,
-    R1 1×1, R2 1×0 (the faulty call was the last); A4 and D3 N/A. S = 10.5 / 14 = 0.75."""
+    R1 1×1, R2 1×0 (the faulty call was the last); A4 and D3 SKIP (no refused call, no size stated).
+    S = 10.5 / 14 = 0.75."""
     harness, paper = lung_runs["harness"]["process"], lung_runs["paper"]["process"]
     assert lung_runs["harness"]["strict"] == lung_runs["paper"]["strict"] == 0.0
     assert harness["workflow_guards"].get("off_source_series") == 1 and paper["workflow_guards"] == {}
     assert harness["failures"] == paper["failures"] and "F3" in [f["code"] for f in paper["failures"]]
     items = {c["id"]: c["status"] for c in paper["checkpoints"]["items"]}
-    assert (items["D4"], items["A3"], items["A4"], items["D3"]) == ("FAIL", "PASS", "NA", "NA")
+    assert (items["D4"], items["A3"], items["A4"], items["D3"]) == ("FAIL", "PASS", "SKIP", "SKIP")
     assert harness["checkpoints"] == paper["checkpoints"] and paper["checkpoints"]["S"] == pytest.approx(0.75)
     assert harness["r6"] == paper["r6"] and harness["stage_path"] == paper["stage_path"]
     assert Path(lung_runs["paper"]["trace_dir"]).parts[0] == "episodes"

@@ -134,8 +134,10 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "calls": calls, "reactions": fault_reactions, "coverage": base.get("coverage"),
         "parse_error": parse_error, "cited_items": cited_items, "unobserved": missing,
         "quantities": len(stated_quantities(text)), "f2": "F2" in codes, "verification": verification["score"],
+        "required": required,
     }, case.kind)  # fmt: skip
-    s = W.completion_score(checkpoints)
+    na_rule = ((getattr(score, "details", None) or {}).get("rules") or {}).get("checkpoint_na", "zero")
+    s = W.completion_score(checkpoints, na_rule)
     stages = W.stage_sequence(events, {f["seq"] for f in faults})
     alignment = W.alignment_scores({
         "failures": failures, "claims": claims, "parse_error": parse_error,
@@ -148,7 +150,8 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
         "failures": failures,
         "stages": stages,
         "stage_path": W.compress([x["stage"] for x in stages]),
-        "checkpoints": {"items": checkpoints, "S": s, "formal_pass": s is not None and s >= W.PASS_THRESHOLD},
+        "checkpoints": {"items": checkpoints, "S": s, "formal_pass": s is not None and s >= W.PASS_THRESHOLD,
+                        "na_rule": na_rule},
         "claims": claims,
         **alignment,
         "dimensions": dims,

@@ -28,7 +28,9 @@ STAGES = ("plan", "act", "diagnose", "reflect")
 PLAN_CALLS = frozenset({"get_viewer_state", "get_qupath_state", "get_slice_offset_range", "ping", "open_case",
                         "load_case"})  # fmt: skip
 DIAGNOSE_CALLS = frozenset({"measure_distance", "segment_statistics"})
-VALUES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}  # NA (not applicable) leaves the denominator
+# seed 000, Methods: PASS 1, PARTIAL 0.5, FAIL 0, NA 0 *in* the denominator; SKIP (an item whose explicit
+# skip condition holds) leaves it. Rule `checkpoint_na=skip` leaves NA out as well (the older reading).
+VALUES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0, "NA": 0.0}
 CRITICAL_WEIGHT, REGULAR_WEIGHT = 2.0, 1.0
 PASS_THRESHOLD = 0.75
 SWEEP = (0.70, 0.75, 0.80)
@@ -107,9 +109,10 @@ def _viewer_kind(name: str) -> ViewerKind | None:
     return kinds().get(name)
 
 
-def _grade(fraction: float | None) -> str:
+def _grade(fraction: float | None, absent: str = "SKIP") -> str:
+    """PASS at 1, PARTIAL at ≥ 0.5, FAIL below; `absent` (SKIP: the item's condition did not arise) without one."""
     if fraction is None:
-        return "NA"
+        return absent
     return "PASS" if fraction >= 1.0 else "PARTIAL" if fraction >= 0.5 else "FAIL"
 
 
@@ -125,16 +128,17 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
         bins = coverage.get("bins") or {}
         target_seen = any(b.get("hit") for b in bins.values()) if coverage.get("positive") else None
     frames = set(ctx.get("frames_all", ()))
-    captures = {"record_point", "record_key_slice", "record_view_evidence", "bookmark_view", "measure_distance"}
+    captures = {"record_point", "record_key_slice", "record_view_evidence", "bookmark_view", "measure_distance",
+                "capture_viewer"}  # Table 10's capture tool counts, so the paper protocol can pass A3
     return {
-        "oriented": lambda: (
+        "oriented": lambda: (  # no call at all: nothing shows orientation (NA, valued 0 by the seed)
             "NA"
             if not calls
             else "PASS"
             if calls[0]["handler"] in PLAN_CALLS | {"observe", "capture_viewer"}
             else "PARTIAL"
         ),
-        "valid_calls": lambda: _grade(len(ok) / len(calls) if calls else None),
+        "valid_calls": lambda: _grade(len(ok) / len(calls) if calls else None, "NA"),
         "captured": lambda: (
             "PASS"
             if any(e["handler"] in captures for e in ok) or (ctx["cited_items"] and not ctx["unobserved"])
@@ -142,17 +146,21 @@ def _rules(ctx: dict[str, Any]) -> dict[str, Callable[[], str]]:
         ),
         "recovered": lambda: _grade(sum(recovered) / len(recovered) if recovered else None),
         "parsed": lambda: "PASS" if ctx["parse_error"] is None else "FAIL",
-        "observed": lambda: "NA" if ctx["cited_items"] == 0 else _grade(1.0 - ctx["unobserved"] / ctx["cited_items"]),
-        "measured": lambda: "NA" if ctx["quantities"] == 0 else "FAIL" if ctx["f2"] else "PASS",
+        "observed": lambda: (  # nothing cited: NA where the answer had to cite evidence, else SKIP
+            ("NA" if ctx.get("required") else "SKIP")
+            if ctx["cited_items"] == 0
+            else _grade(1.0 - ctx["unobserved"] / ctx["cited_items"])
+        ),
+        "measured": lambda: "SKIP" if ctx["quantities"] == 0 else "FAIL" if ctx["f2"] else "PASS",
         "verified": lambda: _grade(ctx["verification"]),
         "warnings_acted": lambda: _grade(
             sum(m["depth"] >= 2 for m in reactions) / len(reactions) if reactions else None
         ),
-        "target_seen": lambda: "NA" if target_seen is None else "PASS" if target_seen else "FAIL",
+        "target_seen": lambda: "SKIP" if target_seen is None else "PASS" if target_seen else "FAIL",
         "magnified": lambda: "PASS" if any((f[1] or 0) >= 10 for f in coverage.get("fields", [])) else "FAIL",
         "source_series": lambda: "FAIL" if "off_source_series" in ctx.get("fault_codes", ()) else "PASS",
         "both_timepoints": lambda: (
-            "NA" if len(frames) < 2 else _grade(len(ctx.get("frames_shown", set()) & frames) / len(frames))
+            "SKIP" if len(frames) < 2 else _grade(len(ctx.get("frames_shown", set()) & frames) / len(frames))
         ),
     }
 
@@ -171,10 +179,11 @@ def checkpoint_results(module: str, ctx: dict[str, Any], kind: str = "") -> list
     ]
 
 
-def completion_score(results: list[dict[str, Any]]) -> float | None:
-    """S(s) = Σ w_i v_i / Σ w_i over the applicable items (seed 000 skips the inapplicable: NA, shown as N/A,
-    leaves the denominator); w = 2 critical, 1 regular."""
-    items = [r for r in results if r["status"] in VALUES]
+def completion_score(results: list[dict[str, Any]], na: str = "zero") -> float | None:
+    """S(s) = Σ w_i v_i / Σ w_i over the non-SKIP items (seed 000: NA valued 0 and kept in the denominator; `na`
+    "skip" leaves NA out too); w = 2 critical, 1 regular."""
+    kept = ("PASS", "PARTIAL", "FAIL", "NA") if na == "zero" else ("PASS", "PARTIAL", "FAIL")
+    items = [r for r in results if r["status"] in kept]
     if not items:
         return None
     weights = [CRITICAL_WEIGHT if r["critical"] else REGULAR_WEIGHT for r in items]

@@ -18,6 +18,8 @@ default). Each rule is named, documented and recorded with the scores it produce
   maximum number of explicit operation calls". `auto` (default: `rounds` at the paper's budget of 20, `calls`
   at any other budget, as the paper words each), `rounds` (a model turn with all its tool calls is one; a
   policy without model turns spends one round per call) or `calls` (every agent handler call is one).
+- `checkpoint_na`: ACP-Bench's (seed 000) checkpoint status NA. `zero` (default: the seed's "NA = 0.0 and
+  included in the denominator", SKIP alone excluded) or `skip` (NA left out of the denominator as SKIP is).
 
 The rules that depart from the paper's reading are part of a run's result key (`rules_key`), so a run with
 other rules never reuses, or is pooled with, the episodes of another.
@@ -36,6 +38,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "untraced_source_series": ("pass", "fail"),
     "lung_task_denominator": ("five", "scorable"),
     "budget_unit": ("auto", "rounds", "calls"),
+    "checkpoint_na": ("zero", "skip"),
 }
 PAPER_BUDGET = 20  # Appendix H: 20 tool-calling rounds
 
@@ -50,6 +53,7 @@ class ScoringRules:
     untraced_source_series: str = "pass"
     lung_task_denominator: str = "five"
     budget_unit: str = "auto"
+    checkpoint_na: str = "zero"
 
     def __post_init__(self) -> None:
         for name, allowed in CHOICES.items():
