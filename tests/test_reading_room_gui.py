@@ -156,3 +156,14 @@ def test_a_prior_of_another_patient_is_refused_unless_accepted_and_its_pane_name
     checks = [e for e in window.model.session.trace_events() if e.get("type") == "patient_check"]
     assert [c["decision"] for c in checks] == ["refused", "accepted by the clinician"]
     reading.close_prior(window)
+
+
+def test_series_of_two_patients_open_together_only_through_the_dialog(
+    qtbot, window: MainWindow, tmp_path: Path
+) -> None:
+    from tests.test_same_patient import _two_patients
+
+    folder = _two_patients(tmp_path / "mixed")
+    before = window.model
+    assert not window.open_path(folder, series_spec="1,2")  # no dialog here: refused
+    assert window.model is before and "different patients" in window.statusBar().currentMessage()

@@ -96,3 +96,36 @@ def test_a_session_traces_the_check_of_a_real_prior(tmp_path: Path) -> None:
     [check] = [e for e in events if e.get("type") == "patient_check"]
     assert failure is None and check["differs"] == ["patient ID", "name"] and check["decision"] == "refused"
     assert "HX-558201" not in (tmp_path / "trace" / "trace.jsonl").read_text()
+
+
+def _two_patients(root: Path) -> Path:
+    """One folder holding two series of two patients."""
+    for n, uid in enumerate(("2.25.71", "2.25.72"), start=1):
+        data = np.zeros((4, 16, 16), dtype=np.int16)
+        data[1:3, 4:12, 4:12] = 300
+        write_dicom_series(root, data, uid, f"series {n}", n)
+    for f in root.iterdir():
+        ds = pydicom.dcmread(f)
+        ds.PatientName, ds.PatientID = ("QUIXLEY^JOHNATHAN", "MRN-7734921") if ds.SeriesNumber == 1 else \
+            ("BRACKWATER^HENRIETTA", "HX-558201")  # fmt: skip
+        ds.save_as(f)
+    return root
+
+
+def test_series_of_two_patients_are_not_opened_together_by_chat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from copilot.cli import main
+    from copilot.panel.same_patient import series_mismatch
+    from copilot.panel.studies import dicom_series
+
+    folder = _two_patients(tmp_path / "mixed")
+    found = dicom_series(folder)
+    assert series_mismatch(found[:1]) is None
+    mixed = series_mismatch(found)
+    assert mixed is not None and mixed.differs == ("patient ID", "name")
+    rc = main(["chat", str(folder), "--series", "1,2", "--ask", "?", "--base-url", "http://127.0.0.1:9/v1",
+               "--trace-dir", str(tmp_path / "t")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "the series chosen are of different patients (patient ID, name differ)" in err
+    assert not (tmp_path / "t").exists()

@@ -51,6 +51,7 @@ from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitu
 from copilot.panel.model import PanelModel
 from copilot.panel.pointer import PointerReadout
 from copilot.panel.screen import Busy, Frame, Screen
+from copilot.panel.selectors import CUSTOM, OWN, Selectors, selectors
 from copilot.panel.studies import (
     RecentStudies,
     Series,
@@ -376,12 +377,40 @@ class MainWindow(QMainWindow):
             series = found[0] if len(found) == 1 and pick is None else (pick or self.pick_series)(found)
             if series is None:
                 return False
+            if not self._same_patient(series):
+                return False
         if cases is not None:
             self.cases = list(cases)
         elif what != "case_pack" or Path(path).resolve() not in self.cases:
             self.cases = [Path(path).resolve()] if what == "case_pack" else []
         self.load_study(Path(path), series, trace_dir, frame)
+        check = getattr(self, "_patient_check", None)
+        self._patient_check: dict[str, Any] | None = None
+        if check is not None and self.model is not None:
+            self.model.session.note("patient_check", check)
         return True
+
+    def _same_patient(self, series: Picked) -> bool:
+        """Series of different patients open together only after the clinician, shown both, says Yes; False (and
+        a line in the status bar) otherwise. The answer is traced (`patient_check`) once the study is open."""
+        from copilot.panel.same_patient import series_mismatch
+
+        found = series_mismatch(series)
+        if found is None:
+            return True
+        accepted = False
+        if not getattr(self, "no_dialogs", False):
+            buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
+            accepted = QMessageBox.warning(self, "Another patient?", found.side_by_side("second series"), buttons,
+                                           QMessageBox.StandardButton.No) == QMessageBox.StandardButton.Yes  # fmt: skip
+        record = {"with": "second series", "same_patient": False, "differs": list(found.differs),
+                  "decision": "accepted by the clinician" if accepted else "refused"}  # fmt: skip
+        if accepted:
+            self._patient_check = record  # traced in the session the study opens in
+        else:
+            self.statusBar().showMessage(f"not opened: the series are of different patients "
+                                         f"({', '.join(found.differs)} differ)", 8000)  # fmt: skip
+        return accepted
 
     def _first_series(self, found: list[Series]) -> Series:
         """No dialog (screenshots, scripts): the first series, and a line saying how to choose another."""
@@ -575,6 +604,8 @@ class MainWindow(QMainWindow):
         """Window/level of the background series: a preset, or automatic (an audited clinician call)."""
         if name is None or self.model is None or self.screen_path is None or not self.screen_path.slice_views:
             return
+        if name in (CUSTOM, OWN):  # what is shown already: a window no preset names
+            return
         if name == "auto":
             self.model.act("wl", {"auto": True, "view": "red", "size": 64})
         else:
@@ -605,10 +636,16 @@ class MainWindow(QMainWindow):
             i = box.findData(state.get(key))
             if i >= 0 and box.currentIndex() != i:
                 box.setCurrentIndex(i)
-        display = (state.get("display") or {}).get(state.get("background_volume"), {})
-        i = self.wl_box.findData(display.get("preset") or ("auto" if display.get("auto") else None))
-        self.wl_box.setCurrentIndex(i)
-        self.wl_box.setEnabled(radiology and bool(display))
+        try:
+            shown = selectors(state, self.screen_path.file_window())
+        except Busy:  # a call is running: its end syncs again
+            shown = None
+        if shown is not None:
+            self._show_wl(shown)
+            if self.opacity.value() != shown.opacity_percent:
+                self.opacity.blockSignals(True)  # showing the scene's opacity is no clinician's change
+                self.opacity.setValue(shown.opacity_percent)
+                self.opacity.blockSignals(False)
         frames = self.screen_path.frames() if radiology else None
         for action in self.frame_actions:
             action.setVisible(frames is not None)
@@ -618,6 +655,24 @@ class MainWindow(QMainWindow):
             self.frame_box.setValue(frames[0])
             self.frame_box.setSuffix(f"  (0–{frames[1] - 1})")
             self.frame_box.blockSignals(False)
+
+    def _show_wl(self, shown: Selectors) -> None:
+        """The W/L box on the background's window: its preset, Auto, or one entry naming a window no preset names
+        (the file's own, a custom one), added while it is shown."""
+        extra = self.wl_box.findData(CUSTOM)
+        if shown.wl in (CUSTOM, OWN):
+            if extra < 0:
+                self.wl_box.addItem(shown.wl_title, CUSTOM)
+                extra = self.wl_box.count() - 1
+            self.wl_box.setItemText(extra, shown.wl_title)
+            i = extra
+        else:
+            if extra >= 0:
+                self.wl_box.removeItem(extra)
+            i = self.wl_box.findData(shown.wl)
+        if self.wl_box.currentIndex() != i:
+            self.wl_box.setCurrentIndex(i)
+        self.wl_box.setEnabled(self.screen_path is not None and self.screen_path.slice_views and shown.wl is not None)
 
     def _fill_fusion(self) -> None:
         assert self.screen_path is not None

@@ -251,8 +251,9 @@ class SlicePane(PaneWidget):
             outlined_text(p, QPointF(10, 62), getattr(self.win, "prior_caption", "") or "PRIOR",
                           QColor(150, 220, 255))  # fmt: skip
             outlined_text(p, QPointF(10, 80), "aligned, scrolls with the current", QColor(150, 220, 255))
-        elif getattr(self.win, "prior", None) is not None and getattr(self.win, "study_caption", ""):
-            outlined_text(p, QPointF(10, 62), f"CURRENT {self.win.study_caption}", QColor(255, 230, 150))
+        elif getattr(self.win, "prior", None) is not None and (caption := str(getattr(self.win, "study_caption", None)
+                                                                                or "")):  # fmt: skip
+            outlined_text(p, QPointF(10, 62), f"CURRENT {caption}", QColor(255, 230, 150))
         if self._press is not None and self._drag_end is not None:  # the ruler while it is drawn, its length live
             a, b = frame.to_ras(self._press[0], self._press[1]), frame.to_ras(*self._drag_end)
             p.setPen(QPen(QColor(120, 255, 120), 2))

@@ -74,6 +74,20 @@ def mismatch(current: PatientFacts | None, other: PatientFacts | None) -> Mismat
                     banner_from_facts(other, "no patient details").line)  # fmt: skip
 
 
+def series_mismatch(series: Any) -> Mismatch | None:
+    """Whether the series chosen to open together are of different patients (each compared with the first by
+    its first header), or None (one series, or all of one patient)."""
+    from copilot.pacs.patient import facts_from_headers, first_header
+
+    chosen = list(series) if isinstance(series, list | tuple) else [series]
+    facts = [facts_from_headers([ds]) if (ds := first_header(s.folder, s.uid)) is not None else None for s in chosen]
+    for other in facts[1:]:
+        found = mismatch(facts[0], other)
+        if found is not None:
+            return found
+    return None
+
+
 def check_patient(
     session: Any, current: PatientFacts | None, other: PatientFacts | None, role: str,
     accept: Callable[[Mismatch], bool] | None,

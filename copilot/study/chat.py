@@ -56,12 +56,18 @@ def resolve_study(location: str, series: str | None) -> Any:
 
 def _resolve_local(path: str, series: str | None) -> Any:
     from copilot.panel.banner import place_label
+    from copilot.panel.same_patient import series_mismatch
     from copilot.panel.studies import StudyError, classify, dicom_series, select_series_list, study_for
 
     if classify(path) == "dicom" and Path(path).is_dir():
         found = dicom_series(path)
         if series is not None:  # as the desktop reads it: numbers, description words or UID ends, comma-separated
-            return study_for(path, select_series_list(found, series))
+            chosen = select_series_list(found, series)
+            other = series_mismatch(chosen)
+            if other is not None:  # never side by side without a dialog showing both patients: open them apart
+                raise StudyError(f"the series chosen are of different patients ({', '.join(other.differs)} differ); "
+                                 "open them one at a time")  # fmt: skip
+            return study_for(path, chosen)
         if len(found) > 1:
             raise StudyError(f"{place_label(path)} holds {len(found)} series; pick one with --series: {_titles(found)}")
     return study_for(path)
