@@ -93,7 +93,8 @@ def test_samples_run_through_the_audited_handlers(runs: dict[str, Any]) -> None:
     row = brain.scores["medflow"].metadata
     trace = runs["tmp"] / "run" / row["trace_dir"] / "trace.jsonl"
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert [e["handler"] for e in events if e.get("actor") == "agent"] == ["set_slice_offset", "jump"]
+    calls = [e for e in events if e.get("actor") == "agent"]
+    assert [(e["handler"], e["tool_call_id"]) for e in calls] == [("set_slice_offset", "call_0"), ("jump", "call_0")]
     assert [e["type"] for e in events].count("model_turn") == 3 and events[-1]["type"] == "episode_end"
     assert (row["rounds"], row["status"], row["policy"], row["model"]) == (2, "done", "inspect:mockllm/model", "model")
     (slide,) = runs["slide"].samples

@@ -147,7 +147,7 @@ async def _rounds(state: TaskState, episode: Episode, case: CasePack, cfg: dict[
             break
         state.messages.append(output.message)
         rounds += 1
-        episode.new_round()
+        episode.new_round([(c.function, c.id) for c in output.message.tool_calls])
         result = await execute_tools(state.messages, tools)
         state.messages.extend(result.messages)
         if episode.stepwise:

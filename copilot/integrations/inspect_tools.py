@@ -39,21 +39,33 @@ class Episode:
         self.calls_in_round = 0
         self.last: CallOutcome | None = None
         self.round_images: list[EncodedImage] = []
+        self.call_ids: list[tuple[str, str]] = []  # (tool, id) of the round's calls, in the order they run
 
-    def new_round(self) -> None:
-        self.calls_in_round, self.last, self.round_images = 0, None, []
+    def new_round(self, calls: list[tuple[str, str]]) -> None:
+        self.calls_in_round, self.last, self.round_images, self.call_ids = 0, None, [], list(calls)
+
+    def _call_id(self, name: str) -> str | None:
+        """The model's id of the next call of this tool in the round (the trace joins turns and calls by it)."""
+        for n, (tool, call_id) in enumerate(self.call_ids):
+            if tool == name:
+                del self.call_ids[n]
+                return call_id
+        return None
 
     def note(self, event_type: str, payload: dict[str, Any]) -> None:
         self.budgeted.note(event_type, payload)
 
     async def call(self, name: str, args: dict[str, Any]) -> list[ContentText | ContentImage]:
         """One tool call of the model: through the budget and the session, in a worker thread."""
+        call_id = self._call_id(name)
         if self.stepwise and self.calls_in_round > 0:
             self.note("model_error", {"kind": "extra_tool_call", "tool": name})
             error = {"ok": False, "error": {"code": "one_tool_per_round", "message": ONE_TOOL}}
             return [ContentText(text=json.dumps(error))]
         self.calls_in_round += 1
-        outcome: CallOutcome = await anyio.to_thread.run_sync(lambda: self.budgeted.call(name, args, actor="agent"))
+        outcome: CallOutcome = await anyio.to_thread.run_sync(
+            lambda: self.budgeted.call(name, args, actor="agent", call_id=call_id)
+        )
         self.last = outcome
         self.round_images.extend(outcome.images)
         content: list[ContentText | ContentImage] = [
