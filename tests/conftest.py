@@ -39,7 +39,7 @@ def _sessions_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 # server, and the integration files (process pools, servers under load, fuzzing, registration, headless Chromium).
 HEAVY_FILES = ("gui", "slicer", "qupath", "pacs", "workstation_gui", "bench_publishable", "batch", "operators",
                "agent", "hostile", "connection_fairness", "replay_register", "fuzz", "vista3d", "mcp", "bench_tables",
-               "hardening", "model_seam", "plugins")  # fmt: skip
+               "hardening", "model_seam", "plugins", "inspect_task")  # fmt: skip
 # Single tests of otherwise light files that take 1.5 s or more each on 2 cores (a subprocess, a server, a large
 # slide or volume held to a memory bound, a process pool, several generated cases, a scan of every source file):
 # `make test` runs them, `make test-fast` leaves them out (every test, whatever its parameters).
