@@ -19,7 +19,7 @@ from copilot.bench.measures.configs import config_of, label, paired
 from copilot.bench.measures.trace_facts import reactions
 from copilot.bench.measures.trace_views import shown_fields, shown_planes
 from copilot.bench.scoring.module_facts import facts_of
-from copilot.bench.scoring.stats import bootstrap_ci, mean, pass_at_k
+from copilot.bench.scoring.stats import bootstrap_ci, mean, pass_at_k, sign_flip_p
 from copilot.kind_names import PATHOLOGY, RADIOLOGY
 
 DIMENSIONS = ("F", "R", "E", "W", "A", "V", "B")
@@ -299,7 +299,8 @@ def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
     (z0–z5, z4 the final answer differs from the paired native one, z5 the Strict score differs too); ρ_j is the
     share of interventions reaching z_j among those reaching z_{j−1}; Pr[Π ≠ ∅] the share of paired harness
     episodes with an intervention reaching z5; ΔS and ΔY the mean paired differences of the process dimensions
-    and of Strict, ΔY with its paired bootstrap interval."""
+    and of Strict, each with its paired bootstrap interval (pairs resampled jointly) and two-sided sign-flip
+    permutation p (`stats.sign_flip_p`)."""
     depths: list[int] = []
     reached_z5 = 0
     d_y: list[float] = []
@@ -331,7 +332,11 @@ def funnel_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         "p_behaviour": reached_z5 / len(pairs) if pairs else None,
         "delta_strict": mean(d_y),
         "delta_strict_ci": bootstrap_ci(d_y),  # the pairs resampled jointly
+        "delta_strict_p": sign_flip_p(d_y),  # Algorithm 1's paired test: sign-flip permutation over pairs
         "delta_dimensions": {d: mean(v) for d, v in d_s.items()},
+        "delta_dimensions_ci": {d: bootstrap_ci(v) for d, v in d_s.items()},
+        "delta_dimensions_p": {d: sign_flip_p(v) for d, v in d_s.items()},
+        "delta_dimensions_pairs": {d: len(v) for d, v in d_s.items()},
     }
 
 

@@ -225,7 +225,8 @@ def measures_html(rows: list[dict[str, Any]], perturbed: list[dict[str, Any]] | 
         head_f = "".join(f"<th>{html.escape(s)}</th>" for s in D.FUNNEL)
         frows = "".join(
             f'<tr><td class="l">{html.escape(model)}</td>' + "".join(f"<td>{c}</td>" for c in f["counts"])
-            + f"<td>{f['pairs']}</td><td>{_f(f['p_behaviour'])}</td><td>{_f(f['delta_strict'])}{_ci(f)}</td></tr>"
+            + f"<td>{f['pairs']}</td><td>{_f(f['p_behaviour'])}</td><td>{_f(f['delta_strict'])}{_ci(f)}"
+            + f" p {_f(f.get('delta_strict_p'))}</td></tr>"
             for model, f in data["native_vs_harness"].items()
         )  # fmt: skip
         parts.append(

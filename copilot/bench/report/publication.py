@@ -66,6 +66,31 @@ def perturbation_table(stats: dict[str, Any] | None) -> Table:
     return t
 
 
+def funnel_table(funnels: dict[str, Any] | None) -> Table:
+    """Algorithm 1 per harness configuration that also ran under `paper`: the funnel's counts and the paired
+    test of ΔY (Strict) and ΔS (each dimension): mean difference, paired bootstrap CI, sign-flip p."""
+    t = Table("funnel", "Native (paper) against harness: intervention funnel and paired test (Algorithm 1)",
+              "Counts reaching z0–z5; Pr[Π ≠ ∅]: the share of pairs with an intervention reaching z5; per measure "
+              "the mean paired difference harness − paper over (case, repeat, seed) pairs, its paired bootstrap "
+              "95% CI and its two-sided sign-flip permutation p.",
+              [[("Configuration", 1), ("Measure", 1), ("Pairs", 1), ("Counts z0–z5", 1), ("Pr[Π ≠ ∅]", 1),
+                ("Δ", 1), ("Sign-flip p", 1)]])  # fmt: skip
+    t.label_cols = 2
+    for name, f in (funnels or {}).items():
+        counts = "/".join(str(c) for c in f["counts"])
+        t.rows.append([Cell(name, "label"), Cell("ΔY Strict", "label"), Cell(str(f["pairs"]), "label"),
+                       Cell(counts, "label"), Cell(f["p_behaviour"]),
+                       Cell(f["delta_strict"], ci=_ci(f["delta_strict_ci"]), n=f["pairs"]),
+                       Cell(f.get("delta_strict_p"))])  # fmt: skip
+        for d, v in (f.get("delta_dimensions") or {}).items():
+            n = (f.get("delta_dimensions_pairs") or {}).get(d)
+            t.rows.append([Cell(name, "label"), Cell(f"ΔS {d}", "label"), Cell(str(n or ""), "label"),
+                           Cell("", "label"), Cell(None),
+                           Cell(v, ci=_ci((f.get("delta_dimensions_ci") or {}).get(d)), n=n),
+                           Cell((f.get("delta_dimensions_p") or {}).get(d))])  # fmt: skip
+    return t
+
+
 def _ci(ci: Any) -> tuple[float, float] | None:
     return None if ci is None else (float(ci[0]), float(ci[1]))
 
@@ -77,7 +102,8 @@ def _num(v: Any) -> str:
 def publication_tables(rows: list[dict[str, Any]], measures: dict[str, Any]) -> list[Table]:
     """Every table of a run's report, in report order (`measures`: the run's `measures_json`)."""
     return [*paper_tables(rows), *process_tables(rows), measures_table(measures["models"]),
-            perturbation_table(measures.get("perturbations")), model_pairs_table(rows),
+            perturbation_table(measures.get("perturbations")), funnel_table(measures.get("native_vs_harness")),
+            model_pairs_table(rows),
             provenance_table(rows)]  # fmt: skip
 
 
