@@ -8,6 +8,7 @@ from copilot.tools import operators as _operators  # noqa: F401  (declares Track
 from copilot.tools import quantities as _quantities  # noqa: F401  (declares the recorded measurements)
 from copilot.tools import kos as _kos  # noqa: F401  (declares the key image export)
 from copilot.tools import response_sr as _response_sr  # noqa: F401  (declares the response report export)
+from copilot.tools import slide_ann as _slide_ann  # noqa: F401  (declares the slide annotation export)
 from copilot.tools.pathology import PATHOLOGY
 from copilot.tools.radiology import RADIOLOGY
 from copilot.tools.registry import HandlerContext, HandlerOutput, HandlerSpec, ImageOut, Registry, RegistryError
