@@ -89,6 +89,7 @@ class Screen:
         self.renders = 0  # how many panes were actually rendered (the rest came from the cache)
         self._state: dict[str, Any] = session.snapshot()
         self._scene_seen: dict[str, Any] = {}  # the last scene data read (volumes are immutable)
+        self._file_windows: dict[str, tuple[float, float] | None] = {}  # each background's own window, once read
         self.detach = session.subscribe(self._on_call, first=True)  # stops following the scene
 
     def _on_call(self, outcome: CallOutcome, args: Any, actor: str) -> None:
@@ -191,6 +192,25 @@ class Screen:
         """A slice view's geometry as of the last call."""
         v = self._state["views"][name]
         return SliceView(name, v["orientation"], np.array(v["center_ras"], dtype=float), tuple(v["fov_mm"]))
+
+    def file_window(self) -> tuple[float, float] | None:
+        """The background image's own (window, level) — DICOM WindowWidth/WindowCenter — or None; `Busy` when a
+        call is running and it was not read yet (never waits for the session's lock)."""
+        from copilot.engine.volume.display import file_window
+
+        vid = self._state.get("background_volume")
+        if not self.slice_views or vid is None:
+            return None
+        if vid not in self._file_windows:
+            data = self.session.scene_data(blocking=False)
+            if data is None:
+                raise Busy
+            volume = data.get("volume")
+            names = {v["id"]: v["name"] for v in self._state.get("volumes", [])}
+            if volume is None or getattr(volume, "name", None) != names.get(vid):
+                raise Busy  # the scene moved on since this state: read it with the next one
+            self._file_windows[vid] = file_window(volume)
+        return self._file_windows[vid]
 
     def scene3d_inputs(self, blocking: bool = True) -> dict[str, Any] | None:
         """What the 3D view shows: the active volume and its window/level, the segments, the slice planes;
