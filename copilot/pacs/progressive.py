@@ -19,6 +19,7 @@ import pydicom
 from copilot.pacs.cache import PacsCache
 from copilot.pacs.errors import PacsError
 from copilot.pacs.fetch import LocalStudy, fetch
+from copilot.pacs.header import InstanceHeader
 from copilot.pacs.limits import PacsLimits
 
 
@@ -41,9 +42,10 @@ def _raw_pixels(ds: Any) -> np.ndarray | None:
 
 
 def _modality_values(ds: Any) -> np.ndarray | None:
-    """One single-frame instance's pixels as modality values (rescale applied), or None."""
+    """One single-frame instance's pixels as modality values (rescale applied), or None: int32 when the pixels
+    are integers rescaled by whole numbers (the same values, without a round trip through floats), else float32."""
     try:
-        pixels = _raw_pixels(ds)
+        pixels = ds.raw_pixels() if isinstance(ds, InstanceHeader) else _raw_pixels(ds)
         if pixels is None:
             pixels = ds.pixel_array
     except Exception:  # compressed without a decoder, or damaged: the viewer judges it later
@@ -51,6 +53,13 @@ def _modality_values(ds: Any) -> np.ndarray | None:
     if pixels.ndim != 2:
         return None
     slope, intercept = float(getattr(ds, "RescaleSlope", 1) or 1), float(getattr(ds, "RescaleIntercept", 0) or 0)
+    if pixels.dtype.kind in "iu" and pixels.itemsize <= 2 and slope.is_integer() and intercept.is_integer() \
+            and abs(slope) * 65536 + abs(intercept) < 2**24:  # fmt: skip  (exact in float32 too)
+        values = pixels.astype(np.int32)
+        if slope != 1:
+            values *= int(slope)
+        values += int(intercept)
+        return values
     return np.asarray(pixels, np.float32) * slope + intercept
 
 
@@ -105,14 +114,15 @@ class SliceStack:
             return False
         with self._lock:
             if self.volume is None:
-                whole = bool(np.all(values == np.round(values))) and values.min() >= -32768 and values.max() <= 32767
+                integral = values.dtype == np.int32 or bool(np.all(values == np.round(values)))
+                whole = integral and values.min() >= -32768 and values.max() <= 32767
                 self.volume = np.zeros((self.total, *values.shape), np.int16 if whole else np.float32)
                 self.window = _window(ds, values)
                 self.aspect = _aspect(ds)
             if values.shape != self.volume.shape[1:]:
                 return False
             if self.volume.dtype == np.int16:
-                values = np.clip(np.round(values), -32768, 32767)
+                values = np.clip(values if values.dtype == np.int32 else np.round(values), -32768, 32767)
             position = self._slot(ds, position)
             self.volume[position] = values
             self.filled[position] = True

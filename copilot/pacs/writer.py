@@ -5,6 +5,7 @@ series' answer goes through one `SeriesWriter`; each instance retrieved on its o
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import threading
@@ -16,10 +17,12 @@ import pydicom
 from pydicom.dataelem import RawDataElement
 
 from copilot.pacs.errors import PacsError
+from copilot.pacs.header import scan
 from copilot.pacs.printable import printable
 from copilot.privatefs import open_private
 
 PART_SUFFIX = ".part-"
+IN_MEMORY = 64 * 1024 * 1024  # a part up to this size is also kept in memory, read from there once complete
 PIXEL_DATA, UNDEFINED = 0x7FE00010, 0xFFFFFFFF
 _INDEX = re.compile(r"^(\d{5,})\.dcm$")
 
@@ -36,10 +39,9 @@ def held_instances(folder: Path) -> dict[str, Path]:
     return held
 
 
-def _pixels_cut_short(ds: Any, path: Path) -> bool:
-    """Whether an uncompressed instance's pixel data (`ds` read with deferred values) runs past the end of its
-    file (its framing was intact, its content cut). Encapsulated pixel data is not checked (its frames would have
-    to be read)."""
+def _pixels_cut_short(ds: Any, size: int) -> bool:
+    """Whether an uncompressed instance's pixel data runs past the end of its `size` bytes (its framing was
+    intact, its content cut). Encapsulated pixel data is not checked (its frames would have to be read)."""
     try:
         syntax = pydicom.uid.UID(str(getattr(ds.file_meta, "TransferSyntaxUID", "")))
         if not syntax or syntax.is_compressed or syntax.is_deflated:
@@ -49,7 +51,7 @@ def _pixels_cut_short(ds: Any, path: Path) -> bool:
         return False
     if not isinstance(raw, RawDataElement) or raw.length == UNDEFINED or raw.value_tell is None:
         return False
-    return bool(raw.value_tell + raw.length > path.stat().st_size)
+    return bool(raw.value_tell + raw.length > size)
 
 
 class PartFile:
@@ -63,28 +65,39 @@ class PartFile:
         self._fh: IO[bytes] | None = None
         self._tmp: Path | None = None
         self._bytes = 0
-        self.dataset: Any = None  # the last part kept, as read to check it (values over 4 KiB left on disk)
+        self._pieces: list[bytes | memoryview] | None = None  # the part's bytes while it fits IN_MEMORY
+        self.dataset: Any = None  # the last part kept, as read to check it (a large part's big values left on disk)
 
     def _open(self, headers: dict[str, str], index: int) -> None:
         kind = headers.get("content-type", "application/dicom").split(";")[0].strip().lower()
         if kind != "application/dicom":
             raise PacsError("pacs_bad_answer", f"the PACS sent a part of type {printable(kind, 60)!r}, not DICOM")
         self._tmp = self.folder / f".{index:05d}.dcm{PART_SUFFIX}{os.getpid()}"
-        self._fh = open_private(self._tmp, "wb")  # owner-only; a link planted in the cache is refused
+        try:  # created, not truncated (ext4 flushes a file truncated to zero when it is closed)
+            self._fh = open_private(self._tmp, "xb")  # owner-only; a link planted in the cache is refused
+        except FileExistsError:  # this process's own leftover of an earlier attempt
+            self._tmp.unlink()
+            self._fh = open_private(self._tmp, "xb")
         self._bytes = 0
+        self._pieces = []
 
-    def data(self, chunk: bytes) -> None:
+    def data(self, chunk: bytes | memoryview) -> None:
         assert self._fh is not None
         self.take(len(chunk))  # before the write: nothing lands past the bound
         self._bytes += len(chunk)
         self._fh.write(chunk)
+        if self._pieces is not None:
+            self._pieces.append(chunk)
+            if self._bytes > IN_MEMORY:
+                self._pieces = None
 
     def _close(self) -> str:
         """The SOP Instance UID of the complete part (checked)."""
         assert self._fh is not None and self._tmp is not None
         self._fh.close()
         self._fh = None
-        return self._check(self._tmp)
+        pieces, self._pieces = self._pieces, None
+        return self._check(self._tmp, b"".join(pieces) if pieces is not None else None)
 
     def _keep(self, final: Path) -> None:
         """The checked part becomes `final` (where its dataset's deferred values are read from)."""
@@ -94,10 +107,17 @@ class PartFile:
         if self.dataset is not None:
             self.dataset.filename = str(final)
 
-    def _check(self, path: Path) -> str:
-        """The SOP Instance UID of a complete part; `pacs_bad_answer` unless it is a DICOM file of the series."""
-        try:  # read once, the preamble's DICM required; values over 4 KiB stay on disk
-            ds = pydicom.dcmread(path, defer_size=4096)
+    def _check(self, path: Path, content: bytes | None = None) -> str:
+        """The SOP Instance UID of a complete part (`content`: its bytes, when held); `pacs_bad_answer` unless it
+        is a DICOM file of the series."""
+        header = scan(content) if content is not None else None  # the common kind, read at a glance
+        try:  # read once, the preamble's DICM required; from memory, else from disk with big values left there
+            if header is not None:
+                ds: Any = header
+            elif content is not None:
+                ds = pydicom.dcmread(io.BytesIO(content))
+            else:
+                ds = pydicom.dcmread(path, defer_size=4096)
             uid, series = str(ds.SOPInstanceUID), str(ds.SeriesInstanceUID)
         except Exception:
             ds, uid, series = None, "", ""
@@ -107,7 +127,8 @@ class PartFile:
         if series != self.series_uid:
             self.discard()
             raise PacsError("pacs_bad_answer", "the PACS sent an instance of another series")
-        if _pixels_cut_short(ds, path):
+        size = len(content) if content is not None else path.stat().st_size
+        if header.cut_short if header is not None else _pixels_cut_short(ds, size):
             self.discard()
             raise PacsError("pacs_truncated", "the PACS sent an instance whose pixel data is shorter than it says")
         self.dataset = ds
@@ -118,6 +139,7 @@ class PartFile:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        self._pieces = None
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
             self.give(self._bytes)
@@ -181,7 +203,7 @@ class InstanceWriter(PartFile):
             raise PacsError("pacs_bad_answer", "the PACS answered an instance retrieval with more than one part")
         self._open(headers, self.index)
 
-    def data(self, chunk: bytes) -> None:
+    def data(self, chunk: bytes | memoryview) -> None:
         if self.stop is not None and self.stop.is_set():
             raise RetrievalStopped
         super().data(chunk)
