@@ -7,6 +7,7 @@ export refused by the task's approval policy (traced, nothing written)."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,17 @@ def _eval(module: str, cases: Path, run_dir: Path, logs: Path, steps: list[Any],
     (log,) = inspect_eval("medcopilot/medflow", task_args=task_args, model=model, log_dir=str(logs), display="none")
     assert log.status == "success", log.error
     return log
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _root_logging_kept() -> Any:
+    """Inspect installs its log handler on the root logger; the tests after these find logging as it was."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="module")
