@@ -130,3 +130,19 @@ def test_burned_in_series_are_found_and_not_sent_without_the_choice(
         assert main([*args, "--trace-dir", str(tmp_path / "t2")]) == 0 and len(fake.requests) == 1  # remembered
     finally:
         fake.stop()
+
+
+def test_a_host_conversation_makes_no_agent_before_the_opt_in() -> None:
+    from copilot.host.conversation import scrubbed
+
+    made: list[int] = []
+    build = scrubbed(lambda: made.append(1) or object(), lambda: None, lambda: REMOTE)
+    with pytest.raises(optin.OptInNeeded):
+        build()
+    assert made == []
+    optin.grant(REMOTE, ["text", "views"])
+    build()
+    assert made == [1]
+    local = scrubbed(lambda: made.append(2) or object(), lambda: None, lambda: "http://127.0.0.1:8000/v1")
+    local()
+    assert made == [1, 2]

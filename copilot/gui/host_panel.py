@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -109,10 +110,32 @@ class HostPanel(QWidget):
 
     def ask(self) -> None:
         text = self.question.text().strip()
-        if text and not self.host.conversation.busy:
+        if text and not self.host.conversation.busy and self._opted_in():
             self.host.conversation.approve_each = self.approve_each.isChecked()
             self.host.conversation.ask(text)
             self.question.clear()
+
+    def _opted_in(self) -> bool:
+        """The clinician's explicit yes before the first request to a service off this machine (asked once per
+        service and remembered; a loopback service needs none)."""
+        from copilot.panel import optin
+
+        url = getattr(self.host.conversation, "service_url", None)
+        if url is None:
+            return True
+
+        def ask(text: str) -> bool:
+            buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
+            answer = QMessageBox.question(self, "Send to the model service?", text, buttons,
+                                          QMessageBox.StandardButton.No)  # fmt: skip
+            return bool(answer == QMessageBox.StandardButton.Yes)
+
+        try:
+            optin.ensure(url(), tuple(optin.KINDS), ask)
+        except ValueError as exc:  # not agreed (or no usable service URL): nothing is sent
+            QMessageBox.information(self, "Nothing was sent", str(exc))
+            return False
+        return True
 
     def reject(self) -> None:
         self.host.conversation.reject(self.reason.text())

@@ -61,13 +61,19 @@ class Turn:
     usage: dict[str, Any] | None = None  # the model's tokens and cost for this question
 
 
-def scrubbed(make: Callable[[], Any], facts: Callable[[], Any]) -> Callable[[], Any]:
+def scrubbed(
+    make: Callable[[], Any], facts: Callable[[], Any], service: Callable[[], str] | None = None
+) -> Callable[[], Any]:
     """An agent factory whose agents remove the patient banner's identifiers (every spelling) from each request:
-    a host knows the patient from its banner, not from the study's files."""
+    a host knows the patient from its banner, not from the study's files. With `service` (the URL requests go
+    to), no agent is made before the clinician opted in to it (`copilot.panel.optin`: OptInNeeded otherwise)."""
+    from copilot.panel import optin
     from copilot.panel.identifiers import facts_identifiers
     from copilot.panel.redactor import Redactor
 
     def build() -> Any:
+        if service is not None:
+            optin.ensure(service(), tuple(optin.KINDS), None)  # asked on the host's own thread, before the turn
         agent = make()
         identifiers = facts_identifiers(facts())
         if identifiers and hasattr(agent, "scrub"):
@@ -138,6 +144,7 @@ class HostConversation:
         self._decided = threading.Condition()
         self._thread: threading.Thread | None = None
         self._agent: Any = None  # kept between questions when it carries the conversation itself (`follow_ups`)
+        self.service_url: Callable[[], str] | None = None  # where requests go (a panel asks for the opt-in first)
         session.subscribe(self._on_call)
 
     # ----- what the panel shows -----

@@ -18,6 +18,7 @@ from copilot.host.apps import QUPATH
 from copilot.host.conversation import HostConversation, direct, scrubbed
 from copilot.host.slicer import model_settings
 from copilot.pacs.patient import study_facts
+from copilot.panel import optin
 from copilot.panel.banner import Banner, banner_from_facts
 from copilot.runtime import new_session, session_header
 from copilot.session import Session
@@ -110,9 +111,11 @@ class PathologyHost:
         session.note("image_adopted", {k: image_facts.get(k) for k in ("dimensions", "mpp", "levels")})
         make = settings or model_settings
         made: list[PathologyHost] = []  # the host, once built: its banner names what requests must not carry
-        agent = scrubbed(lambda: ChatAgent(make(), client=client), lambda: made[0].banner.facts if made else None)
+        url = lambda: optin.service_url(make())  # noqa: E731  (nothing goes there before the clinician's yes)
+        agent = scrubbed(lambda: ChatAgent(make(), client=client), lambda: made[0].banner.facts if made else None, url)
         conversation = HostConversation(session, study, agent, budget=budget, on_host=on_host or direct,
                                         cites=slide_citations)  # fmt: skip
+        conversation.service_url = url
         made.append(cls(session, conversation, image_facts, write_evidence))
         return made[0]
 

@@ -49,6 +49,14 @@ def is_local(base_url: str | None) -> bool:
         return False
 
 
+def service_url(settings: Any) -> str:
+    """The URL a model policy's settings send to (the provider's own when none is set)."""
+    from copilot.llm.providers import PROVIDERS
+
+    spec = settings.spec()
+    return str(spec.base_url or PROVIDERS[spec.provider].default_base_url or "https://api.openai.com/v1")
+
+
 def service_key(base_url: str) -> str:
     """A service as remembered: scheme, host and port in lower case and the path, never user-info or query."""
     u = urlsplit(base_url.strip())

@@ -76,10 +76,7 @@ def conversation(
 
 def service_url(settings: AgentSettings) -> str:
     """The URL requests will go to (the provider's own when none is set)."""
-    from copilot.llm.providers import PROVIDERS
-
-    spec = settings.spec()
-    return spec.base_url or PROVIDERS[spec.provider].default_base_url or "https://api.openai.com/v1"
+    return optin.service_url(settings)
 
 
 def consent(settings: AgentSettings, case: Any, ask: Ask | None) -> str | None:
