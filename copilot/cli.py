@@ -639,6 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
     from copilot.medflow.perturb_cli import add_perturb_parser
 
     add_perturb_parser(bsub)
+    from copilot.medflow.review_cli import add_review_parser
+
+    add_review_parser(bsub)
     from copilot.integrations.inspect_cli import add_inspect_parsers
 
     add_inspect_parsers(bsub)

@@ -1,7 +1,9 @@
-"""ACP-Bench's inter-run agreement and ranking measures (seed 000, "Run stability" and "Diagnostic-result
-normalization and metric computation"): repeats of one case are raters of one item, so answer agreement over
-repeats is Cohen's κ (two repeats), Fleiss' κ (a fixed number of repeats) and Krippendorff's α (nominal, any
-number of repeats); AUPRC ranks the positive-class probability of slide answers (average precision)."""
+"""Answer agreement over repeated runs and a ranking measure: repeats of one case are raters of one item, so
+answer agreement over repeats is Cohen's κ (two repeats), Fleiss' κ (a fixed number of repeats) and
+Krippendorff's α (nominal, any number of repeats) — a stability measure of this project, not a seed's (seed
+000's weighted κ and interval α are over reviewers' checkpoint statuses: `review.py`); AUPRC ranks the
+positive-class probability of slide answers (average precision; seed 000, "Diagnostic-result normalization
+and metric computation")."""
 
 from __future__ import annotations
 
