@@ -108,6 +108,12 @@ def test_samples_run_through_the_audited_handlers(runs: dict[str, Any]) -> None:
     calls = [e for e in events if e.get("actor") == "agent"]
     assert [(e["handler"], e["tool_call_id"]) for e in calls] == [("set_slice_offset", "call_0"), ("jump", "call_0")]
     assert [e["type"] for e in events].count("model_turn") == 3 and events[-1]["type"] == "episode_end"
+    start = next(e for e in events if e["type"] == "agent_start")
+    assert (start["provider"], start["model"], start["budget"]) == ("mockllm", "model", 20)
+    spans = runs["tmp"] / "spans.json"  # the episode as OpenTelemetry spans, like any other trace
+    assert main(["trace", "export-otel", str(trace.parent), "--out", str(spans)]) == 0
+    names = [s["name"] for s in json.loads(spans.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]]
+    assert names.count("chat model") == 3 and "execute_tool jump" in names and names[-1] == "invoke_agent medcopilot"
     assert (row["rounds"], row["status"], row["policy"], row["model"]) == (2, "done", "inspect:mockllm/model", "model")
     (slide,) = runs["slide"].samples
     first_round = [json.loads(m.content[0].text) for m in slide.messages if m.role == "tool"]

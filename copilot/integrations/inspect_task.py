@@ -13,6 +13,7 @@ process measures and scores the answer with the module's scorer; its metadata is
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -40,6 +41,7 @@ from copilot.runtime import open_session
 from copilot.tools.operation_sets import registry_view
 
 SCORER = "medflow"
+ANSWER = "medflow_answer"  # the store key of a sample's answer
 POLICY_PREFIX = "inspect:"  # result rows name an Inspect model `inspect:PROVIDER/MODEL`
 
 
@@ -131,8 +133,10 @@ async def _rounds(state: TaskState, episode: Episode, case: CasePack, cfg: dict[
     model, budget = get_model(), cfg["budget"]
     prompt = task_prompt(case, budget, cfg["protocol"])
     episode.session.note("task_prompt", {"system": prompt.system, "user": prompt.user})
-    episode.note("agent_start", {"provider": "inspect", "model": str(model), "wire": "inspect", "base_url": None,
-                                 "budget": budget, "prompt_sha256": ""})  # fmt: skip
+    provider, _, name = str(model).partition("/")  # Inspect's PROVIDER/MODEL, as the model services name them
+    digest = hashlib.sha256((prompt.system + prompt.user).encode()).hexdigest()
+    episode.note("agent_start", {"provider": provider, "model": name or provider, "wire": "inspect",
+                                 "base_url": None, "budget": budget, "prompt_sha256": digest})  # fmt: skip
     first = await anyio.to_thread.run_sync(lambda: opening(episode, case, prompt.user, cfg["protocol"]))
     state.messages = [ChatMessageSystem(content=prompt.system), ChatMessageUser(content=first)]
     tools = handler_tools(episode.session.registry.specs(episode.session.track))
@@ -197,6 +201,7 @@ def medflow_agent(
             episode.session.note("final_answer", {"content": answer, "status": status, "rounds": rounds})
             await anyio.to_thread.run_sync(lambda: episode.session.close(final))
             (folder / "answer.txt").write_text(answer, encoding="utf-8")
+            state.store.set(ANSWER, answer)  # the episode's answer (an empty last turn keeps the one before)
             state.store.set("medflow", {**key, "status": status, "rounds": rounds, "error": error,
                                         "trace_dir": relative_to_run(folder, Path(run_dir).resolve()),
                                         "duration_s": round(time.time() - t0, 3)})  # fmt: skip
@@ -212,7 +217,7 @@ def _score(state: TaskState, run_dir: str) -> Score:
 
     case = load_case(state.metadata["case_dir"])
     row: dict[str, Any] = dict(state.store.get("medflow") or {})
-    response = state.output.completion if state.output else ""
+    response = str(state.store.get(ANSWER, state.output.completion if state.output else ""))
     events = None
     if row.get("trace_dir"):
         events, _broken = read_events(Path(run_dir).resolve() / row["trace_dir"])
