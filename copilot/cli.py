@@ -716,7 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="the models a model service lists (list), or a preflight of one (check)")
     models.add_argument("action", nargs="?", choices=["list", "check"], default="list")
-    models.add_argument("--policy", default="openai", help="the provider: openai, anthropic, gemini, azure, local:URL")
+    models.add_argument("--policy", default="openai", help=f"the provider: {POLICY_HELP}")
     models.add_argument("--base-url", default=None)
     models.add_argument("--model", default=None, help="check: the model (default: the policy's)")
     models.add_argument("--cases", type=int, default=1, help="check: cases of the run to estimate")

@@ -1,5 +1,5 @@
-"""Plug-ins by Python entry points: viewer kinds, benchmark modules, dataset adapters, Track B operation sets and
-host applications, the core's own included.
+"""Plug-ins by Python entry points: viewer kinds, benchmark modules, dataset adapters, Track B operation sets, host
+applications and model providers, the core's own included.
 
 A package adds one by declaring an entry point in one of `GROUPS` (`[project.entry-points."medcopilot.kinds"]`
 and so on) whose object is the descriptor or the adapter function. Each group is loaded lazily, once per
@@ -25,7 +25,8 @@ MODULES_GROUP = "medcopilot.modules"
 ADAPTERS_GROUP = "medcopilot.adapters"
 OPERATION_SETS_GROUP = "medcopilot.operation_sets"
 HOSTS_GROUP = "medcopilot.hosts"
-GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP, OPERATION_SETS_GROUP, HOSTS_GROUP)
+PROVIDERS_GROUP = "medcopilot.providers"
+GROUPS = (KINDS_GROUP, MODULES_GROUP, ADAPTERS_GROUP, OPERATION_SETS_GROUP, HOSTS_GROUP, PROVIDERS_GROUP)
 CORE_PACKAGE = "copilot"
 REPLACES_ENV = "MEDCOPILOT_PLUGIN_REPLACES"  # GROUP:NAME,… core entries the user lets a plug-in replace
 

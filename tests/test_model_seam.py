@@ -307,7 +307,7 @@ def test_policy_specs_name_provider_model_and_wire(tmp_path: Path) -> None:
     spec = parse_policy("anthropic:claude-sonnet-4-5", env=env)
     assert (spec.provider, spec.model, spec.wire, spec.api_key) == ("anthropic", "claude-sonnet-4-5",
                                                                      "anthropic-messages", "a")  # fmt: skip
-    assert parse_policy("gemini", env=env).model == "gemini-2.5-flash"
+    assert parse_policy("gemini", env=env).model == "gemini-3-flash-preview"
     assert parse_policy("openai", env={**env, "MEDCOPILOT_MODEL": "gpt-4.1"}).model == "gpt-4.1"
     assert parse_policy("openai:gpt-4o", model="gpt-5", env=env).model == "gpt-5"
     local = parse_policy("local:http://127.0.0.1:11434/v1", env={})

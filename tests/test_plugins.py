@@ -189,6 +189,23 @@ def test_the_plugin_prompt_and_kind_reach_the_agent(toy_site: Path, tmp_path: Pa
     assert "[(1.0, None), (0.0, \"no 'ANSWER: <1-4>' line\")]" in out.stdout  # case seed 2000: one square
 
 
+def test_a_plugin_package_adds_a_model_provider(toy_site: Path, brain_case: Path, tmp_path: Path) -> None:
+    """The toy's `toyllm` provider is named in every list of providers (the policy help of `run`, `bench run` and
+    `models`), lists its models and runs an episode through the agent loop, in a fresh process, core unchanged."""
+    core = core_copy(tmp_path / "core")
+    before = tree_digest(core / "copilot", core / "resources")
+    run = commands(toy_site, core, TOY)
+    for command in (("run",), ("bench", "run"), ("models",)):
+        assert "toyllm[:MODEL]" in " ".join(run(*command, "--help").stdout.split())
+    assert run("models", "--policy", "toyllm").stdout.split() == ["echo-1"]
+    run("run", "--case", brain_case, "--policy", "toyllm:echo-1", "--out", tmp_path / "trace")
+    events = [json.loads(line) for line in (tmp_path / "trace" / "trace.jsonl").read_text().splitlines()]
+    start = next(e for e in events if e["type"] == "agent_start")
+    assert (start["provider"], start["model"], start["wire"]) == ("toyllm", "echo-1", "toy-echo")
+    assert next(e for e in events if e["type"] == "final_answer")["content"] == "ANSWER: A"
+    assert tree_digest(core / "copilot", core / "resources") == before
+
+
 def test_a_broken_plugin_is_named_and_the_core_goes_on(tmp_path: Path) -> None:
     """Entry points whose code is missing or is not a descriptor: each reported by group and name; the core's
     kinds, modules, adapters, operation sets and hosts all stay, and asking for the broken one says why it is not

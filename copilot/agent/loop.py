@@ -38,6 +38,7 @@ from copilot.llm.budget import Fitted, ImageBudget, fit
 from copilot.llm.calls import RetryPolicy, request_round
 from copilot.llm.connect import connect, explain
 from copilot.llm.profiles import check_reasoning, check_tool_protocol, configuration, profile_for
+from copilot.llm.providers import PROVIDERS
 from copilot.llm.text_tools import TextTools
 from copilot.llm.types import PROVIDER_STATE, ChatRequest, ModelError, Reply, ToolCall, ToolDecl, Usage, image_limit_of
 from copilot.session import Session
@@ -301,7 +302,8 @@ class ChatAgent:
         base_url = redact_text(self.spec.base_url) if self.spec.base_url else None
         record = {**self.spec.describe(), "base_url": base_url, "budget": budget, **more,
                   "prompt_sha256": prompt_sha256, "profile": self.profile.record(), "request": self.request_record(),
-                  "config": self.config_key()}  # fmt: skip
+                  "config": self.config_key(),
+                  "provider_telemetry_name": PROVIDERS[self.spec.provider].telemetry_name}  # fmt: skip
         if self.profile.warning:
             record["profile_warning"] = self.profile.warning
         return record

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from copilot.llm.calls import ChatModel
 from copilot.llm.profiles import profile_for
@@ -25,7 +26,8 @@ def wire_class(spec: ModelSpec, wire: str | None = None) -> Any:
     provider = PROVIDERS[spec.provider]
     profile = profile_for(spec.provider, spec.model)
     chosen = wire or profile.wire
-    own_service = spec.provider == "openai" and (not spec.base_url or "api.openai.com" in spec.base_url)
+    own = provider.own_host
+    own_service = own is not None and (not spec.base_url or own in (urlsplit(spec.base_url).hostname or ""))
     if chosen == "openai-responses" and (own_service or wire == "openai-responses"):
         module, _, cls = RESPONSES.partition(":")
         return getattr(importlib.import_module(module), cls)

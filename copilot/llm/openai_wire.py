@@ -12,6 +12,7 @@ import openai
 from copilot.llm.convert import new_call_id, without_state
 from copilot.llm.inflight import InFlight
 from copilot.llm.profiles import ModelProfile, profile_for
+from copilot.llm.providers import PROVIDERS
 from copilot.llm.spec import ModelSpec
 from copilot.llm.types import ChatRequest, ModelError, Reply, ToolCall, Usage, classify_status
 
@@ -31,7 +32,7 @@ def sdk_client(spec: ModelSpec, timeout_s: float) -> Any:
     """The `openai` SDK client of a spec: no retries of its own (ours are bounded by the round's deadline) and no
     redirect followed (a 3xx is an error naming its target, so no key or view is ever sent elsewhere)."""
     http = openai.DefaultHttpxClient(follow_redirects=False, timeout=timeout_s)
-    if spec.provider == "azure":
+    if PROVIDERS[spec.provider].client == "azure":
         return openai.AzureOpenAI(azure_endpoint=spec.base_url or "", api_key=spec.api_key,
                                   api_version=spec.api_version, timeout=timeout_s, max_retries=0,
                                   http_client=http)  # fmt: skip

@@ -18,7 +18,6 @@ from copilot.llm.providers import PROVIDERS, Provider
 from copilot.trace.redact import redact_text
 
 SECRET_QUERY_NAMES = ("key", "api_key", "apikey", "api-key", "token", "access_token", "password", "secret", "sig")
-AZURE_API_VERSION = "2024-10-21"
 
 
 class SpecError(ValueError):
@@ -55,7 +54,7 @@ def is_model_policy(policy: str) -> bool:
 
 
 def model_policy_help() -> str:
-    return " | ".join(f"{name}[:MODEL]" if name != "local" else "local:URL" for name in PROVIDERS)
+    return " | ".join(p.spec_help for p in PROVIDERS.values())
 
 
 def model_of(policy: str, model: str | None = None) -> str:
@@ -63,7 +62,7 @@ def model_of(policy: str, model: str | None = None) -> str:
     if model:
         return model
     provider = provider_of(policy)
-    if provider is None or ":" not in policy or provider.name == "local":
+    if provider is None or ":" not in policy or provider.spec_form == "url":
         return policy
     return policy.split(":", 1)[1]
 
@@ -113,32 +112,30 @@ def parse_policy(
     if provider is None:
         raise SpecError(f"{policy!r} is not a model policy; use {model_policy_help()}")
     rest = policy.split(":", 1)[1] if ":" in policy else ""
-    if provider.name == "local":
+    if provider.spec_form == "url":  # the spec names the server; the model comes from --model or its listing
         base_url = base_url or rest or None
-        if not base_url:
-            raise SpecError("local: name the server, e.g. local:http://127.0.0.1:11434/v1 (Ollama)")
         chosen = model or env.get("MEDCOPILOT_MODEL") or ""
     else:
         chosen = model or rest or env.get("MEDCOPILOT_MODEL") or provider.default_model or ""
         base_url = base_url or (env.get(provider.base_url_env) if provider.base_url_env else None) or None
-    if provider.name == "azure":
-        if not base_url:
-            raise SpecError("azure: set AZURE_OPENAI_ENDPOINT (https://RESOURCE.openai.azure.com) or --base-url")
-        if not chosen:
-            raise SpecError("azure: name the deployment, e.g. azure:gpt-4o-prod")
+    if provider.base_url_hint and not base_url:
+        raise SpecError(provider.base_url_hint)
+    if provider.model_hint and not chosen:
+        raise SpecError(provider.model_hint)
     if base_url:
         check_url(base_url)
     key = resolve_key(provider, env)
-    version = env.get("OPENAI_API_VERSION", AZURE_API_VERSION) if provider.name == "azure" else None
+    version = None
+    if provider.api_version_env:
+        version = env.get(provider.api_version_env, provider.api_version_default or "") or None
     return ModelSpec(provider.name, chosen, provider.wire, base_url, key, version)
 
 
 def service_problem(spec: ModelSpec, env: Mapping[str, str] | None = None) -> str | None:
     """Why no request can be made with this spec (one line naming the setting), or None."""
     provider = PROVIDERS[spec.provider]
-    if spec.provider == "openai" and not spec.base_url and not spec.api_key:
-        return ("no model service configured: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible server, "
-                "or OPENAI_API_KEY for https://api.openai.com/v1 (docs/models.md)")  # fmt: skip
+    if provider.unconfigured and not spec.base_url and not spec.api_key:
+        return provider.unconfigured
     if provider.needs_key and not spec.api_key:
         names = " or ".join(provider.key_env)
         return f"no key for {spec.provider}: set {names} (or {provider.key_env[0]}_FILE, a chmod 600 file)"

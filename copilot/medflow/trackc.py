@@ -133,7 +133,9 @@ def add_trackc_parser(bsub: Any) -> None:
     """Register `bench trackc` under the `bench` sub-commands."""
     p = bsub.add_parser("trackc", help="Track C: montages + task prompt to a model, scored")
     p.add_argument("--cases", required=True)
-    p.add_argument("--policy", required=True, help="a model policy: openai[:MODEL], anthropic:MODEL, gemini:MODEL…")
+    from copilot.llm.spec import model_policy_help
+
+    p.add_argument("--policy", required=True, help=f"a model policy: {model_policy_help()}")
     p.add_argument("--out", required=True, help="run folder (its results.sqlite gains the Track C rows)")
     p.add_argument("--base-url", default=None, help="the model service (default: the provider's own)")
     p.set_defaults(func=_cmd)

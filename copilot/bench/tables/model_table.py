@@ -21,7 +21,6 @@ FAMILIES = ("general", "medical", "native3d")
 ACCESS_TITLES = {"closed": "Closed-source models", "open": "Open-weight / open-source models"}
 FAMILY_TITLES = {"general": "General-purpose models", "medical": "Medical-domain models",
                  "native3d": "Native 3D VLMs"}  # fmt: skip
-HOSTED = ("openai", "azure", "anthropic", "gemini")  # providers whose models are closed unless declared
 MEDICAL_PATTERNS = ("medgemma", "lingshu", "radfm", "m3d", "llava-med", "biomedgpt", "med-flamingo", "huatuo",
                     "meditron", "medical")  # fmt: skip
 
@@ -78,7 +77,7 @@ def model_info(model: str, policy: str = "") -> ModelInfo:
     name = model.lower()
     declared = next(((a, f) for pattern, a, f in _declared() if pattern in name), None)
     provider = provider_of(policy)
-    access = declared[0] if declared else ("closed" if provider is not None and provider.name in HOSTED else "open")
+    access = declared[0] if declared else ("closed" if provider is not None and provider.hosted else "open")
     family = declared[1] if declared else "general"
     if family != "native3d" and (os.environ.get("MEDCOPILOT_MEDICAL_MODELS") or not declared):
         family = "medical" if any(p in name for p in medical_models()) else "general"
