@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 HTTP_STATUS = {
+    "method_not_allowed": 405,
     "unknown_handler": 404,
     "not_in_track": 403,
     "unauthorized": 401,
@@ -21,6 +22,14 @@ class HandlerError(Exception):
 
     def to_json(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+
+class MethodNotAllowed(HandlerError):
+    """A known path asked with a method it does not take: 405, with the methods it does (HTTP's `Allow`)."""
+
+    def __init__(self, message: str, allow: tuple[str, ...]) -> None:
+        super().__init__("method_not_allowed", message, status=405)
+        self.allow = allow
 
 
 class ViewerError(HandlerError):

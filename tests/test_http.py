@@ -51,7 +51,9 @@ def test_status_codes(server: RunningServer) -> None:
     assert c.call("nope", {}).status == 404
     assert c.request("POST", "/medcopilot/v1/handlers/ping", b"{not json").status == 400
     assert c.request("GET", "/medcopilot/v1/nothing").status == 404
-    assert c.request("DELETE", "/medcopilot/v1/state").status == 405
+    refused = c.request("DELETE", "/medcopilot/v1/state")
+    assert refused.status == 405 and refused.error_code == "method_not_allowed"
+    assert refused.headers.get("allow") == "GET"  # HTTP's Allow: the methods the path takes
     assert c.call("set_slice_offset", {"view": "red", "offset": 1e9}).status == 422
 
 
@@ -115,7 +117,8 @@ def test_slicer_subset_without_token_on_loopback(server: RunningServer) -> None:
     assert json.dumps(c.state(), sort_keys=True) == before  # read-only: nothing moved
     assert c.request("GET", "/slicer/slice?view=red&offset=abc", auth=False).status == 422
     assert c.request("GET", "/slicer/slice?view=red&size=99999", auth=False).status == 422
-    assert c.request("POST", "/slicer/slice", {}, auth=False).status == 405
+    posted = c.request("POST", "/slicer/slice", {}, auth=False)
+    assert posted.status == 405 and posted.headers.get("allow") == "GET"
     assert c.request("GET", "/slicer/gui", auth=False).status == 404
 
 

@@ -10,7 +10,7 @@ import base64
 import http.client
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +23,7 @@ class Reply:
 
     status: int
     body: Any
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
 
     @property
     def ok(self) -> bool:
@@ -97,6 +98,7 @@ class RemoteViewer:
                 resp = conn.getresponse()
                 payload = resp.read()
                 ctype = resp.getheader("Content-Type", "")
+                got = {k.lower(): v for k, v in resp.getheaders()}
                 break
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 conn.close()
@@ -106,8 +108,8 @@ class RemoteViewer:
                 if not self.keep_alive:
                     conn.close()
         if raw or not ctype.startswith("application/json"):
-            return Reply(resp.status, payload)
-        return Reply(resp.status, json.loads(payload))
+            return Reply(resp.status, payload, got)
+        return Reply(resp.status, json.loads(payload), got)
 
     def call(self, name: str, args: dict[str, Any] | None = None) -> Reply:
         return self.request("POST", f"/medcopilot/v1/handlers/{name}", args if args is not None else {})

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from copilot.errors import HandlerError
+from copilot.errors import HandlerError, MethodNotAllowed
 from copilot.server.limits import DEFAULT_LIMITS, Limits, parse_json_body
 from copilot.server.openapi import openapi_document
 from copilot.server.routes import API, ROUTES, error, find_route
@@ -47,6 +47,10 @@ def dispatch(
         route, params = find_route(method, path, jobs is not None)
         request = Request(params, session, body, jobs, limits, actor, timeout, query)
         return ANSWERS[route.operation](request)
+    except MethodNotAllowed as exc:  # the methods the path takes travel with the refusal (the Allow header)
+        body = error(exc.code, exc.message)
+        body["error"]["allow"] = list(exc.allow)
+        return exc.status, body
     except HandlerError as exc:
         return exc.status, error(exc.code, exc.message)
 

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
-from copilot.errors import HandlerError
+from copilot.errors import HandlerError, MethodNotAllowed
 from copilot.jobs import JobManager
 from copilot.kinds import viewer_kind
 from copilot.server.body import json_body
@@ -73,7 +73,8 @@ class HandlerApp:
             extra = {"Connection": "close"} if r.close else {}
             response = self._response(r.error.status, _error_body(r.error.code, r.error.message), extra=extra)
         except HandlerError as exc:
-            response = self._response(exc.status, _error_body(exc.code, exc.message))
+            allow = {"Allow": ", ".join(exc.allow)} if isinstance(exc, MethodNotAllowed) else None
+            response = self._response(exc.status, _error_body(exc.code, exc.message), extra=allow)
         except Exception as exc:  # never a dropped connection: a JSON 500 naming the failure
             response = self._response(500, _error_body("internal_error", f"{type(exc).__name__}: {exc}"))
         await response(scope, receive, send)
@@ -156,11 +157,12 @@ class HandlerApp:
             dispatch, server.session, method, path[len(API) :], body, jobs=server.jobs, limits=server.limits,
             query=query,
         )  # fmt: skip
-        return self._response(status, _body(obj))
+        allow = obj.get("error", {}).get("allow") if status == 405 and isinstance(obj, dict) else None
+        return self._response(status, _body(obj), extra={"Allow": ", ".join(allow)} if allow else None)
 
     async def _slicer(self, method: str, path: str, query: str) -> Response:
         if method != "GET":
-            raise HandlerError("read_only", "the /slicer subset is read-only", status=405)
+            raise MethodNotAllowed("the /slicer subset is read-only: it takes GET", ("GET",))
         if not viewer_kind(self.server.session.kind).slicer_api:
             raise HandlerError("not_found", "the /slicer subset is served for radiology cases only", status=404)
         status, ctype, body = await run_in_threadpool(self.server.compat.handle, path, parse_qs(query))

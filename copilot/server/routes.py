@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from copilot.errors import HandlerError
+from copilot.errors import HandlerError, MethodNotAllowed
 
 API = "/medcopilot/v1"
 
@@ -53,16 +53,17 @@ def error(code: str, message: str) -> dict[str, Any]:
 
 def find_route(method: str, path: str, jobs: bool = True) -> tuple[Route, dict[str, str]]:
     """The route of a request; 404 for an unknown path, 405 for a known path with another method."""
-    known = False
+    allowed: list[str] = []
     for route in ROUTES:
         params = route.match(path)
         if params is None or (route.path.startswith("/jobs") and not jobs):
             continue
-        known = True
+        allowed.append(route.method)
         if route.method == method:
             return route, params
-    if known:
-        raise HandlerError("not_found", f"no route {method} {API}{path}", status=405)
+    if allowed:
+        raise MethodNotAllowed(f"{API}{path} takes {', '.join(sorted(set(allowed)))}, not {method}",
+                               tuple(sorted(set(allowed))))  # fmt: skip
     raise HandlerError("not_found", f"no route {method} {API}{path}", status=404)
 
 
