@@ -225,9 +225,13 @@ def _raw_nifti_header(path: Path) -> Any:
     return cls.from_fileobj(io.BytesIO(head), check=False)
 
 
+SHEAR_TOLERANCE = 1e-4  # |cos| between two voxel axes beyond which a grid is sheared (ITK refuses such a sform)
+
+
 def check_nifti_geometry(header: Any, name: str) -> None:
     """Refuse a NIfTI header whose voxel size or orientation is zero, negative, degenerate or not finite
-    (`invalid_geometry`): ITK would replace them by 1 mm or the identity."""
+    (`invalid_geometry`): ITK would replace them by 1 mm or the identity; and one whose only transform, the sform,
+    shears the grid (`sheared_grid`), which ITK refuses with a raw error."""
     ndim = int(header["dim"][0])
     pixdim = np.asarray(header["pixdim"], dtype=float)[1 : 1 + min(max(ndim, 1), 3)]
     if not np.isfinite(pixdim).all() or (pixdim <= 0).any():
@@ -248,6 +252,17 @@ def check_nifti_geometry(header: Any, name: str) -> None:
             raise VolumeLoadError(
                 f"{name}: the sform {srow.tolist()} is not finite or is degenerate", "invalid_geometry"
             )
+        if int(header["qform_code"]) <= 0:  # the sform alone places the grid: it must not shear it
+            axes = srow[:, :3] / np.linalg.norm(srow[:, :3], axis=0)
+            cosines = np.abs(axes.T @ axes - np.eye(3))
+            if float(cosines.max()) > SHEAR_TOLERANCE:
+                angle = float(np.degrees(np.arccos(min(1.0, float(cosines.max())))))
+                raise VolumeLoadError(
+                    f"{name}: its sform shears the voxel grid (axes {angle:.1f}° apart, not 90°) and it has no "
+                    "qform: a sheared grid cannot be shown as acquired; save it resampled to an orthogonal grid, or "
+                    "with a qform",
+                    "sheared_grid",
+                )
 
 
 def check_nifti_complete(path: Path) -> Any:
