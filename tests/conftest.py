@@ -73,6 +73,8 @@ SLOW_TESTS = (
     "test_nsclc_two_ct_series_uses_the_one_the_seg_references",
     "test_desktop_store_on_a_pacs_study_asks_and_stores",
     "test_gui_series_option_never_waits_on_a_dialog",
+    "test_no_spelling_typed_into_chat_reaches_a_request",
+    "test_the_remote_service_gets_the_burnt_in_name_blanked",
     "test_seg_validates_with_any_slice_thickness",
     "test_chat_prints_the_banner_once_and_no_request_carries_it",
 )
