@@ -218,6 +218,18 @@ def test_live_export_sends_the_same_spans_with_approvals_and_writes(
         (s["spanId"], s["name"], s["attributes"]) for s in live]
 
 
+def test_a_trace_cut_short_exports_its_episode_marked_incomplete(episode: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    lines = (episode / "trace.jsonl").read_text().splitlines()
+    (cut / "trace.jsonl").write_text("\n".join(lines[:6]) + "\n")  # a valid chain that never reached its end
+    out = tmp_path / "spans.json"
+    assert main(["trace", "export-otel", str(cut), "--out", str(out)]) == 0
+    root = _spans(json.loads(out.read_text()))[-1]
+    assert root["name"] == "invoke_agent medcopilot" and _attrs(root)["medcopilot.trace.incomplete"] is True
+    assert int(root["endTimeUnixNano"]) == round(json.loads(lines[5])["time"] * 1e9)  # ended at its last event
+
+
 def test_collector_settings_are_checked(capsys: pytest.CaptureFixture[str], episode: Path) -> None:
     env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/custom", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}
     assert target_from_env(env).url == "http://c:4318/custom"  # the signal's own endpoint is used as it is

@@ -137,6 +137,7 @@ class SpanBuilder:
         root = self.root
         if root is None:
             return []
+        root.end = max(root.end, float(event.get("time", root.end)))  # the episode lasts to its last event
         if kind == "agent_start":
             self._agent(event, root)
         elif kind == "model_turn":
@@ -268,7 +269,6 @@ class SpanBuilder:
         if kind == "final_answer":
             root.attributes["medcopilot.rounds"] = event.get("rounds")
         root.events.append((kind, float(event.get("time", root.start)), {**attrs, **link(event)}))
-        root.end = max(root.end, float(event.get("time", root.end)))
 
 
 def _plain(v: Any) -> Any:
