@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.bench.measures import dimensions as D
-from copilot.bench.measures.configs import config_of
+from copilot.bench.measures.configs import config_of, label
 from copilot.bench.measures.trace_facts import SOURCE_CHECKED
 from copilot.bench.measures.workflow_audit import balanced_accuracy, macro_f1
 from copilot.bench.scoring.stats import bootstrap_ci
@@ -187,6 +187,35 @@ def _dims(r: dict[str, Any]) -> dict[str, float]:
     return {d: float(v["score"]) for d, v in dims.items() if isinstance(v, dict) and v.get("score") is not None}
 
 
+def _balanced(strata: dict[tuple[str, str], list[tuple[float, float | None]]]) -> dict[str, Any]:
+    """A fault's detection rate, target drop and margin as the mean of its strata's means (strata listed with
+    their pairs); the means pooled over pairs are kept beside them as `*_pooled`."""
+    if not strata:
+        return {"strata": [], "detection_rate": None, "target_drop": None, "selectivity_margin": None}
+
+    def over(values: list[float | None]) -> float | None:
+        vs = [v for v in values if v is not None]
+        return sum(vs) / len(vs) if vs else None
+
+    per = {k: (over([float(d > 1e-12) for d, _ in v]), over([d for d, _ in v]), over([m for _, m in v]))
+           for k, v in sorted(strata.items())}  # fmt: skip
+    return {
+        "strata": [{"configuration": c, "module": m, "pairs": len(strata[(c, m)])} for c, m in per],
+        "detection_rate": over([x[0] for x in per.values()]),
+        "target_drop": over([x[1] for x in per.values()]),
+        "selectivity_margin": over([x[2] for x in per.values()]),
+    }
+
+
+def _confusion(truth: list[str], pred: list[str]) -> dict[str, Any]:
+    """The localisation's confusion matrix (target → predicted → pairs) and each target dimension's recall."""
+    dims = [d for d in D.DIMENSIONS if d in truth or d in pred]
+    matrix = {t: {p: sum(1 for a, b in zip(truth, pred, strict=True) if (a, b) == (t, p)) for p in dims}
+              for t in dims if t in truth}  # fmt: skip
+    recall = {t: row[t] / sum(row.values()) for t, row in matrix.items() if sum(row.values())}
+    return {"confusion": matrix, "recall": recall}
+
+
 def _permutation_p(truth: list[str], pred: list[str], observed: float | None) -> float | None:
     """Share of label permutations whose balanced accuracy reaches the observed one ((1 + k) / (1 + N))."""
     if observed is None or len(set(truth)) < 2:
@@ -215,12 +244,16 @@ def fault_statistics(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]
     """Per fault over its (clean, perturbed) pairs of one configuration, case, repeat and seed whose target dimension
     is defined on both: pairs, detection rate (target drop > 0), the mean drop ΔS_d = S_d(clean) − S_d(perturbed) of
     every dimension defined on both, the mean target drop and selectivity margin m = ΔS_d* − max_{d ≠ d*} ΔS_d with
-    95 % bootstrap intervals; over all pairs, localisation by the largest drop (ties in F…B order), scored by
-    balanced accuracy and macro-F1 against the target, with the permutation p-value."""
+    95 % bootstrap intervals over pairs; the detection rate, target drop and margin are balanced as seed 001
+    balances by benchmark: the mean over (configuration, module) strata of each stratum's mean, so no stratum
+    outweighs another by its size (the pooled means beside them); over all pairs, localisation by the largest
+    drop (ties in F…B order): the confusion matrix (target × predicted), each dimension's recall, balanced
+    accuracy and macro-F1 against the target, with the permutation p-value."""
     key = lambda r: (config_of(r), r["case_id"], r.get("repeat", 0), r.get("seed", 0))  # noqa: E731
     by_key = {key(r): r for r in clean}
     drops: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     margins: dict[str, list[float]] = defaultdict(list)
+    strata: dict[str, dict[tuple[str, str], list[tuple[float, float | None]]]] = defaultdict(lambda: defaultdict(list))
     truth: list[str] = []
     pred: list[str] = []
     for r in perturbed:
@@ -236,8 +269,10 @@ def fault_statistics(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]
         for d, v in delta.items():
             drops[name][d].append(v)
         others = [v for d, v in delta.items() if d != target]
-        if others:
-            margins[name].append(delta[target] - max(others))
+        margin = delta[target] - max(others) if others else None
+        if margin is not None:
+            margins[name].append(margin)
+        strata[name][(label(config_of(r)), str(r.get("module") or ""))].append((delta[target], margin))
         truth.append(target)
         pred.append(max((d for d in D.DIMENSIONS if d in delta), key=lambda d: delta[d]))
     per = {}
@@ -247,12 +282,13 @@ def fault_statistics(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]
         per[name] = {
             "target": target,
             "pairs": len(ds),
-            "detection_rate": sum(d > 1e-12 for d in ds) / len(ds) if ds else None,
+            "detection_rate_pooled": sum(d > 1e-12 for d in ds) / len(ds) if ds else None,
             "mean_drop": {d: sum(v) / len(v) for d, v in drops[name].items()} if name in drops else {},
-            "target_drop": sum(ds) / len(ds) if ds else None,
+            "target_drop_pooled": sum(ds) / len(ds) if ds else None,
             "target_drop_ci": bootstrap_ci(ds),
-            "selectivity_margin": sum(ms) / len(ms) if ms else None,
+            "selectivity_margin_pooled": sum(ms) / len(ms) if ms else None,
             "selectivity_margin_ci": bootstrap_ci(ms),
+            **_balanced(strata.get(name, {})),
         }
     bal = balanced_accuracy(truth, pred)
     return {
@@ -262,6 +298,7 @@ def fault_statistics(clean: list[dict[str, Any]], perturbed: list[dict[str, Any]
             "balanced_accuracy": bal,
             "macro_f1": macro_f1(truth, pred),
             "permutation_p": _permutation_p(truth, pred, bal),
+            **_confusion(truth, pred),
         },
     }
 
@@ -303,5 +340,7 @@ def statistics_html(stats: dict[str, Any]) -> str:
         "<th>Fault</th><th>Target</th><th>pairs</th><th>detected</th><th>target drop [95% CI]</th>"
         f"<th>selectivity margin [95% CI]</th></tr>{body}</table><p class=\"caption\">Fault localisation by the "
         f"largest drop over {loc['pairs']} pairs: balanced accuracy {f(loc['balanced_accuracy'])}, macro-F1 "
-        f"{f(loc['macro_f1'])}, permutation p = {p_text(loc['permutation_p'])}.</p>"
+        f"{f(loc['macro_f1'])}, permutation p = {p_text(loc['permutation_p'])}; recall "
+        + html.escape(", ".join(f"{d} {v:.2f}" for d, v in (loc.get("recall") or {}).items()) or "—")
+        + ". Detection, drop and margin: the mean over (configuration, module) strata.</p>"
     )

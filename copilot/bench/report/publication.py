@@ -53,6 +53,12 @@ def perturbation_table(stats: dict[str, Any] | None) -> Table:
         caption += (f" Localisation by the largest drop over {loc.get('pairs')} pairs: balanced accuracy "
                     f"{_num(loc.get('balanced_accuracy'))}, macro-F1 {_num(loc.get('macro_f1'))}, permutation p "
                     f"{_num(loc.get('permutation_p'))}.")  # fmt: skip
+        if loc.get("recall"):
+            caption += " Per-dimension recall: " + ", ".join(f"{d} {_num(v)}" for d, v in loc["recall"].items())
+            caption += "; confusion (target → predicted): " + "; ".join(
+                f"{t} → " + ", ".join(f"{p} {n}" for p, n in row.items() if n) for t, row in loc["confusion"].items()
+            ) + "."  # fmt: skip
+    caption += " Detection, drop and margin are balanced: the mean over (configuration, module) strata."
     t = Table("perturbations", "Single-fault perturbations", caption,
               [[("Fault", 1), ("Target", 1), ("Pairs", 1), ("Detected", 1), ("Target drop", 1),
                 ("Selectivity margin", 1)]])  # fmt: skip
