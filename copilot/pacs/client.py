@@ -17,7 +17,7 @@ from copilot.pacs.jsonstream import JsonArrayItems
 from copilot.pacs.limits import Deadline, PacsLimits
 from copilot.pacs.multipart import MultipartReader, PartSink, boundary_of
 from copilot.pacs.printable import printable_or_none
-from copilot.pacs.query import query_string, study_filters
+from copilot.pacs.query import name_forms, query_string, study_filters
 from copilot.pacs.transport import bound_posts, open_stream
 from copilot.pacs.urls import UID_RE, service_root
 
@@ -121,6 +121,17 @@ class PacsClient:
             raise PacsError("invalid_query", "--limit must be 1 to 1000 and --offset at least 0")
         filters = study_filters(patient_id, modality, date, patient_name, accession, description)
         deadline = self.deadline()
+        for form in name_forms(patient_name)[1:] if patient_name else []:  # "Given Family": the other order too
+            page = self._page({**filters}, modality, limit, offset, deadline)
+            if page.studies or page.more or page.left_out:
+                return page
+            filters["PatientName"] = form
+        return self._page(filters, modality, limit, offset, deadline)
+
+    def _page(
+        self, filters: dict[str, str], modality: str | None, limit: int, offset: int, deadline: Deadline,
+    ) -> SearchPage:  # fmt: skip
+        """One page of the studies matching `filters`."""
         params = {**filters, "limit": limit + 1, "offset": offset, "includefield": list(STUDY_FIELDS)}
         found, cut, headers = self._json("/studies", params, limit + 1, "a study search", deadline)
         more = cut or len(found) > limit

@@ -69,6 +69,27 @@ def _contains(value: str, what: str) -> str:
     return text if "*" in text or "?" in text else "*" + "*".join(text.split()) + "*"
 
 
+def name_forms(typed: str) -> list[str]:
+    """The PatientName patterns of a name as people type it, the likeliest first: "Family, Given" and DICOM's
+    "Family^Given" as that person name; "Given Family" as typed, then with its last word first (DICOM stores the
+    family name first); one word, the names that start with it; the user's own wildcards as given. `^` and spaces
+    are sent as `?` (any one character): some servers never decode an escaped one in a query."""
+    name = _text(typed, "a patient name")
+
+    def pattern(parts: list[str]) -> str:
+        return "?".join(w for part in parts for w in part.split()) + "*"
+
+    if "*" in name or "?" in name:
+        return [name.replace("^", "?").replace(" ", "?")]
+    if "," in name:
+        family, _, given = name.partition(",")
+        return [pattern([family, given])]
+    words = name.split()
+    if "^" in name or len(words) < 2:
+        return [name.replace("^", "?").replace(" ", "?") + "*"]
+    return [pattern(words), pattern([words[-1], *words[:-1]])]
+
+
 def study_filters(
     patient_id: str | None = None, modality: str | None = None, date: str | None = None,
     patient_name: str | None = None, accession: str | None = None, description: str | None = None,
@@ -78,11 +99,7 @@ def study_filters(
     if patient_id:
         filters["PatientID"] = _text(patient_id, "a patient ID")
     if patient_name:
-        name = _text(patient_name, "a patient name")
-        wild = "*" in name or "?" in name
-        # `^` and spaces as `?` (any one character): some servers never decode an escaped one in a query
-        name = name.replace("^", "?").replace(" ", "?")
-        filters["PatientName"] = name if wild else f"{name}*"
+        filters["PatientName"] = name_forms(patient_name)[0]
     if accession:
         filters["AccessionNumber"] = _text(accession, "an accession number").replace(" ", "?")
     if description:
