@@ -102,3 +102,20 @@ def test_no_spelling_typed_into_chat_reaches_a_request(
     folded = fold(sent)
     assert [s for s in ("mueller", "muller", "4471", "88317", "1961", "third of march") if s in folded] == []
     assert capsys.readouterr().err.count("removed from your question before it was sent") == len(questions)
+
+
+def test_a_series_description_naming_the_patient_is_neither_drawn_nor_sent(tmp_path: Path) -> None:
+    from copilot.panel.studies import open_study, study_for
+    from copilot.study.privacy import check_images
+
+    folder = tmp_path / "named"
+    data = np.zeros((4, 16, 16), dtype=np.int16)
+    write_dicom_series(folder, data, "2.25.4455", "x", 7)
+    tag(folder, {**TAGS, "SeriesDescription": "Mueller Hans CT thorax"})
+    session = open_study(study_for(str(folder)), tmp_path / "trace")
+    try:
+        [volume] = session.snapshot()["volumes"]
+        assert volume["name"] == "Series 7"  # not the description holding the patient's name
+        check_images(session, Redactor(study_identifiers(folder, {"volumes": ["."]}, "radiology")))  # not refused
+    finally:
+        session.close({"status": "test"})

@@ -12,6 +12,8 @@ put together (`copilot.engine.volume.dicom_multiframe`).
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -149,12 +151,35 @@ def _rescale(ds: pydicom.Dataset, frames: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _series_name(ds: pydicom.Dataset, fallback: str) -> str:
-    """Scene name of a series: its description, else its number, else the folder name."""
+    """Scene name of a series: its description (unless it names the patient), else its number, else the folder
+    name."""
     desc = str(getattr(ds, "SeriesDescription", "") or "").strip()
-    if desc:
+    if desc and not names_patient(desc, ds):
         return desc
     number = getattr(ds, "SeriesNumber", None)
     return f"Series {number}" if number is not None else fallback
+
+
+def _plain_words(text: str) -> list[str]:
+    """Words of a text folded (case, accents) for comparison."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+    return re.findall(r"[^\W_]+", folded)
+
+
+def names_patient(text: str, ds: pydicom.Dataset) -> bool:
+    """Whether a description holds a word of the patient's name (three letters or more), their ID or the
+    accession number, as the header itself gives them: such a description is never drawn on a view nor sent."""
+    words = set(_plain_words(text))
+    joined = "".join(_plain_words(text))
+    name = str(getattr(ds, "PatientName", "") or "").replace("^", " ")
+    spelt = "".join({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}.get(c, c) for c in name.casefold())  # Mueller
+    if any(len(w) >= 3 and w in words for w in {*_plain_words(name), *_plain_words(spelt)}):
+        return True
+    for key in ("PatientID", "AccessionNumber"):
+        value = "".join(_plain_words(str(getattr(ds, key, "") or "")))
+        if len(value) >= 4 and value in joined:
+            return True
+    return False
 
 
 def _modality(ds: pydicom.Dataset) -> str:
