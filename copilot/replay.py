@@ -110,6 +110,11 @@ class TraceReplay:
             raise ReplaySetupError(f"cannot rebuild the session: {exc}", len(self.events)) from exc
 
     @property
+    def truncated(self) -> bool:
+        """Whether the trace ends without its `episode_end` event (never a complete record; see `TRUNCATED`)."""
+        return self.events[-1]["type"] != "episode_end"
+
+    @property
     def final(self) -> dict[str, Any]:
         """The `episode_end` event (the final answer and status), empty when the trace has none."""
         return next((e for e in reversed(self.events) if e["type"] == "episode_end"), {})
@@ -153,7 +158,7 @@ def replay(trace_dir: str | Path, case_dir: str | Path | None = None) -> ReplayR
             ev = done.event
             return ReplayReport(False, len(run.events), calls, f"event {ev['seq']} ({ev['handler']}): {done.problem}",
                                 ev["seq"])  # fmt: skip
-    if run.events[-1]["type"] != "episode_end":  # every call reproduced, but the session never closed its trace
+    if run.truncated:  # every call reproduced, but the session never closed its trace
         return ReplayReport(False, len(run.events), calls, TRUNCATED, len(run.events))
     return ReplayReport(True, len(run.events), calls, exports=exports)
 

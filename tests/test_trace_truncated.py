@@ -48,6 +48,9 @@ def test_a_full_disk_stops_the_session_with_a_named_error(brain_case: Path, tmp_
     assert not report.ok and "truncated" in report.summary() and report.calls == 2
     (info,) = list_sessions(tmp_path / "sessions")
     assert info.status == "truncated"
+    from copilot.panel.timeline import TraceTimeline
+
+    assert TraceTimeline(tmp_path / "sessions" / info.name).truncated  # the desktop's replay knows it too
 
 
 def test_the_clinician_sees_the_named_error(brain_case: Path, tmp_path: Path) -> None:

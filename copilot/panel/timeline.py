@@ -61,6 +61,7 @@ class TraceTimeline:
         assert isinstance(run.case, Study)
         self.study: Study = run.case
         self.final: dict[str, Any] = run.final
+        self.truncated = run.truncated  # no episode_end: what it holds replays, but it is not a complete record
         self.steps = [self._step(done) for done in run.calls()]
         self.position = len(self.steps) - 1
 
