@@ -18,6 +18,7 @@ from copilot.bench.tables.render import to_markdown
 from copilot.cli import main
 from copilot.medflow import make_cases
 from copilot.medflow.runs import read_results
+from copilot.replay import replay
 from tests.oracle import evidence_block, perfect_evidence
 
 SLIDE_ANSWER = ('{"selected_option": "G", "wsi_label": "IC", "confidence": 0.4, "brief_rationale": "nests", '
@@ -108,6 +109,7 @@ def test_samples_run_through_the_audited_handlers(runs: dict[str, Any]) -> None:
     calls = [e for e in events if e.get("actor") == "agent"]
     assert [(e["handler"], e["tool_call_id"]) for e in calls] == [("set_slice_offset", "call_0"), ("jump", "call_0")]
     assert [e["type"] for e in events].count("model_turn") == 3 and events[-1]["type"] == "episode_end"
+    assert replay(trace.parent).ok  # every state and image hash of the sample reproduced
     start = next(e for e in events if e["type"] == "agent_start")
     assert (start["provider"], start["model"], start["budget"]) == ("mockllm", "model", 20)
     spans = runs["tmp"] / "spans.json"  # the episode as OpenTelemetry spans, like any other trace
