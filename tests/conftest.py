@@ -77,6 +77,11 @@ SLOW_TESTS = (
     "test_the_remote_service_gets_the_burnt_in_name_blanked",
     "test_seg_validates_with_any_slice_thickness",
     "test_chat_prints_the_banner_once_and_no_request_carries_it",
+    "test_an_undo_and_a_new_point_of_the_same_label_void_the_consent",
+    "test_a_plugin_reusing_a_core_name_is_refused_and_the_core_stays",
+    "test_replacing_a_core_entry_needs_an_explicit_logged_opt_in",
+    "test_the_private_orthanc_refuses_a_remote_client",
+    "test_a_busy_pacs_on_a_store_is_pacs_failed_after_its_retries",
 )
 
 
