@@ -30,7 +30,8 @@ TABLE_9 = {
     "set_layout": {"layout", "size"},
     "fusion": {"background_volume_ref", "foreground_volume_ref", "foreground_opacity", "mode", "view", "size"},
 }
-EVIDENCE = {"bookmark_view", "record_key_slice", "record_point", "measure_distance", "record_measurement"}
+EVIDENCE = {"bookmark_view", "record_key_slice", "record_point", "measure_distance", "record_measurement",
+            "measure_bidirectional", "measure_angle", "measure_ellipse"}
 MEASUREMENTS = {"probe_value", "region_stats"}  # the harness's own reads of values (not in Table 9)
 
 

@@ -43,6 +43,9 @@ HANDLER_IMPLEMENTATION: dict[str, tuple[str, str]] = {
     "probe_value": (PROJECT, "the voxel nearest the point in the volume node's array (IJKToRAS), in HU or SUV"),
     "region_stats": (PROJECT, "the voxels of the volume node's array inside the sphere, box or segment"),
     "record_measurement": (PROJECT, "probe_value's or region_stats' numbers kept as evidence"),
+    "measure_bidirectional": (PROJECT, "two perpendicular lines (RAS); the evidence list is the project's"),
+    "measure_angle": (PROJECT, "three points (RAS); the evidence list is the project's"),
+    "measure_ellipse": (PROJECT, "the voxels of the volume node's array inside the ellipse on its plane"),
     "register_volumes": (
         PROJECT,
         "SimpleITK registration (Slicer's BRAINSFit is a CLI module outside slicer-core); the result is a "

@@ -1,9 +1,9 @@
 """The lesion measurements a response is computed from: this time point's from the session's evidence, earlier ones
 from the patient's earlier response reports (matched by Tracking UID).
 
-A lesion is measured at this time point by distances labelled with its name: the longest is its long axis, the
-next its short (perpendicular) axis. An earlier report gives, per study, its time point and each group's Tracking
-UID with its Long axis and Short axis NUM items.
+A lesion is measured at this time point by a bidirectional measurement labelled with its name, or by distances so
+labelled: the longest is its long axis, the next its short (perpendicular) axis. An earlier report gives, per
+study, its time point and each group's Tracking UID with its Long axis and Short axis NUM items.
 """
 
 from __future__ import annotations
@@ -47,9 +47,16 @@ def measured_lesions(evidence: Iterable[dict[str, Any]]) -> dict[str, Measured]:
     names: dict[str, str] = {}
     for rec in evidence:
         label = str(rec.get("label") or "").strip()
-        if rec.get("kind") == "distance" and label and not GENERIC_LABEL.match(label):
+        if not label or GENERIC_LABEL.match(label):
+            continue
+        if rec.get("kind") == "bidirectional":  # its two axes, as the distances they are
+            axes = [{"a": rec[ax]["a"], "b": rec[ax]["b"], "distance_mm": rec[f"{ax}_mm"]} for ax in ("long", "short")]
+            found.setdefault(name_key(label), []).extend(axes)
+        elif rec.get("kind") == "distance":
             found.setdefault(name_key(label), []).append(rec)
-            names.setdefault(name_key(label), label)
+        else:
+            continue
+        names.setdefault(name_key(label), label)
     out: dict[str, Measured] = {}
     for key, recs in found.items():
         recs = sorted(recs, key=lambda r: -float(r["distance_mm"]))[:2]

@@ -20,9 +20,10 @@ import pydicom
 
 from copilot.engine.volume.dicom_sources import SourceFrame
 from copilot.tools.sr_quantities import quantity_group, ras_to_lps
+from copilot.tools.sr_shapes import SHAPES, shape_groups
 from copilot.tools.tracking import LesionBook
 
-KINDS = ("key_slice", "point", "distance", "measurement")
+KINDS = ("key_slice", "point", "distance", "measurement", *SHAPES)
 GENERIC_LABEL = re.compile(r"(?i)^\s*answer\b")  # labels the Store gives an answer's items: not a lesion's name
 
 
@@ -40,8 +41,10 @@ def finding_key(rec: dict[str, Any]) -> str:
         where = [mm(rec["a"]["ras"]), mm(rec["b"]["ras"])]
     elif kind == "key_slice":
         where = [rec.get("view"), round(float(rec.get("offset_mm") or 0.0), 2)]
-    else:
+    elif kind == "measurement":
         where = {k: rec.get(k) for k in ("shape", "ras", "center_ras", "radius_mm", "size_mm", "segment")}
+    else:  # a shape: everything it records but its number and label
+        where = {k: v for k, v in rec.items() if k not in ("evidence_id", "label")}
     vid = rec.get("volume_id") or (rec.get("a") or {}).get("volume_id")
     return json.dumps([kind, vid, where], sort_keys=True, default=str)
 
@@ -143,10 +146,16 @@ def build_content(
                 )
             )  # fmt: skip
             out.counts["distances"] += 1
-        else:
+        elif kind == "measurement":
             group, values = quantity_group(rec, series, tracking(rec, "measurement"))
             described["values"] = values
             out.groups.append(group)
+            out.counts["measurements"] += 1
+        else:
+            tracking(rec, str(kind))
+            tracked = (out.tracked[-1]["identifier"], out.tracked[-1]["uid"])
+            groups, described["values"] = shape_groups(rec, str(series[0].dataset.FrameOfReferenceUID), tracked)
+            out.groups += groups
             out.counts["measurements"] += 1
         out.described.append(described)
     out.sources = list(used.values())
