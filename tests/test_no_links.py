@@ -194,3 +194,13 @@ def test_a_session_export_copies_no_link(tmp_path: Path, outside: Path) -> None:
     with pytest.raises((LinkedPathError, ValueError)):
         sessions.export_session(folder, tmp_path / "copy2")
     assert sorted(p.name for p in outside.parent.iterdir()) == ["keep.txt"] and _intact(outside)
+
+
+def test_a_linked_pseudonym_key_is_not_read(tmp_path: Path) -> None:
+    from copilot.trace.study_ref import KEY_FILE, pseudonym_key
+
+    planted = tmp_path / "elsewhere-key"
+    planted.write_text("00" * 32)  # a key someone else chose
+    root = private_dir(tmp_path / "sessions")
+    (root / KEY_FILE).symlink_to(planted)
+    assert pseudonym_key(root) != bytes(32)

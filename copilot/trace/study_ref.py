@@ -49,7 +49,8 @@ def pseudonym_key(root: Path | None = None) -> bytes:
                 fh.write(secrets.token_hex(32))
         except FileExistsError:  # made before (or by another session at the same moment)
             pass
-        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), encoding="ascii") as fh:
+            key = bytes.fromhex(fh.read().strip())  # a link planted there is not read (this process's key instead)
     except (OSError, ValueError):  # a read-only home, a damaged key file
         return _SESSION_KEY
     return key if len(key) >= 16 else _SESSION_KEY
