@@ -56,7 +56,13 @@ def _cases_make(ns: argparse.Namespace) -> int:
 
 def _bench_score(ns: argparse.Namespace) -> int:
     from copilot.cases.pack import find_cases
-    from copilot.medflow.score_cli import format_table, read_answers, report_json, score_answers
+    from copilot.medflow.score_cli import format_table, read_answers, report_json, score_answers, track_ops
+
+    try:  # refused before any work: Track B answers name their operation set (Table 3)
+        ops = track_ops(ns.track, ns.ops) if ns.out else ""
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     problems: list[str] = []
     cases = find_cases(ns.cases, problems)
@@ -82,7 +88,7 @@ def _bench_score(ns: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         try:
-            for row in result_rows(scores, answers, ns.model or Path(ns.answers).stem, ns.track, cases):
+            for row in result_rows(scores, answers, ns.model or Path(ns.answers).stem, ns.track, cases, ops):
                 db.insert(row)
             write_report(db.rows(), Path(ns.out) / "report.html", report_columns(), run_dir=ns.out)
         finally:
@@ -607,6 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--out", default=None, help="run folder: add the scored answers to its results.sqlite")
     score.add_argument("--model", default=None, help="model name of the answers (default: the file's stem)")
     score.add_argument("--track", choices=["A", "B", "C"], default="C", help="track of the answers (with --out)")
+    score.add_argument("--ops", default=None, help="operation set of Track B answers (with --out; Table 3)")
     score.add_argument("--rule", action="append", default=None, metavar="NAME=VALUE",
                        help="a scoring option where the paper is ambiguous (bench/scoring/rules.py)")  # fmt: skip
     score.set_defaults(func=_bench_score)

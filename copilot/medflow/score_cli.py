@@ -92,8 +92,24 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def track_ops(track: str, ops: str | None) -> str:
+    """The operation set of scored answers: Track B names a known one (Table 3's columns are operation sets),
+    the other tracks none; anything else is a ValueError before any scoring."""
+    from copilot.tools.operation_sets import operation_sets
+
+    if track != "B":
+        if ops:
+            raise ValueError(f"--ops is for Track B answers; these are Track {track}")
+        return ""
+    known = [n for n in operation_sets() if n != "none"] + ["none"]
+    if not ops or ops not in known:
+        raise ValueError(f"Track B answers need --ops, one of {', '.join(known)}")
+    return ops
+
+
 def result_rows(
-    scores: list[CaseScore], answers: AnswerFile, model: str, track: str = "C", cases: list[CasePack] | None = None
+    scores: list[CaseScore], answers: AnswerFile, model: str, track: str = "C", cases: list[CasePack] | None = None,
+    ops: str = "",
 ) -> list[dict[str, Any]]:
     """Result rows for scored answers (Track C by default), keyed by the rules they were scored under (the
     departures each score recorded), ready for `ResultsDB.insert`; with `cases`, each row's provenance (code
@@ -117,7 +133,7 @@ def result_rows(
             "model": model,
             "policy": "answers",
             "track": track,
-            "ops": "",
+            "ops": ops,
             "budget": 0,
             "backend": "none",
             "seed": 0,

@@ -13,7 +13,7 @@ from copilot.bench.tables.analysis import process_tables
 from copilot.bench.tables.comparisons import model_pairs_table
 from copilot.bench.tables.paper import paper_tables
 from copilot.bench.tables.provenance import provenance_table
-from copilot.bench.tables.render import Cell, Table, _flat_header, glossary_markdown, to_csv, to_markdown
+from copilot.bench.tables.render import Cell, Table, _flat_header, glossary_markdown, row_label, to_csv, to_markdown
 
 
 def measures_table(models: dict[str, Any]) -> Table:
@@ -119,9 +119,10 @@ def table_json(t: Table) -> dict[str, Any]:
     cols = _flat_header(t)
     group_at = dict(t.groups)
     out_rows, group = [], ""
+    last: list[str] = []
     for i, row in enumerate(t.rows):
         group = group_at.get(i, group)
-        label = " ".join(c.text() for c in row[: t.label_cols] if c.text())
+        label, last = row_label(row, t.label_cols, last)
         cells = {}
         for col, c in zip(cols[t.label_cols :], row[t.label_cols :], strict=False):
             cells[col] = {"value": c.value, "text": c.text(), "delta": c.delta, "n": c.n or None,

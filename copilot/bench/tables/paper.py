@@ -24,6 +24,7 @@ from copilot.bench.tables.aggregate import (
     group_header,
     has_any,
     has_loc,
+    is_floor,
     matched,
     mean_cell,
     metrics,
@@ -147,8 +148,10 @@ def table3(rows: list[dict[str, Any]]) -> Table:
         header,
     )
     t.label_cols = 2
-    models = sorted({c._replace(ops="") for c in b_configs})
-    for key in models:
+    models = sorted({c._replace(ops="") for c in b_configs}, key=lambda c: (is_floor(c.policy), c))
+    for key in models:  # the backbones, then the offline floors apart (never among them)
+        if is_floor(key.policy) and not any(title.startswith("Reference") for _, title in t.groups):
+            t.groups.append((len(t.rows), "Reference policies (floors)"))
         block = []
         for metric, kind in (("task", ""), ("strict", "strict"), ("loc", "loc")):
             cells = [Cell(metric.capitalize() if metric != "loc" else "Loc.", "label")]

@@ -205,6 +205,15 @@ def _num(v: float | None) -> str:
     return "" if v is None else f"{v:.6f}"
 
 
+def row_label(row: list[Cell], label_cols: int, last: list[str]) -> tuple[str, list[str]]:
+    """A row's name for the flat formats: its label cells joined, a blank leading one (Table 3's Strict and Loc.
+    rows under their backbone) taken from the row above, so no row loses its model; and the cells it used."""
+    texts = [c.text() for c in row[:label_cols]]
+    if label_cols > 1:
+        texts = [t or (last[n] if n < len(last) and n < label_cols - 1 else "") for n, t in enumerate(texts)]
+    return " ".join(t for t in texts if t), texts
+
+
 def to_csv(tables: list[Table]) -> str:
     """One CSV: table, group, row, column, value, delta, n, CI, the change's CI, errors, bold and mark per cell
     (an empty table is one row naming the command that fills it)."""
@@ -218,9 +227,10 @@ def to_csv(tables: list[Table]) -> str:
         group_at = dict(t.groups)
         if not t.rows:
             w.writerow([t.key, "", "", "", _empty_note(t)] + [""] * 11)
+        last: list[str] = []
         for i, row in enumerate(t.rows):
             group = group_at.get(i, group)
-            label = " ".join(c.text() for c in row[: t.label_cols] if c.text())
+            label, last = row_label(row, t.label_cols, last)
             cells = row[t.label_cols :] if len(row) > t.label_cols else row[-1:]
             for col, c in zip(cols[t.label_cols :] or cols[-1:], cells, strict=False):
                 value = "" if c.value is None else c.value if isinstance(c.value, str) else f"{c.value:.6f}"
