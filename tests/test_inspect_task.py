@@ -188,6 +188,26 @@ def test_an_export_is_refused_by_the_approval_policy(brain_case: Path, runs: dic
     assert not (folder / "derived").exists()  # nothing written
 
 
+def test_a_sample_that_fails_is_an_error_row_with_its_trace(brain_case: Path, runs: dict[str, Any]) -> None:
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from copilot.integrations.inspect_rows import log_rows
+
+    def down(*args: Any) -> Any:
+        raise ConnectionError("the model service is down")
+
+    tmp = runs["tmp"]
+    args = {"module": "brain_mri", "cases": str(brain_case.parent), "run_dir": str(tmp / "run_e")}
+    (log,) = inspect_eval("medcopilot/medflow", task_args=args, model=get_model("mockllm/model", custom_outputs=down),
+                          log_dir=str(tmp / "logs_e"), display="none", fail_on_error=False)  # fmt: skip
+    (row,) = log_rows(log.location)
+    assert (row["status"], row["task"], row["case_id"]) == ("error", 0.0, brain_case.name)
+    assert "the model service is down" in row["error"]
+    events = [json.loads(line) for line in (tmp / "run_e" / row["trace_dir"] / "trace.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "episode_end" and events[-1]["status"] == "error"  # the trace was closed
+
+
 def test_bad_task_arguments_are_refused(tmp_path: Path) -> None:
     pytest.importorskip("inspect_ai")
     from copilot.integrations.inspect_task import medflow_task

@@ -57,8 +57,14 @@ def _error_row(log: EvalLog, sample: EvalSample) -> dict[str, Any]:
             "ops": str(args.get("ops") or ("all" if track == "B" else "")),
             "protocol": str(args.get("protocol", "paper")),
             "budget": budget, "backend": str(args.get("backend", "embedded")), "repeat": sample.epoch - 1,
-            "rules": rules_key(None, budget), "status": "error", "task": 0.0, "strict": 0.0, "loc": None,
-            "response": "", "error": error, "finished_at": time.time()}  # fmt: skip
+            "rules": rules_key(None, budget), **_episode(sample), "status": "error", "task": 0.0, "strict": 0.0,
+            "loc": None, "response": "", "error": error, "finished_at": time.time()}  # fmt: skip
+
+
+def _episode(sample: EvalSample) -> dict[str, Any]:
+    """What the solver kept of an episode that was not scored (its trace folder, its rounds)."""
+    kept = (sample.store or {}).get("medflow")
+    return {k: v for k, v in kept.items() if k in COLUMNS} if isinstance(kept, dict) else {}
 
 
 def log_rows(log: EvalLog | str | Path) -> list[dict[str, Any]]:
