@@ -107,3 +107,27 @@ def test_the_remote_service_gets_the_burnt_in_name_blanked(
         assert "muller" not in _read(base64.b64decode(url.split(",", 1)[1]))
     blanked = [e for e in session.trace_events() if e.get("type") == "image_text_blanked"]
     assert blanked and all(e["words"] >= 1 for e in blanked)
+
+
+def test_a_host_conversation_reads_its_images_before_a_remote_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot.host.conversation import scrubbed
+    from copilot.pacs.patient import PatientFacts
+    from copilot.panel import optin
+
+    monkeypatch.setenv("MEDCOPILOT_OPTIN", str(tmp_path / "optin.json"))
+    optin.grant("https://models.example.org/v1", ["text", "views"])
+
+    class Agent:
+        scrub: Any = None
+
+    notes: list[tuple[str, dict[str, Any]]] = []
+    facts = PatientFacts(name="MÜLLER^HANS", patient_id="PAT-4471-0932")
+    build = scrubbed(Agent, lambda: facts, lambda: "https://models.example.org/v1", lambda k, p: notes.append((k, p)))
+    agent = build()
+    png = _png(lambda d: d.text((40, 60), "MULLER HANS", fill=230, font=ImageFont.load_default(size=22)))
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    [part] = agent.scrub([{"type": "image_url", "image_url": {"url": url}}])
+    assert "muller" not in _read(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+    assert [k for k, _ in notes] == ["image_text_blanked"]

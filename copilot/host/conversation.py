@@ -62,22 +62,28 @@ class Turn:
 
 
 def scrubbed(
-    make: Callable[[], Any], facts: Callable[[], Any], service: Callable[[], str] | None = None
-) -> Callable[[], Any]:
+    make: Callable[[], Any], facts: Callable[[], Any], service: Callable[[], str] | None = None,
+    note: Callable[[str, dict[str, Any]], None] | None = None,
+) -> Callable[[], Any]:  # fmt: skip
     """An agent factory whose agents remove the patient banner's identifiers (every spelling) from each request:
     a host knows the patient from its banner, not from the study's files. With `service` (the URL requests go
-    to), no agent is made before the clinician opted in to it (`copilot.panel.optin`: OptInNeeded otherwise)."""
-    from copilot.panel import optin
+    to), no agent is made before the clinician opted in to it (`copilot.panel.optin`: OptInNeeded otherwise), and
+    to a service off this machine every image goes read by OCR first, what is blanked traced through `note`."""
+    from copilot.panel import ocr, optin
     from copilot.panel.identifiers import facts_identifiers
     from copilot.panel.redactor import Redactor
 
     def build() -> Any:
-        if service is not None:
-            optin.ensure(service(), tuple(optin.KINDS), None)  # asked on the host's own thread, before the turn
+        url = service() if service is not None else None
+        if url is not None:
+            optin.ensure(url, tuple(optin.KINDS), None)  # asked on the host's own thread, before the turn
         agent = make()
         identifiers = facts_identifiers(facts())
         if identifiers and hasattr(agent, "scrub"):
-            agent.scrub = Redactor(identifiers).scrub
+            redactor = Redactor(identifiers)
+            if url is not None and not optin.is_local(url) and ocr.available():
+                redactor.images = ocr.ImageGuard(redactor.found_in, note).data_url
+            agent.scrub = redactor.scrub
         return agent
 
     return build

@@ -112,7 +112,8 @@ class PathologyHost:
         make = settings or model_settings
         made: list[PathologyHost] = []  # the host, once built: its banner names what requests must not carry
         url = lambda: optin.service_url(make())  # noqa: E731  (nothing goes there before the clinician's yes)
-        agent = scrubbed(lambda: ChatAgent(make(), client=client), lambda: made[0].banner.facts if made else None, url)
+        agent = scrubbed(lambda: ChatAgent(make(), client=client), lambda: made[0].banner.facts if made else None, url,
+                         session.note)  # fmt: skip
         conversation = HostConversation(session, study, agent, budget=budget, on_host=on_host or direct,
                                         cites=slide_citations)  # fmt: skip
         conversation.service_url = url
