@@ -42,3 +42,17 @@ def test_table3_from_scored_answers_with_floors_apart() -> None:
     csv_text = to_csv([t])
     assert "table3,,m1 (scored answers) Strict,Segmentation / Brain MRI,1.000000,0.500000" in csv_text
     assert "table3,Reference policies (floors),prior Loc.," in csv_text
+
+
+def test_report_written_elsewhere_keeps_its_links(tmp_path: Any) -> None:
+    """A report written to another folder reaches the run's files through the relative way there: an episode
+    link 'episodes/x/page.html' from OUT/sub/ to RUN becomes '../../run/episodes/x/page.html'; anchors stay."""
+    from copilot.bench.report.run_report import relink
+
+    run, out = tmp_path / "run", tmp_path / "out" / "sub"
+    run.mkdir()
+    out.mkdir(parents=True)
+    page = '<a href="#table1">T1</a><a href="episodes/x/page.html">e</a><a href="https://x.org/">w</a>'
+    assert relink(page, run, out) == ('<a href="#table1">T1</a><a href="../../run/episodes/x/page.html">e</a>'
+                                      '<a href="https://x.org/">w</a>')  # fmt: skip
+    assert relink(page, run, run) == page

@@ -207,5 +207,21 @@ def write_report(
         from copilot.bench.report.gallery import write_galleries
 
         write_galleries(rows, run_dir, pages=pages)  # each trace read once, for its gallery and its page
-    path.write_text(render_report(rows, columns, run_dir), encoding="utf-8")
+    text = render_report(rows, columns, run_dir)
+    if run_dir is not None:
+        text = relink(text, Path(run_dir), path.parent)
+    path.write_text(text, encoding="utf-8")
     return path
+
+
+def relink(page: str, run_dir: Path, folder: Path) -> str:
+    """A page written into `folder` with its links to the run's files (episode pages, traces, galleries) still
+    working: each relative href and src gains the way from `folder` to the run folder (in-page anchors and
+    absolute URLs untouched)."""
+    import os
+    import re
+
+    prefix = Path(os.path.relpath(run_dir.resolve(), folder.resolve())).as_posix()
+    if prefix == ".":
+        return page
+    return re.sub(r'\b(href|src)="(?!#|[a-zA-Z][a-zA-Z0-9+.-]*:|/)', lambda m: f'{m.group(1)}="{prefix}/', page)
