@@ -5,13 +5,14 @@ already instead of writing it again."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pydicom
 
 from copilot.pacs.sample import write_ct_series
 from copilot.panel.model import PanelModel
-from copilot.panel.store import store_with
+from copilot.panel.store import plan_store, store_with
 from copilot.panel.studies import open_study, study_at
 from copilot.study.policies import conversation, model_settings
 from tests.dicom_validator import assert_valid_dicom
@@ -65,3 +66,32 @@ def _items(ds: pydicom.Dataset) -> list[pydicom.Dataset]:
         found.append(item)
         pending.extend(getattr(item, "ContentSequence", []))
     return found
+
+
+def test_a_segmentation_stored_already_is_not_stored_again(tmp_path: Path) -> None:
+    """The model exported its segment as a SEG; the clinician's Store then says it is stored already instead of
+    writing it again as `bright_seg_2`; the same segment under another name is `already_stored` too."""
+    write_ct_series(tmp_path / "ct", 4)
+    study = study_at(tmp_path / "ct")
+    session = open_study(study, tmp_path / "t", track="B")
+    args = {"volume": "chest axial", "output_segment": "bright", "lower": 1100.0, "upper": 5000.0, "size": 64}
+    assert session.call("segment_threshold", args).ok
+    seg = {"segment": "bright", "output_name": "bright_seg"}
+    first = session.call("export_dicom_seg", seg, actor="clinician", consent=_consent(session, "export_dicom_seg", seg))
+    assert first.ok, first.error
+    plan = plan_store(PanelModel(session, study))
+    again = session.call("export_dicom_seg", {"segment": "bright", "output_name": "other"})
+    session.close()
+    assert not any(s.handler == "export_dicom_seg" for s in plan.steps)
+    assert any("stored already as bright_seg.dcm" in p for p in plan.problems), plan.problems
+    assert not again.ok and (again.error or {})["code"] == "already_stored"
+    assert sorted(p.name for p in (tmp_path / "t" / "derived").glob("*.dcm")) == ["bright_seg.dcm"]
+
+
+def _consent(session: Any, handler: str, args: dict[str, Any]) -> Any:
+    """The clinician's yes to exactly the plan of one call."""
+    from copilot.tools.writes import consent
+
+    plan = session.plan_write(handler, args, actor="clinician")
+    assert plan is not None
+    return consent(plan, args)

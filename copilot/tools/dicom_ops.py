@@ -26,6 +26,7 @@ from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.seg_sources import seg_sources
+from copilot.tools.stored import check_not_stored, remember
 from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted, save_dicom
 
 
@@ -71,6 +72,12 @@ def _seg_source(ctx: RadiologyContext, segment: str, output_name: str) -> tuple[
     return sid, sg, source, out
 
 
+def _seg_digest(sg: Any, source: Any) -> str:
+    """What a SEG export writes apart from its UIDs: the segment's voxels and name, and its source."""
+    mask = np.ascontiguousarray(sg.mask.data)
+    return hashlib.sha256(f"{mask.shape}{mask.dtype}{sg.name}{source.source}".encode() + mask.tobytes()).hexdigest()
+
+
 def plan_dicom_seg(ctx: RadiologyContext, segment: str, output_name: str) -> WritePlan:
     """What `export_dicom_seg` would write (the segment, its label, its source series) and where, writing nothing."""
     _, sg, source, out = _seg_source(ctx, segment, output_name)
@@ -82,8 +89,8 @@ def plan_dicom_seg(ctx: RadiologyContext, segment: str, output_name: str) -> Wri
         f"{source.metadata['SeriesInstanceUID']} of study {study or '(unknown)'}; "
         f"a copy kept as {out.parent.name}/{out.name}"
     )
-    mask = np.ascontiguousarray(sg.mask.data)
-    content = hashlib.sha256(f"{mask.shape}{mask.dtype}{sg.name}{source.source}".encode() + mask.tobytes()).hexdigest()
+    content = _seg_digest(sg, source)
+    check_not_stored(ctx.output_dir, content, f"a SEG of segment {quoted(sg.name, 64)}")
     where = pacs_destination(target) if target else file_destination(out)
     return WritePlan("export_dicom_seg", what, (where,), content=content)
 
@@ -99,6 +106,8 @@ def export_dicom_seg(
     from pydicom.sr.codedict import codes
 
     sid, sg, source, out = _seg_source(ctx, segment, output_name)
+    digest = _seg_digest(sg, source)
+    check_not_stored(ctx.output_dir, digest, f"a SEG of segment {quoted(sg.name, 64)}")  # said, not stored again
     datasets, frames = seg_sources(source, sg.mask.data)  # single frames in k order, or one multi-frame source
     if len(datasets) == len(frames):  # single-frame sources (a multi-frame one states its own Pixel Measures)
         datasets = _with_slice_thickness(datasets, source.spacing[2] if len(datasets) > 1 else None, source.name)
@@ -119,6 +128,7 @@ def export_dicom_seg(
         raise HandlerError("invalid_source", f"{source.name}: no valid SEG can reference it ({exc})") from exc
     save_dicom(seg_ds, out)  # owner-only, never through a link
     stored = store_back(ctx.case_inputs.get("origin"), [seg_ds], [out])  # the study's PACS, if it came from one
+    remember(out.parent, digest, out.name)
     return HandlerOutput(
         {
             **stored,
