@@ -153,6 +153,7 @@ def test_logs_become_rows_for_the_tables_and_go_back(runs: dict[str, Any], tmp_p
         ("model", "inspect:mockllm/model", "A", "paper", 20)}
     brain = next(r for r in rows if r["module"] == "brain_mri")
     assert (brain["task"], brain["strict"], brain["loc"]) == (1.0, 1.0, 1.0) and brain["process"]["stages"]
+    assert (run / brain["trace_dir"] / "trace.jsonl").is_file()  # the task wrote it elsewhere: named absolutely
     t1 = to_markdown(table1(rows))
     line = next(row for row in t1.splitlines() if row.startswith("| model |"))
     assert line.split(" | ")[3:6] == ["1.00 n=1"] * 3  # Brain MRI's Task, Strict and Loc., from the log's rows

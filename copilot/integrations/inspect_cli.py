@@ -20,7 +20,7 @@ def _import(ns: argparse.Namespace) -> int:
         return 2
     from copilot.medflow.runs import ResultsDB
 
-    rows = [row for log in ns.logs for row in log_rows(log)]  # every log read before anything is written
+    rows = [row for log in ns.logs for row in log_rows(log, ns.out)]  # every log read before anything is written
     db = ResultsDB(Path(ns.out) / "results.sqlite")
     try:
         for row in rows:

@@ -33,7 +33,7 @@ from inspect_ai.scorer import Score
 
 from copilot.bench.scoring.rules import rules_key
 from copilot.integrations.inspect_task import POLICY_PREFIX, SCORER, model_of, policy_of
-from copilot.medflow.runs import COLUMNS, DEFAULTS, KEY, policy_slug
+from copilot.medflow.runs import COLUMNS, DEFAULTS, KEY, policy_slug, relative_to_run
 
 TASK = "medcopilot/medflow"
 METRICS = ("task", "strict", "loc")
@@ -67,8 +67,9 @@ def _episode(sample: EvalSample) -> dict[str, Any]:
     return {k: v for k, v in kept.items() if k in COLUMNS} if isinstance(kept, dict) else {}
 
 
-def log_rows(log: EvalLog | str | Path) -> list[dict[str, Any]]:
-    """The result rows of a `medcopilot/medflow` log (a log of another task is refused by name)."""
+def log_rows(log: EvalLog | str | Path, run_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """The result rows of a `medcopilot/medflow` log (a log of another task is refused by name); with `run_dir`,
+    the rows' trace folders are named from that run folder (absolute where the task wrote them elsewhere)."""
     where = str(log) if not isinstance(log, EvalLog) else log.location
     if not isinstance(log, EvalLog):
         if not Path(log).is_file():
@@ -88,6 +89,11 @@ def log_rows(log: EvalLog | str | Path) -> list[dict[str, Any]]:
         row.update(task=_number(value.get("task")) or 0.0, strict=_number(value.get("strict")) or 0.0,
                    loc=_number(value.get("loc")), response=score.answer or "")  # fmt: skip
         rows.append(row)
+    written = (log.eval.metadata or {}).get("run_dir")  # where the task wrote its episodes
+    if run_dir is not None and written:
+        for row in rows:
+            if row["trace_dir"]:
+                row["trace_dir"] = relative_to_run(Path(written) / row["trace_dir"], Path(run_dir))
     return rows
 
 
