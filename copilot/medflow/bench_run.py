@@ -223,6 +223,10 @@ def run_batch(
     if protocol not in PROTOCOLS:
         raise RunRefused(f"unknown protocol {protocol!r}; one of {', '.join(PROTOCOLS)}")
     check_policy(policy, base_url)
+    from copilot.tools.operation_sets import unavailable
+
+    if track == "B" and (reason := unavailable(ops or "all")):  # what cannot be scored does not start
+        raise RunRefused(reason)
     settings = {k: v for k, v in {**(model_settings or {}), "base_url": base_url}.items() if v is not None}
     config = model_config(policy, settings)
     run_dir = Path(run_dir).resolve()

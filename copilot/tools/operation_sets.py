@@ -32,6 +32,23 @@ ALL = OperationSet("all", "All operations", None, order=40)  # every analysis op
 NONE = OperationSet("none", "Control (no operators)", frozenset(), order=90, in_table=False)  # the unregistered control
 
 
+def unavailable(name: str) -> str | None:
+    """Why a Track B run of an operation set could not score here (its one operator not configured), or None;
+    `bench run` refuses such a run before any episode, rather than scoring every call `not_configured`."""
+    if name != VISTA3D.name:
+        return None
+    import importlib.util
+
+    from copilot.engine.ops import vista3d
+
+    root = vista3d.configured_bundle()
+    if root is None or not (root / "configs" / "inference.json").is_file():
+        return ("--ops vista3d needs a VISTA3D bundle: set MEDCOPILOT_VISTA3D_BUNDLE to a local bundle folder "
+                "(configs/inference.json, models/model.pt)")  # fmt: skip
+    missing = [m for m in ("torch", "monai") if importlib.util.find_spec(m) is None]
+    return f"--ops vista3d needs {' and '.join(missing)} installed" if missing else None
+
+
 def operation_sets() -> dict[str, OperationSet]:
     """Every operation set by name, in Table 3's column order (entry points read once; a broken one is named by
     `plugins.problems` and left out)."""
