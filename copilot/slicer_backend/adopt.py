@@ -13,6 +13,7 @@ number reach the model; every other value is an identifier that no name sent to 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +199,8 @@ def _write_nrrd(array: np.ndarray, path: Path) -> str:
     import SimpleITK as sitk
 
     private_dir(path.parent)  # the clinician's voxels: owner-only, whatever the umask
+    if os.path.lexists(path):  # a new file in a folder only this user can write: nothing there may be followed
+        raise FileExistsError(f"{path} exists already; the adopted voxels are written to a new file only")
     sitk.WriteImage(sitk.GetImageFromArray(np.ascontiguousarray(array)), str(path), True)
     make_private(path)
     return hashlib.sha256(path.read_bytes()).hexdigest()
