@@ -45,6 +45,7 @@ from copilot.gui.views import PaneWidget, SlicePane, SlidePane, View3DPane
 from copilot.kinds import viewer_kind
 from copilot.pacs import is_dicomweb_url
 from copilot.pacs.fetch import local_study
+from copilot.panel import pet_window as pet
 from copilot.panel.banner import place_label, study_banner
 from copilot.panel.derived import Derived, study_derived
 from copilot.panel.layout import LAYOUT_TITLES, arrange, default_layout, longitudinal_pair, panes
@@ -229,6 +230,19 @@ class MainWindow(QMainWindow):
         self.wl_box.activated.connect(lambda _: self.set_wl_preset(self.wl_box.currentData()))
         bar.addWidget(QLabel(" W/L "))
         bar.addWidget(self.wl_box)
+        self.pet_box = QComboBox()  # the PET's window in SUV: a preset, or a range typed and Enter
+        self.pet_box.setEditable(True)
+        self.pet_box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.pet_box.setMinimumWidth(120)  # "SUV 2.5–13.6" in full
+        self.pet_box.setToolTip("window of the PET in SUVbw: a preset, or type a range such as 2-8 and press Enter")
+        for lo, hi in pet.SUV_PRESETS:
+            self.pet_box.addItem(pet.range_words(lo, hi))
+        self.pet_box.textActivated.connect(self.set_pet_window)
+        typed = self.pet_box.lineEdit()
+        if typed is not None:  # a typed range applies on Enter (shown already: no second call)
+            typed.returnPressed.connect(lambda: self.set_pet_window(self.pet_box.currentText()))
+        self.pet_actions = [bar.addWidget(QLabel(" PET ")), bar.addWidget(self.pet_box)]
+        self.pet_bar: Any = None  # the PET layer's colour bar in SUV, painted by the slice panes
         self.frame_label = QLabel(" Frame ")
         self.frame_box = QSpinBox()
         self.frame_box.setToolTip("frame of a 4D image (time point, diffusion or perfusion volume)")
@@ -638,6 +652,7 @@ class MainWindow(QMainWindow):
                 box.setCurrentIndex(i)
         try:
             shown = selectors(state, self.screen_path.file_window())
+            self._show_pet(state)
         except Busy:  # a call is running: its end syncs again
             shown = None
         if shown is not None:
@@ -655,6 +670,67 @@ class MainWindow(QMainWindow):
             self.frame_box.setValue(frames[0])
             self.frame_box.setSuffix(f"  (0–{frames[1] - 1})")
             self.frame_box.blockSignals(False)
+
+    def _pet_layer(self, state: dict[str, Any]) -> tuple[str, Any, dict[str, Any]] | None:
+        """The PET layer shown (the foreground's first, else the background's): its id, volume and display;
+        `Busy` while a call runs."""
+        if self.screen_path is None or not self.screen_path.slice_views or not self.screen_path.has_image():
+            return None
+        data = self.screen_path.session.scene_data(blocking=False)
+        if data is None:
+            raise Busy
+        names = {v["id"]: v["name"] for v in state.get("volumes", [])}
+        for vid, volume in ((state.get("foreground_volume"), data.get("foreground")),
+                            (state.get("background_volume"), data.get("volume"))):  # fmt: skip
+            if vid and volume is not None and volume.name == names.get(vid) and volume.modality == "PT":
+                return str(vid), volume, (state.get("display") or {}).get(vid) or {}
+        return None
+
+    def _show_pet(self, state: dict[str, Any]) -> None:
+        """The PET box on the PET's window in SUV and the colour bar of the PET layer (hidden without a PET)."""
+        layer = self._pet_layer(state)
+        bar = None
+        if layer is not None and layer[2]:
+            _, volume, display = layer
+            bar = pet.colour_bar(volume, display, str(volume.name))
+            factor = pet.suv_factor(volume)
+            edit = self.pet_box.lineEdit()
+            if factor is not None and not (edit is not None and edit.hasFocus()):
+                text = pet.range_words(*pet.suv_range(factor, float(display["window"]), float(display["level"])))
+                if self.pet_box.currentText() != text:
+                    self.pet_box.setEditText(text)
+            self.pet_box.setEnabled(factor is not None)
+            self.pet_box.setToolTip(self.pet_box.toolTip() if factor is not None else
+                                    f"no SUV: {pet.no_suv_reason(volume)}")  # fmt: skip
+        for action in self.pet_actions:
+            action.setVisible(layer is not None)
+        if bar != self.pet_bar:
+            self.pet_bar = bar
+            for widget in self.panes.values():
+                widget.update()
+
+    def set_pet_window(self, text: str) -> None:
+        """The PET windowed to an SUV range (a preset or typed): an audited clinician `wl` call on the PET's
+        stored values; a range that cannot be read, or a PET without SUV, is said in the status bar."""
+        if self.screen_path is None or self.model is None:
+            return
+        try:
+            layer = self._pet_layer(self.screen_path.state())
+            lo, hi = pet.parse_range(text)
+        except (Busy, ValueError) as exc:
+            self.statusBar().showMessage(str(exc) or "a call is running", 6000)
+            return
+        if layer is None:
+            return
+        vid, volume, display = layer
+        factor = pet.suv_factor(volume)
+        if factor is None:
+            self.statusBar().showMessage(f"this PET has no SUV ({pet.no_suv_reason(volume)})", 6000)
+            return
+        window, level = pet.suv_window(factor, lo, hi)
+        if display and abs(float(display["window"]) - window) < 1e-6 and abs(float(display["level"]) - level) < 1e-6:
+            return  # shown already
+        self.model.act("wl", {"window": window, "level": level, "volume_id": vid, "view": "red", "size": 64})
 
     def _show_wl(self, shown: Selectors) -> None:
         """The W/L box on the background's window: its preset, Auto, or one entry naming a window no preset names

@@ -254,6 +254,9 @@ class SlicePane(PaneWidget):
         elif getattr(self.win, "prior", None) is not None and (caption := str(getattr(self.win, "study_caption", None)
                                                                                 or "")):  # fmt: skip
             outlined_text(p, QPointF(10, 62), f"CURRENT {caption}", QColor(255, 230, 150))
+        bar = getattr(self.win, "pet_bar", None)
+        if bar is not None and not self.prior:
+            paint_colour_bar(p, bar, self.width(), self.height())
         if self._press is not None and self._drag_end is not None:  # the ruler while it is drawn, its length live
             a, b = frame.to_ras(self._press[0], self._press[1]), frame.to_ras(*self._drag_end)
             p.setPen(QPen(QColor(120, 255, 120), 2))
@@ -263,6 +266,27 @@ class SlicePane(PaneWidget):
                 length = float(np.linalg.norm(np.asarray(a) - np.asarray(b)))
                 outlined_text(p, QPointF(self._drag_end[0] * s + 8, self._drag_end[1] * s), f"{length:.1f} mm",
                               QColor(120, 255, 120))  # fmt: skip
+
+
+def paint_colour_bar(p: QPainter, bar: Any, w: float, h: float) -> None:
+    """The PET layer's colour bar in the lower right corner, in SUV: its colours bottom to top, the range's ends and
+    middle beside it and its window ("PET AC SUV 0–6") under it."""
+    height = max(40.0, min(140.0, h * 0.3))
+    x, top, width = w - 46.0, h - height - 30.0, 10.0  # in the lower right corner, clear of the edge letter
+    n = len(bar.colours)
+    for i, (r, g, b) in enumerate(bar.colours):  # bottom (low) to top (high)
+        y = top + height * (1.0 - (i + 1) / n)
+        p.fillRect(QRectF(x, y, width, height / n + 0.5), QColor(r, g, b))
+    p.setPen(QPen(QColor(220, 220, 220), 1))
+    p.drawRect(QRectF(x, top, width, height))
+    p.setFont(QFont("Sans", 8))
+    fm = QFontMetricsF(p.font())
+    for frac, text in bar.labels:
+        y = top + height * (1.0 - frac) + fm.ascent() / 2.0
+        outlined_text(p, QPointF(x - 4.0 - fm.horizontalAdvance(text), y), text, QColor(255, 255, 255))
+    title_w = fm.horizontalAdvance(bar.title)
+    outlined_text(p, QPointF(max(4.0, w - 8.0 - title_w), top + height + 4.0 + fm.ascent()), bar.title,
+                  QColor(255, 220, 120))  # fmt: skip
 
 
 def line_label_at(m: Any, s: float) -> QPointF:
