@@ -11,6 +11,8 @@ from typing import Any
 import highdicom as hd
 import pydicom
 
+from copilot.panel.report import measurements_html
+from copilot.tools.lesion_table import lesion_history
 from tests.dicom_validator import assert_valid_dicom
 from tests.test_tracked_reports import _centre, _session
 
@@ -63,6 +65,7 @@ def test_follow_up_report_computes_recist_from_the_baseline_report(tmp_path: Pat
     assert plan is not None and "response at week 8: PR" in plan.what
     out = second.call("export_response_sr", {"criteria": "recist", "output_name": "recist_week8",
                                              "time_point": "week 8"})  # fmt: skip
+    evidence = second.evidence()
     second.close()
     assert out.ok, out.error
     assert out.result["category"] == "PR" and out.result["sums"] == {"baseline": 70.0, "week 8": 45.5}
@@ -82,3 +85,11 @@ def test_follow_up_report_computes_recist_from_the_baseline_report(tmp_path: Pat
     time_points = [c for c in pydicom.dcmread(path).ContentSequence[-2].ContentSequence[0].ContentSequence
                    if c.ConceptNameCodeSequence[0].CodeMeaning == "Time Point"]  # fmt: skip
     assert [t.TextValue for t in time_points] == ["week 8"]
+
+    # the lesion history the session report shows: the baseline report's axes, then this session's
+    history = lesion_history(path.parent, tmp_path / "patient" / "week8", evidence)
+    assert history.time_points == ["baseline", "this session"]
+    assert history.lesions == [("target 1", ["40.0 × 25.0 mm", "26.0 × 15.0 mm"]),
+                               ("target 2", ["30.0 mm", "19.5 mm"])]  # fmt: skip
+    page = measurements_html(evidence, path.parent, tmp_path / "patient" / "week8")
+    assert "<h3>Tracked lesions</h3>" in page and "<td>26.0 × 15.0 mm</td>" in page

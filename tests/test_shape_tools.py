@@ -13,6 +13,7 @@ import numpy as np
 import pydicom
 import pytest
 
+from copilot.tools.lesion_table import measurement_rows
 from copilot.tools.response_measures import measured_lesions
 from tests.dicom_validator import assert_valid_dicom
 from tests.test_tracked_reports import _centre, _nums, _session
@@ -52,6 +53,9 @@ def test_shapes_are_recorded_checked_and_stored(tmp_path: Path) -> None:
     spacing = abs(float(vol.ijk_to_ras[0, 0]))
     assert rec["voxels"] == pytest.approx(math.pi * 6.0 / spacing**2, rel=0.15)  # the pixels an ellipse covers
 
+    rows = measurement_rows(session.evidence())
+    assert rows[:2] == [("target 1", "bidirectional", "40.0 × 12.0 mm"), ("angle 2", "angle", "45.0°")]
+    assert rows[2][:2] == ("block", "ellipse") and f"mean {value:g} HU" in rows[2][2] and "area 18.8 mm²" in rows[2][2]
     assert list(measured_lesions(session.evidence())) == ["target 1"]
     assert measured_lesions(session.evidence())["target 1"].short_mm == 12.0
     out = session.call("export_evidence_sr", {"output_name": "shapes"})

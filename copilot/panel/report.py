@@ -25,6 +25,7 @@ from copilot.panel.banner import BANNER_CSS, study_banner
 from copilot.panel.identifiers import study_identifiers
 from copilot.panel.screen import Frame, Screen
 from copilot.privatefs import write_private
+from copilot.tools.lesion_table import lesion_history, measurement_rows
 from copilot.trace.study_ref import SIDECAR, study_record
 
 FIGURE_SIZE = (320, 320)
@@ -126,6 +127,26 @@ def study_line(trace_dir: Path | None) -> str:
     )
 
 
+def measurements_html(evidence: list[dict[str, Any]], derived: Path | None, case_root: Path | None) -> str:
+    """The measurement table (each recorded measurement's numbers) and the tracked lesions' history per time
+    point; nothing when the session measured nothing."""
+    rows = measurement_rows(evidence)
+    history = lesion_history(derived, case_root, evidence)
+    if not rows and not history.lesions:
+        return ""
+    out = ["<h2>Measurements</h2>"]
+    if rows:
+        out.append("<table><tr><th>finding</th><th>kind</th><th>numbers</th></tr>" + "".join(
+            f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{html.escape(c)}</td></tr>"
+            for a, b, c in rows) + "</table>")  # fmt: skip
+    if history.lesions:
+        head = "".join(f"<th>{html.escape(t)}</th>" for t in history.time_points)
+        body = "".join(f"<tr><td>{html.escape(name)}</td>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+                       + "</tr>" for name, cells in history.lesions)  # fmt: skip
+        out.append(f"<h3>Tracked lesions</h3><table><tr><th>lesion</th>{head}</tr>{body}</table>")
+    return "".join(out)
+
+
 def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[str], inline: Path | None) -> str:
     """The page's HTML (`inline`: the trace folder whose artifacts are embedded)."""
     session, case = model.session, model.case
@@ -163,6 +184,7 @@ def render_session(model: Any, events: list[dict[str, Any]], identifiers: list[s
                      '<span style="color:#c90">— key slice</span></p>')  # fmt: skip
     except Exception as exc:  # a view that cannot be drawn: the rest of the page still stands
         parts.append(f"<p class=na>Cannot draw the evidence: {html.escape(f'{type(exc).__name__}: {exc}')}</p>")
+    parts.append(measurements_html(evidence, trace_dir / "derived" if trace_dir is not None else None, case.root))
     parts.append(stored_html(trace_dir / "derived" if trace_dir is not None else None))  # what went to a PACS
     parts.append("<h2>Session</h2>" + timeline_html(events) + "</body></html>")
     page = "".join(parts)
