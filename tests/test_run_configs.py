@@ -97,11 +97,33 @@ def test_rules_are_in_the_result_key(tmp_path: Path) -> None:
     db.close()
 
 
-def test_schema_3_rows_migrate_with_the_paper_rules(tmp_path: Path) -> None:
-    """A schema-3 database (no rules column) opens as schema 4 with every row under rules ""."""
+def test_schema_4_rows_migrate_with_no_model_configuration(tmp_path: Path) -> None:
+    """A schema-4 database (no config column) opens as schema 5: its rows keep their keys, configuration ""."""
     path = tmp_path / "results.sqlite"
     conn = sqlite3.connect(path)
-    old = [c for c in COLUMNS if c != "rules"]
+    old = [c for c in COLUMNS if c != "config"]
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+    conn.execute(f"CREATE TABLE results ({', '.join(old)})")
+    row = {c: "" for c in old} | {"budget": 20, "seed": 0, "repeat": 0, "task": 1.0, "strict": 0.5, "rounds": 2,
+                                  "duration_s": 1.0, "finished_at": 0.0, "details": "{}", "process": "{}",
+                                  "case_id": "c1", "model": "gpt-5.5", "policy": "openai:gpt-5.5", "track": "A",
+                                  "protocol": "harness", "backend": "embedded", "status": "done"}  # fmt: skip
+    conn.execute(f"INSERT INTO results VALUES ({', '.join('?' for _ in old)})", [row[c] for c in old])
+    conn.commit()
+    conn.close()
+    db = ResultsDB(path)
+    (r,) = db.rows()
+    assert (r["model"], r["config"], r["strict"]) == ("gpt-5.5", "", 0.5) and SCHEMA_VERSION == 5
+    db.close()
+
+
+def test_schema_3_rows_migrate_with_the_paper_rules(tmp_path: Path) -> None:
+    """A schema-3 database (no rules nor config column) opens as the current schema with every row under rules ""
+    and the model configuration ""."""
+    path = tmp_path / "results.sqlite"
+    conn = sqlite3.connect(path)
+    old = [c for c in COLUMNS if c not in ("rules", "config")]
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '3')")
     conn.execute(f"CREATE TABLE results ({', '.join(old)})")
@@ -115,7 +137,7 @@ def test_schema_3_rows_migrate_with_the_paper_rules(tmp_path: Path) -> None:
     conn.close()
     db = ResultsDB(path)
     (r,) = db.rows()
-    assert (r["rules"], r["protocol"], r["rounds"]) == ("", "paper", 3)
+    assert (r["rules"], r["config"], r["protocol"], r["rounds"]) == ("", "", "paper", 3)
     assert db.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
         SCHEMA_VERSION
     )
