@@ -199,7 +199,7 @@ def medflow_agent(
             leave(token)
             final = {"status": status, "response": answer, "error": error}
             episode.session.note("final_answer", {"content": answer, "status": status, "rounds": rounds})
-            await anyio.to_thread.run_sync(lambda: episode.session.close(final))
+            episode.session.close(final)  # here, not in a worker thread: a cancelled sample (a time limit) ends it too
             (folder / "answer.txt").write_text(answer, encoding="utf-8")
             state.store.set(ANSWER, answer)  # the episode's answer (an empty last turn keeps the one before)
             state.store.set("medflow", {**key, "status": status, "rounds": rounds, "error": error,
