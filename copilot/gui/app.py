@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
             ("Save screenshot…", self._save_screenshot, None),
             ("Export session report…", self._export_report, None),
             ("Store to PACS / Export…", lambda: store_results(self), None),
+            ("Open stored report (SR)…", self._open_report_dialog, None),
         ):
             action = QAction(text, self)
             action.triggered.connect(slot)
@@ -287,6 +288,11 @@ class MainWindow(QMainWindow):
         url, ok = QInputDialog.getText(self, "Open from PACS", prompt)
         if ok and url.strip():
             self.open_path(url.strip())
+
+    def _open_report_dialog(self) -> None:
+        from copilot.gui.report_dock import open_report_dialog
+
+        open_report_dialog(self)
 
     def show_pacs_browser(self) -> Any:
         """The PACS browser dock (made on first use): search a DICOMweb server, double-click to open."""
