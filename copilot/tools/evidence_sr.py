@@ -26,12 +26,13 @@ from copilot.errors import HandlerError
 from copilot.pacs.store import store_back, store_target
 from copilot.tools.dicom_required import complete_sources
 from copilot.tools.operators import OPERATOR, NewName
+from copilot.tools.pacs_reports import session_book
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.sr_content import Content, build_content, content_digest
 from copilot.tools.sr_quantities import ras_to_lps
 from copilot.tools.stored import check_not_stored, remember
-from copilot.tools.tracking import LesionBook, patient_key, search_folders
+from copilot.tools.tracking import LesionBook
 from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted, save_dicom
 
 __all__ = ["build_evidence_sr", "export_evidence_sr", "plan_evidence_sr", "ras_to_lps"]
@@ -162,7 +163,8 @@ def _checked_content(
 
 def _lesion_book(ctx: RadiologyContext, sources: list[pydicom.Dataset]) -> LesionBook:
     """The session's tracked lesions of this patient, with the places earlier reports are looked for."""
-    return LesionBook.load(ctx.output_dir, patient_key(sources[0]), search_folders(ctx.case_root, ctx.output_dir))
+    book: LesionBook = session_book(ctx, sources[0])
+    return book
 
 
 def _output_file(ctx: RadiologyContext, output_name: str) -> Path:
@@ -221,4 +223,5 @@ def export_evidence_sr(
     book.save()
     remember(out.parent, digest, out.name)
     lesions = [{"identifier": t["identifier"], "from": t["from"]} for t in content.tracked]
-    return HandlerOutput({"file": out.name, **content.counts, "lesions": lesions, **stored})
+    problems = {"problems": book.problems} if book.problems else {}
+    return HandlerOutput({"file": out.name, **content.counts, "lesions": lesions, **problems, **stored})

@@ -24,13 +24,14 @@ from copilot.pacs.store import store_back, store_target
 from copilot.tools.dicom_required import complete_sources
 from copilot.tools.evidence_sr import OBSERVER_UID
 from copilot.tools.operators import OPERATOR, NewName
+from copilot.tools.pacs_reports import session_book
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.response_criteria import Assessment, CriteriaError, Lesion, TimePoint, rano, recist
 from copilot.tools.response_measures import Measured, earlier_time_points, measured_lesions
 from copilot.tools.sr_quantities import ras_to_lps
 from copilot.tools.stored import check_not_stored, remember
-from copilot.tools.tracking import LesionBook, name_key, patient_key, prior_reports, search_folders
+from copilot.tools.tracking import LesionBook, name_key
 from copilot.tools.writes import WritePlan, file_destination, pacs_destination
 
 Criteria = Annotated[Literal["recist", "rano"], Field(description="'recist' (RECIST 1.1) or 'rano' (RANO 2.0).")]
@@ -79,8 +80,7 @@ def assess(ctx: RadiologyContext, criteria: str, time_point: str, nodes: list[st
                            "lesion's name")  # fmt: skip
     sources = _sources(ctx, lesions)
     study = str(sources[0].StudyInstanceUID)
-    folders = search_folders(ctx.case_root, ctx.output_dir)
-    book = book or LesionBook.load(ctx.output_dir, patient_key(sources[0]), folders)
+    book = book or session_book(ctx, sources[0])
     tracks = {key: book.track(m.name, True) for key, m in lesions.items()}
     label = time_point.strip() or str(sources[0].get("StudyDate") or "this study")
     node_keys, new_keys = {name_key(n) for n in nodes}, {name_key(n) for n in new_lesions}
@@ -90,7 +90,7 @@ def assess(ctx: RadiologyContext, criteria: str, time_point: str, nodes: list[st
     if non_target != "none":
         current.append(Lesion("non-target disease", "non_target", status=non_target))  # type: ignore[arg-type]
     now = TimePoint(label, tuple(current), **clinical)
-    earlier = earlier_time_points(prior_reports(folders, book.patient), study)
+    earlier = earlier_time_points(book.reports(), study)
     assessment = None
     if earlier:
         try:

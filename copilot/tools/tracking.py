@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,12 +129,16 @@ def search_folders(case_root: Path | None, output_dir: Path | None) -> list[Path
 
 @dataclass
 class LesionBook:
-    """The session's tracked lesions: name key → {identifier, uid, first}; `learn` lists lookups not made yet."""
+    """The session's tracked lesions: name key → {identifier, uid, first}; `more` gives earlier reports from
+    elsewhere (the study's PACS), `problems` says why some could not be read."""
 
     path: Path | None
     patient: str = ""
     lesions: dict[str, dict[str, str]] = field(default_factory=dict)
     folders: list[Path] = field(default_factory=list)
+    more: Callable[[], Iterable[pydicom.Dataset]] | None = None
+    problems: list[str] = field(default_factory=list)
+    _reports: list[pydicom.Dataset] | None = None
     _prior: dict[str, tuple[str, str]] | None = None
 
     @classmethod
@@ -148,10 +152,26 @@ class LesionBook:
                 book.lesions = {str(k): dict(v) for k, v in (data.get("lesions") or {}).items()}
         return book
 
+    def reports(self) -> list[pydicom.Dataset]:
+        """The patient's earlier reports: under the folders, then from `more` (read once; a source that fails is
+        named in `problems` and the others still count)."""
+        if self._reports is None:
+            self._reports = list(prior_reports(self.folders, self.patient))
+            if self.more is not None and self.patient:
+                try:
+                    self._reports += [ds for ds in self.more() if patient_key(ds) == self.patient]
+                except Exception as exc:  # the PACS unreachable or refusing: the folders' reports still count
+                    why = getattr(exc, "code", type(exc).__name__)
+                    self.problems.append(f"earlier reports on the PACS not read: {why}")
+        return self._reports
+
     def prior(self) -> dict[str, tuple[str, str]]:
-        """The patient's lesions named by earlier reports (read once, when a new name first needs it)."""
+        """The patient's lesions named by earlier reports (the first report read wins a name)."""
         if self._prior is None:
-            self._prior = prior_lesions(self.folders, self.patient)
+            self._prior = {}
+            for ds in self.reports():
+                for key, value in report_lesions(ds).items():
+                    self._prior.setdefault(key, value)
         return self._prior
 
     def track(self, identifier: str, shared: bool) -> tuple[str, str, str]:
