@@ -209,6 +209,29 @@ def test_a_sample_that_fails_is_an_error_row_with_its_trace(brain_case: Path, ru
     assert events[-1]["type"] == "episode_end" and events[-1]["status"] == "error"  # the trace was closed
 
 
+def test_a_sample_limit_ends_the_episode_as_a_timeout(brain_case: Path, runs: dict[str, Any]) -> None:
+    import time
+
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from copilot.integrations.inspect_rows import log_rows
+
+    def slow(*args: Any) -> Any:
+        time.sleep(1.2)  # past the sample's time limit
+        return _reply([("observe", {"view": "all"})])
+
+    tmp = runs["tmp"]
+    args = {"module": "brain_mri", "cases": str(brain_case.parent), "run_dir": str(tmp / "run_t")}
+    (log,) = inspect_eval("medcopilot/medflow", task_args=args, model=get_model("mockllm/model", custom_outputs=slow),
+                          log_dir=str(tmp / "logs_t"), display="none", time_limit=1)  # fmt: skip
+    assert log.samples[0].limit is not None and log.samples[0].limit.type == "time"
+    (row,) = log_rows(log.location)
+    assert (row["status"], row["task"], row["error"]) == ("timeout", 0.0, "ended by an Inspect sample limit")
+    events = [json.loads(line) for line in (tmp / "run_t" / row["trace_dir"] / "trace.jsonl").read_text().splitlines()]
+    assert (events[-1]["type"], events[-1]["status"]) == ("episode_end", "timeout")  # scored, and in the means
+
+
 def test_bad_task_arguments_are_refused(tmp_path: Path) -> None:
     pytest.importorskip("inspect_ai")
     from copilot.integrations.inspect_task import medflow_task

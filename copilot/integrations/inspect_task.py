@@ -195,6 +195,9 @@ def medflow_agent(
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise
+        except BaseException:  # cancelled by Inspect: a sample limit (time, working time) ended the episode
+            status, error = "timeout", "ended by an Inspect sample limit"
+            raise
         finally:
             leave(token)
             final = {"status": status, "response": answer, "error": error}
