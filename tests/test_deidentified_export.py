@@ -85,3 +85,30 @@ def test_an_export_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "out" / "x").write_text("x")
     with pytest.raises(ValueError, match="not empty"):
         export_session(tmp_path, tmp_path / "out", deidentify=True)
+
+
+def test_a_deidentified_copy_replays_with_the_study_folder_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from copilot.cli import main
+    from tests.fake_openai import FakeOpenAI, tool
+
+    study = tmp_path / "Brackwater_Henrietta" / "ct"
+    dicom_study(study)
+    fake = FakeOpenAI([{"tool_calls": [tool("set_slice_offset", {"view": "red", "offset": 15.0})]},
+                       {"content": "Done."}])  # fmt: skip
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    try:
+        assert main(["chat", str(study), "--ask", "Where?", "--base-url", fake.base_url,
+                     "--trace-dir", str(tmp_path / "t")]) == 0  # fmt: skip
+    finally:
+        fake.stop()
+    assert main(["sessions", "export", str(tmp_path / "t"), str(tmp_path / "copy"), "--deidentify"]) == 0
+    text = (tmp_path / "copy" / "trace.jsonl").read_text()
+    assert "Brackwater" not in text and str(tmp_path) not in text
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "copy")]) == 1 and "give the study folder (--case)" in capsys.readouterr().out
+    assert main(["replay", str(tmp_path / "copy"), "--case", str(study)]) == 0
+    assert "handler calls reproduced" in capsys.readouterr().out

@@ -270,9 +270,11 @@ def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[st
     events = [json.loads(line) for line in _lines(folder / TRACE_FILE)]
     redactor = study_redactor(folder, str(events[0].get("kind", "")) if events else "")
     prev, lines = GENESIS, []
+    inputs = replay_inputs(folder, redactor)
     for n, event in enumerate(events):
         body = redactor.scrub({k: v for k, v in event.items() if k not in ("prev", "hash")})
-        body = {**body, "seq": n, "prev": prev, **({"deidentified": True} if n == 0 else {})}
+        head = {"deidentified": True, **({"case_inputs": inputs} if inputs and "case_inputs" not in body else {})}
+        body = {**body, "seq": n, "prev": prev, **(head if n == 0 else {})}
         body["hash"] = event_hash(body)
         line = canonical_json(body)
         lines.append(line)
@@ -285,6 +287,21 @@ def export_session(folder: Path, out: Path, deidentify: bool = False) -> list[st
         left += deidentified_exports(folder / DERIVED, out / DERIVED, redactor.text)
     make_private(out)
     return left
+
+
+def replay_inputs(folder: Path, redactor: Any) -> dict[str, Any]:
+    """What a replay of the de-identified copy needs besides the study folder (`replay --case`): the inputs'
+    relative paths and frame that name nothing identifying (series UIDs and identifying names left out)."""
+    record = study_record(folder) or {}
+    inputs = dict(record.get("case_inputs") or {})
+    out: dict[str, Any] = {}
+    for key in ("volumes", "slide", "frame"):
+        value = inputs.get(key)
+        if value is not None and redactor.scrub(value) == value:
+            out[key] = value
+    if inputs.get("series_uid"):  # the replay finds it again in the folder it is given
+        out["series_uid"] = "[uid]"
+    return out
 
 
 def deidentified_exports(src: Path, dst: Path, clean: Any) -> list[str]:
