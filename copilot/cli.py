@@ -405,7 +405,7 @@ def _gui_main(ns: argparse.Namespace) -> int:
     cursor = [float(v) for v in ns.cursor.split(",")] if ns.cursor else None
     return gui_main(ns.path or ns.case, ns.screenshot, ns.run, ns.layout, ns.fusion, asks=ns.ask, policy=ns.policy,
                     base_url=ns.base_url, trace_dir=ns.trace_dir, series=ns.series, frame=ns.frame,
-                    cursor=cursor)  # fmt: skip
+                    cursor=cursor, prior=ns.prior)  # fmt: skip
 
 
 def _default_trace_dir(case_dir: str) -> Path:
@@ -529,6 +529,9 @@ def _add_gui(sub: Any) -> None:
                      "its number, a word of its description or the end of its UID; several, comma-separated, open "
                      "together (the first as the background)")  # fmt: skip
     gui.add_argument("--frame", type=int, default=None, help="the frame of a 4D image to open (from 0)")
+    gui.add_argument("--prior", default=None, metavar="PRIOR",
+                     help="a prior study to compare with (file, folder or DICOMweb URL), opened beside the "
+                          "study, aligned once approved (--screenshot: approved; another patient's: refused)")
     gui.add_argument("--cursor", default=None, metavar="R,A,S",
                      help="with --screenshot: the linked cursor at this RAS point (mm), its values in the status bar "
                      "(a slide: X,Y level-0 pixels)")

@@ -999,8 +999,10 @@ def main(
     series: str | None = None,
     frame: int | None = None,
     cursor: list[float] | None = None,
+    prior: str | None = None,
 ) -> int:
-    """Open a study (or the last one; a DICOM folder's series as `series` names it, a 4D file at `frame`); with
+    """Open a study (or the last one; a DICOM folder's series as `series` names it, a 4D file at `frame`) and the
+    `prior` study beside it (as File → Open prior study does; with `screenshot` its alignment approved); with
     `screenshot`, optionally run an offline policy or ask the model (then show the `fusion` volume over the active
     one and put the linked cursor at the RAS point `cursor`, its values in the status bar), save a picture of the
     window and exit: 1 when the run failed, 2 when it could not start (the reason on one line)."""
@@ -1032,6 +1034,10 @@ def main(
         return 2 if screenshot else int(app.exec())  # an unreadable study is bad input: exit code 2, as everywhere
     if layout:
         window.set_layout(layout)
+    if prior is not None and screenshot is None:  # once the window shows: the clinician answers its questions
+        QTimer.singleShot(0, lambda: reading.open_prior(window, prior))
+    elif prior is not None and not reading.open_prior(window, prior, approve=True, other_patient=False):
+        return 2  # the reason is on stderr
     if screenshot is None:
         return int(app.exec())
     from copilot.study.policies import PolicyUnavailable, study_policy  # here: a start without a run skips it
