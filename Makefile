@@ -95,6 +95,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cases_make.py
 	$(BIN)/python benchmarks/desktop_start.py
 	$(BIN)/python benchmarks/pacs_fetch.py
+	$(BIN)/python benchmarks/prior_align.py
 
 # Screenshots of the desktop app under Xvfb (docs/gui_*.png): brain, PET/CT with fusion and 3D, slide, replay,
 # and the PET/CT case written as a DICOM study (orientation letters, HU/SUV under the cursor, selectors)

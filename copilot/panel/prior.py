@@ -78,16 +78,17 @@ class PriorComparison:
         self._following = threading.local()
         self._unsubscribe = current.subscribe(self._on_current, first=True)  # before the screens render
 
-    def propose(self, max_iterations: int = 100) -> Registration:
-        """Register the prior's background volume to the current's (rigid, Mattes MI): the proposal, traced in
-        both sessions, changing nothing yet."""
+    def propose(self) -> Registration:
+        """Align the prior's background volume to the current's (rigid, Mattes MI, `registration.align_prior`:
+        coarse copies, sampled metric, started from the scanner's coordinates or the image centres): the
+        proposal, traced in both sessions, changing nothing yet."""
         from copilot.engine.ops import registration as reg
 
         fixed = (self.current.scene_data() or {}).get("volume")
         moving = (self.prior.scene_data() or {}).get("volume")
         if fixed is None or moving is None:
             raise ValueError("both studies need an image series to register")
-        result = reg.register(fixed, moving, "rigid", max_iterations=max_iterations)
+        result = reg.align_prior(fixed, moving)
         self.proposal = Registration(np.asarray(result.matrix_ras, dtype=float), float(result.metric),
                                      int(result.iterations), float(result.seconds))  # fmt: skip
         self._note("prior_registration_proposed", self.proposal.to_json())

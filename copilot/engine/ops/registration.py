@@ -85,6 +85,76 @@ def register(
     )
 
 
+def align_prior(fixed: Volume, moving: Volume, seed: int = SEED, samples: int = 12_000) -> RegistrationResult:
+    """A quick rigid alignment of a prior (`moving`) to the current study (`fixed`), for the reading room's
+    proposal: Mattes MI on averaged copies of about 4 mm, then about 2 mm voxels (`PRIOR_LEVELS_MM`), about
+    `samples` voxels drawn per level and gradients taken where sampled (no gradient images), started from
+    whichever of the scanner's own coordinates (the same frame of reference) and the image centres matches
+    better. Deterministic, like `register` (one thread, a fixed seed)."""
+    t0 = time.perf_counter()
+    f = sitk.Cast(sitk_image(fixed), sitk.sitkFloat32)
+    m = sitk.Cast(sitk_image(moving), sitk.sitkFloat32)
+    iterations, metric, stop = 0, 0.0, ""
+    with _fixed_threads():
+        levels = [(size, _coarse(f, size), _coarse(m, size)) for size in PRIOR_LEVELS_MM]
+        tx: sitk.Transform = _better_start(levels[0][1], levels[0][2], seed)
+        for size, small_f, small_m in levels:
+            reg = sitk.ImageRegistrationMethod()
+            reg.SetMetricAsMattesMutualInformation(numberOfHistogramBins=PRIOR_BINS)
+            reg.SetMetricSamplingStrategy(reg.RANDOM)
+            reg.SetMetricSamplingPercentage(min(1.0, samples / small_f.GetNumberOfPixels()), seed)
+            reg.SetMetricUseFixedImageGradientFilter(False)  # gradients where sampled: no gradient images
+            reg.SetMetricUseMovingImageGradientFilter(False)
+            reg.SetInterpolator(sitk.sitkLinear)
+            reg.SetOptimizerAsRegularStepGradientDescent(
+                learningRate=size, minStep=PRIOR_MIN_STEP, numberOfIterations=PRIOR_ITERATIONS,
+                gradientMagnitudeTolerance=1e-6, relaxationFactor=PRIOR_RELAXATION,
+            )  # fmt: skip
+            reg.SetOptimizerScalesFromPhysicalShift()
+            reg.SetInitialTransform(tx, inPlace=False)
+            out = reg.Execute(small_f, small_m)
+            tx = out.GetNthTransform(0) if isinstance(out, sitk.CompositeTransform) else out
+            tx = sitk.Euler3DTransform(tx)
+            iterations += int(reg.GetOptimizerIteration())
+            metric, stop = float(reg.GetMetricValue()), reg.GetOptimizerStopConditionDescription()
+    return RegistrationResult(
+        _ras_matrix(tx), list(tx.GetParameters()), metric, iterations, time.perf_counter() - t0, stop
+    )
+
+
+PRIOR_LEVELS_MM = (4.0, 2.0)
+PRIOR_BINS, PRIOR_MIN_STEP, PRIOR_ITERATIONS, PRIOR_RELAXATION = 32, 0.01, 60, 0.5  # the optimiser per level
+
+
+def _coarse(image: sitk.Image, size_mm: float) -> sitk.Image:
+    """`image` averaged over blocks of whole voxels to about `size_mm` (an axis already coarser is kept)."""
+    factors = [max(1, round(size_mm / s)) for s in image.GetSpacing()]
+    return sitk.BinShrink(image, factors) if max(factors) > 1 else image
+
+
+def _better_start(f: sitk.Image, m: sitk.Image, seed: int) -> sitk.Transform:
+    """Identity (both in the scanner's coordinates) or the image centres aligned: the one whose metric is lower
+    (on the coarse copies `f`, `m`)."""
+    small_f, small_m = f, m
+    starts = [sitk.Euler3DTransform(), sitk.CenteredTransformInitializer(
+        f, m, sitk.Euler3DTransform(), sitk.CenteredTransformInitializerFilter.GEOMETRY)]  # fmt: skip
+    best, best_value = starts[1], float("inf")
+    for start in starts:
+        probe = sitk.ImageRegistrationMethod()
+        probe.SetMetricAsMattesMutualInformation(numberOfHistogramBins=PRIOR_BINS)
+        probe.SetMetricSamplingStrategy(probe.RANDOM)
+        probe.SetMetricSamplingPercentage(min(1.0, 20_000 / small_f.GetNumberOfPixels()), seed)
+        probe.SetInterpolator(sitk.sitkLinear)
+        probe.SetInitialTransform(start)
+        try:
+            value = probe.MetricEvaluate(small_f, small_m)
+        except RuntimeError:  # ITK: too few samples fall inside the moving image from this start
+            continue
+        if value < best_value:
+            best, best_value = start, value
+    return best
+
+
 _THREADS_LOCK = threading.Lock()
 
 
@@ -133,4 +203,4 @@ def checkerboard(a: np.ndarray, b: np.ndarray, tiles: int = 8) -> np.ndarray:
     return out
 
 
-__all__ = ["LPS_TO_RAS", "RegistrationResult", "checkerboard", "register", "resample"]
+__all__ = ["LPS_TO_RAS", "RegistrationResult", "align_prior", "checkerboard", "register", "resample"]
