@@ -13,6 +13,7 @@ import numpy as np
 import pydicom
 import pytest
 
+from copilot.panel.sr_view import report_items
 from copilot.tools.lesion_table import measurement_rows
 from copilot.tools.response_measures import measured_lesions
 from tests.dicom_validator import assert_valid_dicom
@@ -77,3 +78,6 @@ def test_shapes_are_recorded_checked_and_stored(tmp_path: Path) -> None:
     lps = np.array(groups[3].roi.value)
     assert np.allclose(lps.mean(axis=0), [-middle[0], -middle[1], middle[2]], atol=1e-3)
     assert pydicom.dcmread(path).Modality == "SR"
+    listed = [item.text.split("  ")[0] for item in report_items(path)]  # as the desktop's stored-report panel lists
+    assert listed == ["distance: target 1", "distance: target 1", "angle: angle 2", "ellipse: block"]
+    assert "Mean Attenuation Coefficient" in report_items(path)[3].text

@@ -71,12 +71,22 @@ def _library(root: Any) -> dict[str, tuple[float, float, float]]:
     return centres
 
 
+SHAPE_WORDS = {"POLYLINE": "angle", "ELLIPSE": "ellipse", "ELLIPSOID": "sphere", "POLYGON": "outline"}
+
+
+def _derivation(num: Any) -> str:
+    """A NUM item's derivation as a word before its name (`Maximum SUVbw`), '' when it has none."""
+    found = [str(c.ConceptCodeSequence[0].CodeMeaning) for c in _children(num)
+             if _name(c) == "Derivation" and c.get("ConceptCodeSequence")]  # fmt: skip
+    return f"{found[0]} " if found else ""
+
+
 def _group(group: Any, library: dict[str, tuple[float, float, float]]) -> ReportItem | None:
     parts = _children(group)
     label = next((str(c.TextValue) for c in parts if _name(c) == "Tracking Identifier" and "TextValue" in c), "")
     label = label or "finding"
     nums = [c for c in parts if c.get("ValueType") == "NUM" and c.get("MeasuredValueSequence")]
-    values = "; ".join(f"{_name(n)} {float(n.MeasuredValueSequence[0].NumericValue):g} "
+    values = "; ".join(f"{_derivation(n)}{_name(n)} {float(n.MeasuredValueSequence[0].NumericValue):g} "
                        f"{n.MeasuredValueSequence[0].MeasurementUnitsCodeSequence[0].CodeValue}" for n in nums)
     shape = next((c for c in _walk(parts) if c.get("ValueType") == "SCOORD3D"), None)
     if shape is not None:
@@ -84,6 +94,11 @@ def _group(group: Any, library: dict[str, tuple[float, float, float]]) -> Report
         if shape.GraphicType == "POINT" and len(data) >= 3:
             at = _ras(data[:3])
             return ReportItem("point", f"point: {label}  {_mm(at)}" + (f"  ({values})" if values else ""), at)
+        two_point_line = shape.GraphicType == "POLYLINE" and len(data) == 6  # a distance, below
+        word = None if two_point_line else SHAPE_WORDS.get(str(shape.GraphicType))
+        if word and len(data) >= 6:  # an angle, an ellipse, a sphere: at its centre
+            at = _ras(list(np.asarray(data, dtype=float).reshape(-1, 3).mean(axis=0)))
+            return ReportItem("measurement", f"{word}: {label}  {values or _mm(at)}", at)
         if len(data) >= 6:
             a, b = _ras(data[:3]), _ras(data[3:6])
             length = values or f"Length {float(np.linalg.norm(np.subtract(a, b))):.1f} mm"
