@@ -167,3 +167,16 @@ def test_series_of_two_patients_open_together_only_through_the_dialog(
     before = window.model
     assert not window.open_path(folder, series_spec="1,2")  # no dialog here: refused
     assert window.model is before and "different patients" in window.statusBar().currentMessage()
+
+
+def test_every_pane_of_a_dicom_study_names_its_date_and_description(
+    qtbot, window: MainWindow, tmp_path: Path
+) -> None:
+    from tests.test_patient_banner import dicom_study
+
+    assert window.study_caption == ""  # a volume file names no study
+    dicom_study(tmp_path / "ct")
+    assert window.open_path(tmp_path / "ct")
+    assert window.study_caption == "2024-06-11 · Thorax staging"
+    qtbot.waitUntil(lambda: all(p.frame is not None for p in window.panes.values()), timeout=10000)
+    window.panes["red"].grab()  # painted with its caption

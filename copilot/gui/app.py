@@ -533,6 +533,9 @@ class MainWindow(QMainWindow):
         if root in self.cases:
             self.case_box.setCurrentIndex(self.cases.index(root))
         self.setWindowTitle(banner.title)
+        from copilot.panel.same_patient import caption
+
+        self.study_caption = caption(banner.facts) if banner.facts is not None else ""  # each pane: date, study
         if self.patient_bar.show_banner(banner):
             line = f"Now open: {banner.line}"  # shown once the opening's own messages are cleared
             QTimer.singleShot(0, lambda: self.statusBar().showMessage(line, 8000))

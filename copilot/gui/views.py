@@ -251,9 +251,9 @@ class SlicePane(PaneWidget):
             outlined_text(p, QPointF(10, 62), getattr(self.win, "prior_caption", "") or "PRIOR",
                           QColor(150, 220, 255))  # fmt: skip
             outlined_text(p, QPointF(10, 80), "aligned, scrolls with the current", QColor(150, 220, 255))
-        elif getattr(self.win, "prior", None) is not None and (caption := str(getattr(self.win, "study_caption", None)
-                                                                                or "")):  # fmt: skip
-            outlined_text(p, QPointF(10, 62), f"CURRENT {caption}", QColor(255, 230, 150))
+        elif caption := str(getattr(self.win, "study_caption", None) or ""):  # every pane says which study it is
+            current = "CURRENT " if getattr(self.win, "prior", None) is not None else ""
+            outlined_text(p, QPointF(10, 62), f"{current}{caption}", QColor(255, 230, 150))
         bar = getattr(self.win, "pet_bar", None)
         if bar is not None and not self.prior:
             paint_colour_bar(p, bar, self.width(), self.height())
