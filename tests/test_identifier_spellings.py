@@ -32,8 +32,8 @@ IDS = ["PAT 4471 0932", "PAT-44710932", "pat44710932", "PAT 447 10932", "\u0420\
 STUDY = ["twelfth of August 2024", "Aug 12 '24", "12-Aug-24", "12.8.24", "August 12th, 2024"]
 OTHER_EXAM = ["2023-01-15", "15 January 2023", "fifteenth of Jan 2023", "15/1/23", "20230115"]
 SPELLINGS = NAME + BIRTH + IDS + STUDY + OTHER_EXAM
-KEPT = ("The lesion measures 33.61 mm, 12.5 mm and 2024 cc at slice 3; compare the march of the disease, "
-        "a hanseatic pattern, 15 of 23 nodes.")  # fmt: skip
+KEPT = ("The lesion measures 33.61 mm, 44.71 mm, 12.5 mm and 2024 cc at slice 3; compare the march of the "
+        "disease, a hanseatic pattern, 15 of 23 nodes, offset 883.17.")  # fmt: skip
 
 
 def tag(folder: Path, tags: dict[str, str]) -> None:

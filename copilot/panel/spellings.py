@@ -35,6 +35,7 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 _SEPARATORS = re.compile(r"[\s\-_/.:^]+")
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _SEP = r"[\s,.\-/:'’^_]"
+_INNER = r"[\s\-/_]"
 
 
 @functools.cache
@@ -113,15 +114,16 @@ def flexible(identifier: str) -> str:
     """A regular expression of one folded spelling (`copilot.panel.folding.fold`) that ignores how its parts are
     separated: between words any spacing, comma, dash, slash, full stop, apostrophe or none (names joined:
     'johnathanquixley'); between two numbers at least one of those ('3.3.61', never '33.61'); inside a part
-    holding a digit (an ID, an accession, a date) any such separators ('773 4921', 'ACC-2024-0917X')."""
+    holding a digit (an ID, an accession, a date) spaces, dashes, slashes or underscores ('773 4921',
+    'ACC-2024-0917X'), never a full stop or comma (a measurement such as 44.71 stays)."""
     tokens = _TOKEN.findall(identifier)
     out: list[str] = []
     for n, tok in enumerate(tokens):
         if n:
             both_numbers = tokens[n - 1].isdigit() and tok.isdigit()
             out.append(f"{_SEP}+" if both_numbers else f"{_SEP}*")
-        if len(tok) >= 4 and any(c.isdigit() for c in tok):
-            out.append(f"{_SEP}*".join(re.escape(c) for c in tok))
+        if len(tok) >= 4 and any(c.isdigit() for c in tok):  # never a full stop or comma inside: '44.71' is a number
+            out.append(f"{_INNER}*".join(re.escape(c) for c in tok))
         else:
             out.append(re.escape(tok))
     return "".join(out)
