@@ -170,6 +170,8 @@ class MainWindow(QMainWindow):
             ("Export session report…", self._export_report, None),
             ("Store to PACS / Export…", lambda: store_results(self), None),
             ("Open stored report (SR)…", self._open_report_dialog, None),
+            ("Open stored segmentation (SEG)…", self._open_seg_dialog, None),
+            ("Measurements and lesions", self._show_measurements, None),
         ):
             action = QAction(text, self)
             action.triggered.connect(slot)
@@ -288,6 +290,16 @@ class MainWindow(QMainWindow):
         url, ok = QInputDialog.getText(self, "Open from PACS", prompt)
         if ok and url.strip():
             self.open_path(url.strip())
+
+    def _show_measurements(self) -> None:
+        from copilot.gui.measurements_dock import show_measurements
+
+        show_measurements(self)
+
+    def _open_seg_dialog(self) -> None:
+        from copilot.gui.seg_dock import open_seg_dialog
+
+        open_seg_dialog(self)
 
     def _open_report_dialog(self) -> None:
         from copilot.gui.report_dock import open_report_dialog
