@@ -97,3 +97,15 @@ def test_bench_score_json_carries_the_field_parse(tmp_path: Path) -> None:
     assert [k for k, v in fields.items() if v["parsed"]] == [
         "KEY_SLICE_AXIAL_MM", "KEY_SLICE_SAGITTAL_MM", "KEY_SLICE_CORONAL_MM"]  # fmt: skip
     assert out["summary"]["brain_mri"]["strict"] == 1.0
+
+
+def test_process_measures_read_the_fields_that_parse() -> None:
+    """Cited evidence is field by field too: three key slices without a RAS line are three cited items (D2, F5
+    and E see them; before, nothing was cited), none of them on a view when nothing was shown."""
+    from copilot.bench.measures.failures import unobserved_items
+    from copilot.bench.scoring.parsers import cited_evidence
+
+    cited = cited_evidence(SLICES + "ANSWER: A", "brain_mri")
+    assert cited == {"key_slices": {"S": 10.0, "R": 15.0, "A": 20.0}, "ras": None}
+    assert unobserved_items([], cited) == ["KEY_SLICE_S", "KEY_SLICE_R", "KEY_SLICE_A"]
+    assert cited_evidence("ANSWER: A", "brain_mri") == {}

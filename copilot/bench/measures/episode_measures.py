@@ -86,7 +86,8 @@ def _measures(events: list[dict[str, Any]], case: CasePack, score: Any, base: di
     claims = W.claim_violations(case.kind, text, events, sorted({q.text for q in unsupported}), series, faults)
 
     cited = P.cited_evidence(response, case.module)
-    cited_items = (len(cited.get("key_slices", {})) + 1) if cited.get("ras") else len(cited.get("points", []))
+    cited_items = (len(cited["key_slices"]) + (cited["ras"] is not None) if "key_slices" in cited
+                   else len(cited.get("points", [])))  # fmt: skip
     missing = len(unobserved_items(events, cited)) if cited else 0
     # U_req: the evidence the answer format asks for (radiology with an EVIDENCE block: three key slices and a
     # RAS point; slides: the localizations given, none on a negative answer); none → E is ⊥

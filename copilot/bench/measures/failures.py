@@ -232,11 +232,11 @@ def unobserved_items(events: list[dict[str, Any]], cited: dict[str, Any]) -> lis
     """Cited evidence items lying on no view the agent was shown (the system's opening views count)."""
     shown = [e for e in events if e.get("type") == "handler_call" and e.get("ok")]
     missing: list[str] = []
-    if cited.get("ras"):  # an EVIDENCE block: a RAS point and key slices
+    if "key_slices" in cited:  # an EVIDENCE block: the key slices and RAS point it gives
         planes = [p for e in shown for p in shown_planes(e)]
         ras = cited["ras"]
-        ras_seen = any(point_on_plane(ras, p) for p in planes)
-        if not ras_seen:
+        ras_seen = ras is not None and any(point_on_plane(ras, p) for p in planes)
+        if ras is not None and not ras_seen:
             missing.append("RAS")
         for axis, value in cited["key_slices"].items():
             direct = any(p["axis"] == axis and abs(p["offset"] - value) <= TOL_MM for p in planes)

@@ -84,8 +84,8 @@ def evidence_provenance(events: list[dict[str, Any]], response: str) -> dict[str
     if not all_calls:
         return None
     active = (all_calls[-1].get("state") or {}).get("active_volume_name")
-    ras_series = active
-    for e in all_calls:
+    ras_series = active if cited["ras"] is not None else None
+    for e in all_calls if cited["ras"] is not None else []:
         for ras, vol in _ras_outputs(e):
             if vol and all(abs(a - b) <= TOL_VALUE for a, b in zip(ras, cited["ras"], strict=True)):
                 ras_series = vol
@@ -111,11 +111,12 @@ def evidence_provenance(events: list[dict[str, Any]], response: str) -> dict[str
 def _alignment(events: list[dict[str, Any]], cited: dict[str, Any]) -> dict[str, Any]:
     """Cited evidence items lying on views the agent rendered (returned images)."""
     items: dict[str, bool] = {}
-    if "ras" in cited:  # an EVIDENCE block: a RAS point and key slices
+    if "key_slices" in cited:  # an EVIDENCE block: the key slices and RAS point it gives
         planes = [p for e in events for p in shown_planes(e)]
         ras = cited["ras"]
-        ras_seen = any(point_on_plane(ras, p) for p in planes)
-        items["RAS"] = ras_seen
+        ras_seen = ras is not None and any(point_on_plane(ras, p) for p in planes)
+        if ras is not None:
+            items["RAS"] = ras_seen
         for axis, value in cited["key_slices"].items():
             direct = any(p["axis"] == axis and abs(p["offset"] - value) <= TOL_MM for p in planes)
             items[f"KEY_SLICE_{axis}"] = direct or (ras_seen and abs(ras[RAS_INDEX[axis]] - value) <= TOL_MM)
@@ -162,7 +163,8 @@ def _auditability(events: list[dict[str, Any]], cited: dict[str, Any]) -> dict[s
     if "key_slices" in cited:
         for axis, value in cited["key_slices"].items():
             items[f"KEY_SLICE_{axis}"] = traced(value)
-        items["RAS"] = all(traced(v) for v in cited["ras"])
+        if cited["ras"] is not None:
+            items["RAS"] = all(traced(v) for v in cited["ras"])
     for n, (x, y) in enumerate(cited.get("points", [])):
         items[f"point_{n + 1}"] = traced(x) and traced(y)
     return {"items": items, "score": (sum(items.values()) / len(items)) if items else None}

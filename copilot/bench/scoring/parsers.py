@@ -313,12 +313,15 @@ def parse_camelyon(text: str) -> CamelyonAnswer:
 
 
 def cited_evidence(response: str, module: str) -> dict[str, Any]:
-    """The evidence an answer cites: key slices and a RAS point (radiology) or WSI points (pathology)."""
+    """The evidence an answer cites: the key slices and RAS point of its EVIDENCE block that parse, each field
+    on its own (`ras` None without one; {} when no field parses), or WSI points (pathology)."""
     facts = facts_of(module)
     try:
         if facts is not None and facts.cited is not None:
             return facts.cited(response)
-        ev = parse_evidence(response)
     except ParseError:
         return {}
-    return {"key_slices": ev.key_slices, "ras": list(ev.ras)}
+    ev = parse_evidence_fields(response)
+    if not ev.key_slices and ev.ras is None:
+        return {}
+    return {"key_slices": ev.key_slices, "ras": list(ev.ras) if ev.ras is not None else None}
