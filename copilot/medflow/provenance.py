@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -65,6 +66,14 @@ def case_digest(case: CasePack) -> str:
     return _case_digest(str(root), stamp)
 
 
+def _safe_case_digest(case: CasePack) -> str | None:
+    """The case digest, or None when a file of the pack cannot be read (provenance never fails an episode)."""
+    try:
+        return case_digest(case)
+    except OSError:
+        return None
+
+
 def digest(value: Any) -> str:
     """SHA-256 of a value's canonical JSON."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
@@ -72,8 +81,6 @@ def digest(value: Any) -> str:
 
 def price_table_version() -> str | None:
     """The shipped price table's version, with the user's override named when MEDCOPILOT_PRICES is set."""
-    import os
-
     from copilot.llm.prices import shipped_table
 
     version = shipped_table().get("version")
@@ -90,7 +97,7 @@ def episode_provenance(case: CasePack, events: list[dict[str, Any]], tools: list
     profile = start.get("profile") if isinstance(start.get("profile"), dict) else None
     return {
         "code": code_version(),
-        "case_digest": case_digest(case),
+        "case_digest": _safe_case_digest(case),
         "prompt_sha256": start.get("prompt_sha256")
         or (hashlib.sha256((prompt.get("system", "") + prompt.get("user", "")).encode()).hexdigest()
             if prompt else None),
