@@ -180,3 +180,12 @@ def test_every_pane_of_a_dicom_study_names_its_date_and_description(
     assert window.study_caption == "2024-06-11 · Thorax staging"
     qtbot.waitUntil(lambda: all(p.frame is not None for p in window.panes.values()), timeout=10000)
     window.panes["red"].grab()  # painted with its caption
+
+
+def test_the_store_dialog_names_the_patient_as_the_banner_does(qtbot) -> None:
+    from copilot.gui.store_dialog import StoreDialog
+    from copilot.panel.store import StorePlan
+
+    dialog = StoreDialog(StorePlan(problems=["no evidence yet"]), None, "QUIXLEY, JOHNATHAN · ID MRN-7734921")
+    qtbot.addWidget(dialog)
+    assert dialog.patient.text() == "Patient: QUIXLEY, JOHNATHAN · ID MRN-7734921"

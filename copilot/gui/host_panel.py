@@ -149,7 +149,8 @@ class HostPanel(QWidget):
     def store(self, ask: Callable[[StorePlan], tuple[str, str]] | None = None) -> list[str]:
         """Store to PACS / Export: the plan shown in the desktop's Store dialog (or to `ask`), written only on Store,
         nothing on Reject or Cancel; what happened is said below the button."""
-        words = host_store(self.host.conversation, ask or (lambda plan: ask_in_dialog(plan, self)))
+        who = self.host.banner.line  # the dialog names the patient as the banner does
+        words = host_store(self.host.conversation, ask or (lambda plan: ask_in_dialog(plan, self, who)))
         self.store_said.setText("\n".join(words))
         return words
 

@@ -23,11 +23,15 @@ from copilot.panel.store import StorePlan, outcome_words, store_with
 class StoreDialog(QDialog):
     """Shows a Store's plan; `decision()` is approve, reject (with the reason typed) or stop (closed)."""
 
-    def __init__(self, plan: StorePlan, parent: QWidget | None = None) -> None:
+    def __init__(self, plan: StorePlan, parent: QWidget | None = None, patient: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle(plan.title())
         self._decision = "stop"
         layout = QVBoxLayout(self)
+        if patient:  # whose study these results are of, as the banner names the patient (never by UIDs)
+            self.patient = QLabel(f"Patient: {patient}")
+            self.patient.setWordWrap(True)
+            layout.addWidget(self.patient)
         where = "the study's PACS" if plan.to_pacs else "files (the study did not come from a PACS)"
         layout.addWidget(QLabel(f"Writes outside the session, to {where}, exactly this:"))
         self.text = QPlainTextEdit("\n\n".join(plan.lines()))
@@ -56,10 +60,10 @@ class StoreDialog(QDialog):
         return self._decision, self.reason.text().strip()
 
 
-def ask_in_dialog(plan: StorePlan, parent: QWidget | None = None) -> tuple[str, str]:
-    """Show a Store's plan in the dialog (modal) and return the clinician's decision and reason; the desktop and a
-    host's side panel both ask this way."""
-    dialog = StoreDialog(plan, parent)
+def ask_in_dialog(plan: StorePlan, parent: QWidget | None = None, patient: str = "") -> tuple[str, str]:
+    """Show a Store's plan in the dialog (modal), under the patient's banner line, and return the clinician's
+    decision and reason; the desktop and a host's side panel both ask this way."""
+    dialog = StoreDialog(plan, parent, patient)
     dialog.exec()
     return dialog.decision()
 
@@ -76,7 +80,9 @@ def store_results(window: Any, ask: Any = None) -> list[str]:
         def confirm(plan: StorePlan) -> tuple[str, str]:
             if ask is not None:
                 return ask(plan)  # type: ignore[no-any-return]
-            return ask_in_dialog(plan, window)
+            from copilot.panel.banner import study_banner
+
+            return ask_in_dialog(plan, window, study_banner(model.case).line)
 
         plan, outcomes = store_with(model, confirm)
         words = [outcome_words(o) for o in outcomes] or (["nothing to store: " + "; ".join(plan.problems)]
