@@ -96,3 +96,18 @@ def test_provenance_table_and_a_real_episode(brain_case: Path, tmp_path: Path) -
     assert len(prov["prompt_sha256"]) == 64 and len(prov["tool_schema_sha256"]) == 64
     assert (prov["profile"], prov["model_snapshots"], prov["request"]) == (None, [], None)
     assert prov["price_table"] == json.loads((resources_dir() / "model_prices.json").read_text())["version"]
+
+
+def test_a_real_episode_in_every_format(brain_case: Path, tmp_path: Path) -> None:
+    """One `baseline` episode's row: the JSON's provenance row names the case digest's first 12 digits, and the
+    Markdown and CSV carry the same text; its Table 1 Strict cell is the same value in all three."""
+    row = run_episode(str(brain_case), "baseline", str(tmp_path), budget=20)
+    data = json.loads(render([row], "json"))
+    prov = next(t for t in data["tables"] if t["key"] == "provenance")["rows"][0]
+    digest = row["process"]["provenance"]["case_digest"][:12]
+    assert prov["cells"]["Case packs"]["text"] == digest
+    assert digest in render([row], "md") and digest in render([row], "csv")
+    t1 = next(t for t in data["tables"] if t["key"] == "table1")
+    cell = next(c for r in t1["rows"] for k, c in r["cells"].items() if k == "Brain MRI / Strict")
+    by_cell = {(r["table"], r["column"]): r["value"] for r in csv.DictReader(io.StringIO(render([row], "csv")))}
+    assert by_cell[("table1", "Brain MRI / Strict")] == f"{cell['value']:.6f}" and cell["text"] in render([row], "md")
