@@ -91,8 +91,13 @@ class ImageGuard:
         if key in self._seen:
             return self._seen[key]
         head, _, body = url.partition(",")
-        raw = base64.b64decode(body)
-        image = Image.open(io.BytesIO(raw))
+        try:
+            raw = base64.b64decode(body)
+            image = Image.open(io.BytesIO(raw))
+            image.load()
+        except (ValueError, OSError) as exc:  # not an image we can read: sent as a black pixel, never unchecked
+            self._event("image_withheld", {"image_sha256": key[:16], "reason": type(exc).__name__})
+            return self._encode(Image.new("L", (1, 1), 0), "data:image/png;base64", "PNG")
         fmt = image.format or "PNG"
         self.read += 1
         try:
