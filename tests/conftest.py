@@ -59,6 +59,8 @@ SLOW_TESTS = (
     "test_core_imports_no_host_or_gui_modules",
     "test_generated_tumour_is_visible_where_the_mask_says",
     "test_run_baseline_on_every_module",
+    "test_a_spent_call_budget_ends_tool_offering",
+    "test_ledger_round_trip",
     "test_an_answer_without_evidence_is_stored_as_text_alone",
     "test_oblique_kernel_gives_the_itk_pixels_within_one_grey_level",
     "test_slab_by_slab_cases_are_the_whole_volume_cases",
