@@ -58,6 +58,8 @@ def test_a_burnt_in_name_is_blanked_and_the_corner_text_kept() -> None:
     clean = "data:image/png;base64," + base64.b64encode(_png(lambda d: d.text((40, 60), "Axial", fill=230,
                                                                              font=font))).decode()  # fmt: skip
     assert guard.data_url(clean) == clean
+    assert guard.data_url("data:image/png;base64,AAAA") != "data:image/png;base64,AAAA"  # undecodable: withheld
+    assert events[-1][0] == "image_withheld"
 
 
 @pytest.fixture()
