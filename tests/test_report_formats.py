@@ -94,6 +94,7 @@ def test_provenance_table_and_a_real_episode(brain_case: Path, tmp_path: Path) -
     prov = out["process"]["provenance"]
     assert prov["code"]["version"] and len(prov["case_digest"]) == 64
     assert len(prov["prompt_sha256"]) == 64 and len(prov["tool_schema_sha256"]) == 64
+    assert len(prov["prompt_template_sha256"]) == 64  # the templates: one digest for every case of a run
     assert (prov["profile"], prov["model_snapshots"], prov["request"]) == (None, [], None)
     assert prov["price_table"] == json.loads((resources_dir() / "model_prices.json").read_text())["version"]
 

@@ -101,12 +101,31 @@ def episode_provenance(case: CasePack, events: list[dict[str, Any]], tools: list
         "prompt_sha256": start.get("prompt_sha256")
         or (hashlib.sha256((prompt.get("system", "") + prompt.get("user", "")).encode()).hexdigest()
             if prompt else None),
+        "prompt_template_sha256": _template_digest(case, events),
         "tool_schema_sha256": digest(tools) if tools else None,
         "price_table": price_table_version(),
         "profile": {"id": profile.get("id"), "version": profile.get("version")} if profile else None,
         "model_snapshots": snapshots,
         "request": start.get("request"),
     }
+
+
+def _template_digest(case: CasePack, events: list[dict[str, Any]]) -> str | None:
+    """SHA-256 of the prompt templates the task was filled from (system and task, under the run's protocol): the
+    same for every case of a configuration, where the filled prompt's digest differs by case."""
+    from copilot.agent.prompts import template
+
+    header = next((e for e in events if e.get("type") == "episode_start"), {})
+    protocol = header.get("protocol")
+    own = f"{case.module}_system"
+    try:
+        try:
+            system = template(own, protocol) if protocol == "paper" else template(f"{case.kind}_system", protocol)
+        except FileNotFoundError:
+            system = template(f"{case.kind}_system", protocol)
+        return digest([system, template(case.module, protocol)])
+    except FileNotFoundError:
+        return None
 
 
 def session_tools(session: Any) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 from copilot.bench.tables.aggregate import config_label, configurations
 from copilot.bench.tables.render import Cell, Table
 
-COLUMNS = ("Episodes", "Code", "Case packs", "Prompts", "Tool schemas", "Price table", "Model profile",
+COLUMNS = ("Episodes", "Code", "Case packs", "Prompt templates", "Tool schemas", "Price table", "Model profile",
            "Model snapshots", "Decoding and reasoning sent")  # fmt: skip
 
 
@@ -57,9 +57,10 @@ def provenance_table(rows: list[dict[str, Any]]) -> Table:
         "Provenance of each run configuration",
         "From each result's provenance: package version and git commit (modified: tracked files differed from it); "
         "case packs: a SHA-256 over each pack's files (one shown by its first 12 digits; several: their number "
-        "and a digest of the set); prompts and tool schemas: SHA-256 of the task prompt and of the tool "
-        "declarations offered; the price table's version; the model profile's id and version; the model "
-        "snapshots the service named in its replies; the decoding and reasoning settings sent. Blank: not "
+        "and a digest of the set); prompt templates and tool schemas: SHA-256 of the templates the task prompt "
+        "was filled from (each filled prompt's own digest is in the row) and of the tool declarations offered; "
+        "the price table's version; the model profile's id and version; the model snapshots the service named "
+        "in its replies; the decoding and reasoning settings sent. Blank: not "
         "recorded (offline policies send no request; rows written before provenance was kept).",
         [[("Configuration", 1), *((c, 1) for c in COLUMNS)]],
     )
@@ -70,7 +71,7 @@ def provenance_table(rows: list[dict[str, Any]]) -> Table:
             str(len(provs)),
             _listed({_code(p) for p in provs if p.get("code")}),
             _short({str(p.get("case_digest") or "") for p in provs}),
-            _short({str(p.get("prompt_sha256") or "") for p in provs}),
+            _short({str(p.get("prompt_template_sha256") or p.get("prompt_sha256") or "") for p in provs}),
             _short({str(p.get("tool_schema_sha256") or "") for p in provs}),
             _listed({str(p.get("price_table") or "") for p in provs}),
             _listed({_profile(p) for p in provs}),
