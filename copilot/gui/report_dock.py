@@ -18,6 +18,7 @@ class ReportDock(QDockWidget):
 
     def __init__(self, window: Any) -> None:
         super().__init__("Stored report", window)
+        self.setMinimumWidth(340)  # a finding's line read whole
         self.win = window
         self.items: list[ReportItem] = []
         body = QWidget()
@@ -37,6 +38,7 @@ class ReportDock(QDockWidget):
         self.list.clear()
         for item in self.items:
             row = QListWidgetItem(item.text)
+            row.setToolTip(item.text)
             if item.ras is None:
                 row.setFlags(row.flags() & ~Qt.ItemFlag.ItemIsSelectable)
             self.list.addItem(row)

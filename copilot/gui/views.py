@@ -241,6 +241,10 @@ class SlicePane(PaneWidget):
             self.update()
 
     def paint_markers(self, p: QPainter, frame: Frame, s: float) -> None:
+        if not self.prior and getattr(self.win, "seg_shown", None) is not None:  # a stored SEG, under the marks
+            from copilot.gui.seg_dock import paint_segments
+
+            paint_segments(p, self, frame, s)
         super().paint_markers(p, frame, s)
         if frame.image_to_ras is not None:
             facing = tuple(frame.image_to_ras[:3, :2].ravel().tolist())  # the letters follow the picture's axes only
