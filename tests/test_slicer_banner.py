@@ -78,3 +78,27 @@ def test_the_slicer_panel_sends_none_of_the_banner_to_the_model(tmp_path: Path) 
     assert fake.requests and "[redacted]" in sent
     for word in ("Jane", "JANE", "Doe", "DOE", "PAT-88412", "1961-04-12", "12/04/1961", "19610412"):
         assert word not in sent, word
+
+
+def test_a_scene_holding_two_patients_is_not_adopted(tmp_path: Path) -> None:
+    from copilot.errors import HandlerError
+    from copilot.slicer_backend.mrml import mrml
+    from tests.test_slicer_host import _write_volume
+
+    s, _node = _user_scene(tmp_path)
+    path = tmp_path / "other.nrrd"
+    _write_volume(path)
+    volumes = mrml().vtkSlicerVolumesLogic()
+    volumes.SetMRMLScene(s.scene)
+    node = volumes.AddArchetypeVolume(str(path), "other")
+    sh = s.scene.GetSubjectHierarchyNode()
+    patient = sh.CreateSubjectItem(sh.GetSceneItemID(), "QUIXLEY^JOHNATHAN")
+    sh.SetItemAttribute(patient, "DICOM.PatientName", "QUIXLEY^JOHNATHAN")
+    sh.SetItemAttribute(patient, "DICOM.PatientID", "MRN-7734921")
+    study = sh.CreateStudyItem(patient, "CT CHEST")
+    series = sh.GetItemByDataNode(node) or sh.CreateItem(study, node)
+    sh.SetItemParent(series, study)
+    sh.SetItemAttribute(series, "DICOM.Modality", "CT")
+    with pytest.raises(HandlerError, match="different patients") as refused:
+        SlicerHost.adopt(s.scene, s.app_logic, tmp_path / "trace")
+    assert refused.value.code == "other_patient" and "QUIXLEY" not in refused.value.message

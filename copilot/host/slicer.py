@@ -47,6 +47,19 @@ def model_settings(base_url: str = "", model: str = "", api_key: str = "") -> Ag
     return AgentSettings.from_env(base_url=base_url or None, model=model or None, api_key=api_key or None)
 
 
+def other_patient(scene: Any, volumes: list[Any]) -> str | None:
+    """Which patient fields differ between the scene's volumes filed by Slicer's DICOM import (None: one patient;
+    volumes without DICOM attributes are not compared)."""
+    from copilot.panel.same_patient import mismatch
+
+    facts = [facts_from_headers([SimpleNamespace(**a)]) for v in volumes if (a := dicom_attributes(scene, v.node_id))]
+    for each in facts[1:]:
+        found = mismatch(facts[0], each)
+        if found is not None:
+            return ", ".join(found.differs)
+    return None
+
+
 class SlicerHost:
     """One copilot session on a clinician's Slicer scene: its conversation, evidence markups and trace."""
 
@@ -77,6 +90,10 @@ class SlicerHost:
         volumes = scene_volumes(scene)
         if not volumes:
             raise HandlerError("no_volume", "the scene holds no scalar volume: load a study in Slicer first")
+        other = other_patient(scene, volumes)
+        if other is not None:  # one patient per session: the banner names one, the scrub removes one's identifiers
+            raise HandlerError("other_patient", f"the scene holds volumes of different patients ({other} differ): "
+                               "close the other patient's volumes in Slicer, then start the copilot again")  # fmt: skip
         viewer = SlicerSceneViewer(scene, app_logic, adopt=True)
         for v in volumes:
             viewer.adopt_volume_node(scene.GetNodeByID(v.node_id), v.modality, v.name, keep_display=True)
