@@ -76,3 +76,48 @@ def test_measurements_panel_lists_numbers_and_the_lesion_history(qtbot, tmp_path
     shot = tmp_path / "measurements.png"
     assert dock.grab().save(str(shot)) and shot.stat().st_size > 0
     win.close()
+
+
+def test_bidirectional_and_ellipse_drawn_with_the_mouse_are_the_clinicians_evidence(qtbot, tmp_path: Path) -> None:
+    """Toolbar → Bidirectional: a drag along the image's rows (the long axis), then a slanted drag across it: the
+    short axis is laid exactly perpendicular through the long axis, as long as the drag across it; Ellipse ROI: a
+    drag across its box records the ellipse with its statistics; the ruler is off while a shape tool is on."""
+    from PySide6.QtCore import QPoint, Qt
+
+    from tests.test_workstation_gui import _show
+
+    write_ct_series(tmp_path / "ct", 4)
+    win = MainWindow(recent=RecentStudies(tmp_path / "recent.json"))
+    win.no_dialogs = True
+    _show(qtbot, win)
+    assert win.open_path(str(tmp_path / "ct"), trace_dir=tmp_path / "t")
+    qtbot.waitUntil(lambda: all(p.frame is not None for p in win.panes.values()), timeout=10000)
+    red = win.panes["red"]
+    win.ruler_action.setChecked(True)  # type: ignore[union-attr]
+    win.shape_actions["bidirectional"].setChecked(True)  # type: ignore[attr-defined]
+    assert not win.ruler_action.isChecked()  # type: ignore[union-attr]
+
+    mid = QPoint(red.width() // 2, red.height() // 2)  # the image's middle: inside the volume
+
+    def drag(a: QPoint, b: QPoint) -> None:
+        qtbot.mousePress(red, Qt.MouseButton.LeftButton, pos=mid + a)
+        qtbot.mouseMove(red, mid + (a + b) / 2)
+        qtbot.mouseRelease(red, Qt.MouseButton.LeftButton, pos=mid + b)
+
+    drag(QPoint(-50, 0), QPoint(50, 0))
+    assert win.model is not None and win.model.session.evidence() == []  # the long axis waits for the short
+    drag(QPoint(8, -25), QPoint(-8, 25))  # slanted: only its part across the long axis counts
+    [bi] = win.model.session.evidence()
+    long_v = np.subtract(bi["long"]["b"]["ras"], bi["long"]["a"]["ras"])
+    short_v = np.subtract(bi["short"]["b"]["ras"], bi["short"]["a"]["ras"])
+    assert bi["kind"] == "bidirectional" and abs(float(long_v @ short_v)) < 1e-2 * bi["long_mm"] * bi["short_mm"]
+    assert bi["long_mm"] == pytest.approx(2 * bi["short_mm"], rel=0.05)  # 100 px along, 50 px across
+    win.shape_actions["ellipse"].setChecked(True)  # type: ignore[attr-defined]
+    drag(QPoint(-20, -10), QPoint(20, 10))
+    ellipse = win.model.session.evidence()[-1]
+    assert ellipse["kind"] == "ellipse" and ellipse["voxels"] > 0
+    assert ellipse["radius_x_mm"] == pytest.approx(2 * ellipse["radius_y_mm"], rel=0.05)
+    assert ellipse["values"]["min"] <= ellipse["values"]["mean"] <= ellipse["values"]["max"]
+    win.model.undo()
+    assert [e["kind"] for e in win.model.session.evidence()] == ["bidirectional"]
+    win.close()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QToolBar
 
 PRIOR_LAYOUT = "prior"  # the current view beside the same view of the prior
@@ -35,9 +35,23 @@ def install(window: Any) -> None:
     window.ruler_action = QAction("Ruler", window)
     window.ruler_action.setCheckable(True)
     window.ruler_action.setToolTip("left-drag on a slice view measures a distance, listed as your evidence")
+    window.shape_actions = {}
+    tools = QActionGroup(window)  # one drawing tool at a time, or none
+    tools.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
+    tools.addAction(window.ruler_action)
+    for shape, text, tip in (
+        ("bidirectional", "Bidirectional", "drag the long axis, then across it: the short axis, perpendicular"),
+        ("ellipse", "Ellipse ROI", "drag across an ellipse's box: its area and statistics, listed as your evidence"),
+    ):
+        action = window.shape_actions[shape] = QAction(text, window)
+        action.setCheckable(True)
+        action.setToolTip(tip)
+        tools.addAction(action)
     bar = window.findChild(QToolBar, "view_toolbar")
     if bar is not None:
         bar.addAction(window.ruler_action)
+        for action in window.shape_actions.values():
+            bar.addAction(action)
 
 
 def undo_last(window: Any, actor: str | None = None) -> None:

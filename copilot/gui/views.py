@@ -214,6 +214,24 @@ class SlicePane(PaneWidget):
         action = getattr(self.win, "ruler_action", None)
         return bool(action is not None and action.isChecked())
 
+    def _shape_on(self) -> str:
+        """The shape tool checked in the toolbar ('' for none)."""
+        actions = getattr(self.win, "shape_actions", None) or {}
+        return next((shape for shape, action in actions.items() if action.isChecked()), "")
+
+    def _shape(self, tool: str, start: tuple[float, float], end: tuple[float, float]) -> None:
+        """A shape tool's drag, recorded as the clinician's evidence (a bidirectional's first drag waits)."""
+        from copilot.panel.shape_drag import ShapeDrags
+
+        drags = getattr(self.win, "shape_drags", None)
+        if drags is None or drags.model is not self.win.model:
+            drags = self.win.shape_drags = ShapeDrags(self.win.model)
+        out = drags.drag(tool, self.view, self.frame, start, end)
+        if out is None:
+            self.win.statusBar().showMessage("long axis drawn: now drag across it for the short axis", 6000)
+        elif not out.ok:
+            self.win.statusBar().showMessage(f"not recorded: {(out.error or {}).get('message', '')}", 8000)
+
     def released(self, press: Any, dx: float, dy: float, event: Any) -> None:
         self._drag_end = None
         if self.frame is None or self.prior:
@@ -221,7 +239,9 @@ class SlicePane(PaneWidget):
         moved = abs(dx) > 2 or abs(dy) > 2
         button, mods = press[2], press[3]
         end = self.device_pos(event)
-        if button == Qt.MouseButton.LeftButton and moved and self._ruler_on():
+        if button == Qt.MouseButton.LeftButton and moved and self._shape_on():
+            self._shape(self._shape_on(), (press[0], press[1]), end)
+        elif button == Qt.MouseButton.LeftButton and moved and self._ruler_on():
             self.win.tools.ruler(self.view, self.frame, (press[0], press[1]), end)
         elif moved and (button == Qt.MouseButton.MiddleButton or (
                 button == Qt.MouseButton.LeftButton and mods & Qt.KeyboardModifier.ShiftModifier)):  # fmt: skip

@@ -4,8 +4,8 @@ the statistics of the voxels it covers (HU for CT, SUVbw too for PET where its t
 
 Each records checkable RAS coordinates with the numbers, so the desktop can draw it and a report can store it
 (`copilot.tools.sr_shapes`). An ellipse lies in the plane through its centre parallel to the view, its radii along
-the view's right and up directions; the voxels counted are those whose centres lie inside it and within half a
-voxel of its plane.
+the view's right and up directions; the voxels counted are those whose centres lie inside it in the voxel layer
+nearest its plane (within half a voxel of it).
 """
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ def ellipse_voxels(vol: Any, view: Any, centre: np.ndarray, rx: float, ry: float
     region, pts = _grid_points(vol, centre - reach, centre + reach)
     d = pts - centre
     inside = ((d @ right) / rx) ** 2 + ((d @ up) / ry) ** 2 <= 1.0
-    inside &= np.abs(d @ normal) <= step / 2 + 1e-9
+    depth = np.abs(d @ normal)
+    if inside.any():  # the voxel layer nearest the plane (both, where it lies half-way between two)
+        inside &= depth <= min(float(depth[inside].min()), step / 2) + 1e-6
     return np.asarray(np.asarray(vol.data[region], dtype=np.float64)[inside])
 
 
