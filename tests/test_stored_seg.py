@@ -101,3 +101,32 @@ def test_the_seg_is_painted_over_the_ct_and_switched_off(qtbot: Any, stored: tup
     assert opened and opened[0]["modality"] == "SEG" and opened[0]["segments"][0]["voxels"] == voxels
     assert [e["shown"] for e in events if e["type"] == "segment_overlay"] == [False]
     assert open_seg(win, next(ct.iterdir())) == -1 and "not a segmentation" in win.statusBar().currentMessage()
+
+
+@pytest.mark.gui
+def test_the_studys_stored_results_are_offered_under_its_series(qtbot: Any, stored: tuple[Path, Path, int],
+                                                                tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    pytest.importorskip("PySide6")
+    pytest.importorskip("pytestqt")
+    import shutil
+
+    from copilot.gui.app import MainWindow
+    from copilot.gui.stored_menu import fill
+    from tests.test_workstation_gui import _show
+
+    ct, seg, voxels = stored
+    study = tmp_path / "study"
+    shutil.copytree(ct, study / "ct")
+    (study / "seg").mkdir()
+    shutil.copy(seg, study / "seg" / "seg.dcm")  # the SEG stored beside its series
+    monkeypatch.setenv("MEDCOPILOT_SESSIONS", str(tmp_path / "sessions"))
+    win = MainWindow(policies={})
+    win.no_dialogs = True
+    _show(qtbot, win)
+    assert win.open_path(study) and win.model is not None
+    actions = fill(win, win.stored_menu)
+    assert len(actions) == 1 and actions[0].isEnabled()
+    assert actions[0].text().startswith("SEG") and actions[0].text().endswith("over the series shown")
+    actions[0].trigger()
+    assert win.seg_shown is not None and int(win.seg_shown.segments[0].stats["voxels"]) == voxels

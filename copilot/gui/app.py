@@ -181,6 +181,9 @@ class MainWindow(QMainWindow):
             file.addAction(action)
         self.recent_menu = file.addMenu("Recent studies")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
+        from copilot.gui import stored_menu  # the study's SEGs and reports, opened over it
+
+        stored_menu.install(self, file)
         quit_action = QAction("Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
