@@ -382,8 +382,10 @@ def test_two_runs_on_one_folder_are_serialised(four: Path, tmp_path: Path) -> No
     cmd = [*CLI, "bench", "run", "--cases", str(four), "--policy", f"scripted:{script}", "--workers", "1",
            "--budget", "100", "--out", str(run)]  # fmt: skip
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    while not (run / ".lock").exists():
+    deadline = time.time() + 120
+    while not (run / ".lock").exists() and first.poll() is None and time.time() < deadline:
         time.sleep(0.02)
+    assert (run / ".lock").exists(), f"the first run never took the lock: {first.communicate(timeout=60)[1]}"
     time.sleep(0.3)
     second = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     (_, err1), (_, err2) = first.communicate(timeout=300), second.communicate(timeout=300)
