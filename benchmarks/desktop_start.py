@@ -1,6 +1,7 @@
 """Desktop start-up: time from the `medcopilot gui STUDY` command to its first line on the terminal, to the first
 progress message in a window, to the study's first frame painted (its first image in the start-up window) and to
-the viewer's panes painted with the study, for a DICOM folder, a NIfTI file and a slide (Qt offscreen); beside
+the viewer's panes painted with the study, for a DICOM folder, a NIfTI file, a slide and a PACS series by its
+DICOMweb URL (a private local Orthanc, where `make sysdeps` installed one; cold and warm cache) (Qt offscreen); beside
 the floor any Python desktop app stands on, measured in the same run: the interpreter's start, `import
 PySide6.QtWidgets`, and a PySide6 window painted.
 
@@ -61,7 +62,7 @@ def studies(out: Path) -> dict[str, Path]:
     return {"DICOM folder": dicom, "NIfTI file": nifti, "slide": case / "images" / "slide.tif"}
 
 
-def start(path: Path, home: Path) -> dict[str, float]:
+def start(path: Path | str, home: Path) -> dict[str, float]:
     """One start: seconds to each start-up event (the terminal line, the window's first message, the first frame)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen", "MEDCOPILOT_STARTUP_PROBE": "1",
            "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data")}  # fmt: skip
@@ -85,7 +86,7 @@ def start(path: Path, home: Path) -> dict[str, float]:
     if "viewer" not in seen and "first-frame" in seen and not cpu:  # an older probe: its first frame was the viewer's
         seen["viewer"] = seen["first-frame"]
     if "viewer" not in seen or "first-frame" not in seen:
-        raise RuntimeError(f"{path.name}: no first frame (exit {proc.returncode})")
+        raise RuntimeError(f"{path}: no first frame (exit {proc.returncode})")
     seen["first-frame cpu"] = cpu.get("first-frame", float("nan"))
     return seen
 
@@ -118,6 +119,32 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "n/a"
 
 
+def pacs_rows(repeats: int, out: Path, events: tuple[str, ...]) -> None:
+    """The same columns for a 120-slice CT series opened by its DICOMweb URL from a private local Orthanc: cold
+    (an empty PACS cache: the series streamed as it is shown) and warm (the series already in the cache)."""
+    from benchmarks.pacs_fetch import BenchOrthanc, ct_series
+    from copilot.pacs.client import PacsClient
+    from copilot.pacs.orthanc import missing
+
+    if missing() is not None:
+        print(f"PACS series: skipped: {missing()}")
+        return
+    with BenchOrthanc() as pacs:
+        os.environ["MEDCOPILOT_PACS_USER"], os.environ["MEDCOPILOT_PACS_PASSWORD"] = pacs.user, pacs.password
+        datasets = ct_series(120, 256)
+        study, series = str(datasets[0].StudyInstanceUID), str(datasets[0].SeriesInstanceUID)
+        for k in range(0, len(datasets), 40):
+            PacsClient(pacs.dicomweb).store(datasets[k : k + 40], study)
+        url = f"{pacs.dicomweb}/studies/{study}/series/{series}"
+        warm_home = out / "home-pacs-warm"
+        start(url, warm_home)  # fills the warm home's cache (and Orthanc's own), untimed
+        for label, homes in (("PACS series, cold cache", [out / f"home-pacs-{n}" for n in range(repeats)]),
+                             ("PACS series, warm cache", [warm_home] * repeats)):  # fmt: skip
+            runs = [start(url, home) for home in homes]
+            cols = [[r[event] for r in runs] for event in (*events, "first-frame cpu")]
+            print(f"{label:26}" + "".join(f"{statistics.median(c):9.3f} / {p95(c):4.2f}" for c in cols))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -136,6 +163,7 @@ def main() -> int:
             runs = [start(path, out / f"home-{label.split()[0]}-{n}") for n in range(ns.repeats)]
             cols = [[r[event] for r in runs] for event in (*events, "first-frame cpu")]
             print(f"{label:26}" + "".join(f"{statistics.median(c):9.3f} / {p95(c):4.2f}" for c in cols))
+        pacs_rows(ns.repeats, out, events)
         print(f"load average {load()}")
     finally:
         shutil.rmtree(out, ignore_errors=True)

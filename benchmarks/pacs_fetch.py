@@ -246,9 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                          ("ours-stream", ("dwc-series", "dwc-instances", "floor-stream"))):  # fmt: skip
         first_ours, whole_ours = summary[mine]
         for name in others:
-            first, whole = summary[name]
-            print(f"{mine} vs {name:14} first image {first / first_ours:5.2f}× sooner, whole series "
-                  f"{whole / whole_ours:5.2f}× faster (medians; below 1: ours is slower)")  # fmt: skip
+            first_theirs, whole_theirs = summary[name]
+            print(f"{mine} vs {name:14} first image {first_theirs / first_ours:5.2f}× sooner, whole series "
+                  f"{whole_theirs / whole_ours:5.2f}× faster (medians; below 1: ours is slower)")  # fmt: skip
     print(f"load average before {before}, after {after}")
     return 0
 

@@ -75,3 +75,30 @@ def test_pacs_browser_searches_and_opens(qtbot, tmp_path: Path, monkeypatch: pyt
         monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", "wrong")
         assert dock.search() == -1 and "HTTP 401" in dock.status.text()
         win.close()
+
+
+def test_a_pacs_url_shows_its_first_slice_at_start_up_and_the_viewer_takes_its_retrieval_over(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot.gui import startup
+
+    with LocalOrthanc() as pacs:
+        monkeypatch.setenv("MEDCOPILOT_PACS_USER", pacs.user)
+        monkeypatch.setenv("MEDCOPILOT_PACS_PASSWORD", pacs.password)
+        monkeypatch.setenv("MEDCOPILOT_PACS_CACHE", str(tmp_path / "cache"))
+        datasets = write_ct_series(tmp_path / "src", n=6)
+        PacsClient(pacs.dicomweb).store(datasets, datasets[0].StudyInstanceUID)
+        ds = datasets[0]
+        url = f"{pacs.dicomweb}/studies/{ds.StudyInstanceUID}/series/{ds.SeriesInstanceUID}"
+        monkeypatch.setattr(startup, "_state", {**startup._state, "watcher": object()})  # no exit-on-paint filter
+        startup.show_splash()
+        try:
+            assert startup.show_first_image(url)  # the retrieval began here, its first slice painted
+            shown = startup._state["image"]
+            assert shown is not None and not shown.isHidden() and shown.pixmap().width() == 512
+            started = startup.pacs_study(url)
+            assert started is not None and startup.pacs_study(url) is None  # handed over once
+            assert startup.pacs_study("http://elsewhere/dicom-web/studies/1") is None
+            assert started.wait(60).path.is_dir() and started.stack is not None and started.stack.count == 6
+        finally:
+            startup.close_splash()

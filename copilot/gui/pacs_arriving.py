@@ -38,19 +38,22 @@ def paint(label: QLabel, stack: SliceStack, area: Any) -> bool:
 
 def retrieve_showing(window: Any, url: str) -> Path:
     """Retrieve a DICOMweb study or series URL into the cache while its first series' slices show as they
-    arrive; the local study's path once complete (the retrieval's named refusal when it fails)."""
-    study = ProgressiveStudy(url).start()
+    arrive (the retrieval the start-up began for it, when it did); the local study's path once complete (the
+    retrieval's named refusal when it fails)."""
+    study = startup.pacs_study(url) or ProgressiveStudy(url).start()
+    startup.close_splash()  # the arriving slices show here from now on
     app = QApplication.instance()
     label = QLabel(window.area)
     label.setObjectName("pacs-arriving")
     label.hide()
-    shown = -1
+    shown, logged = -1, False
     try:
         while not study.finished(REFRESH_S):
             stack = study.stack
             if stack is not None and stack.version != shown:
                 shown = stack.version
-                if paint(label, stack, window.area) and study.first_slice_s is not None and shown == 1:
+                if paint(label, stack, window.area) and study.first_slice_s is not None and not logged:
+                    logged = True
                     startup.log("pacs-first-slice", f"after {study.first_slice_s:.3f} s")
                 window.progress(f"Retrieving from the PACS: {stack.caption()}")
                 label.raise_()

@@ -101,31 +101,80 @@ def show_splash(message: str = "Starting MedCopilot…") -> None:
 
 
 def show_first_image(path: str | None, side: int = 512) -> bool:
-    """Paint the study's first image in the start-up window (numpy and the file's bytes only, no viewer module);
-    False when there is no window or no such image (a URL, a compressed DICOM series, several series…)."""
+    """Paint the study's first image in the start-up window (numpy and the file's bytes only, no viewer module;
+    a DICOMweb URL: its retrieval started here, its first slice awaited up to `PACS_WAIT_S`); False when there
+    is no window or no such image (a compressed DICOM series, several series…)."""
     image = _state.get("image")
-    if image is None or not path or "://" in path:
+    if image is None or not path:
         return False
+    if "://" in path:
+        return _show_first_slice(path, side)
     from copilot.engine.first_image import first_image
 
     found = first_image(path)
     if found is None:
         return False
+    _paint(found.pixels, found.pixel_aspect, found.caption, side)
+    return True
+
+
+PACS_WAIT_S = 1.5  # the longest the viewer's loading waits for a PACS study's first slice to show
+
+
+def _show_first_slice(url: str, side: int) -> bool:
+    """Start retrieving a DICOMweb URL now (the viewer takes the same retrieval over: `pacs_study`) and paint its
+    first slice in the start-up window once it lands, waiting at most `PACS_WAIT_S`."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    from copilot.pacs.progressive import ProgressiveStudy
+    from copilot.pacs.urls import is_dicomweb_url
+
+    if not is_dicomweb_url(url):
+        return False
+    study = ProgressiveStudy(url).start()
+    _state["pacs"] = (url, study)
+    app = QApplication.instance()
+    deadline = time.perf_counter() + PACS_WAIT_S
+    while time.perf_counter() < deadline and not study.finished(0.01):
+        if study.stack is not None and study.first_slice_s is not None:
+            break
+        if app is not None:
+            app.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+    pixels = study.stack.image() if study.stack is not None else None
+    if pixels is None:
+        return False
+    assert study.stack is not None
+    _paint(pixels, study.stack.aspect, "the first slice to arrive from the PACS", side)
+    return True
+
+
+def pacs_study(url: str) -> Any:
+    """The retrieval of `url` the start-up began (handed over once: the caller now shows it), or None."""
+    started = _state.get("pacs")
+    if started is None or started[0] != url:
+        return None
+    _state["pacs"] = None
+    return started[1]
+
+
+def _paint(pixels: Any, pixel_aspect: float, caption: str, side: int) -> None:
+    """An 8-bit grey (rows × columns) or RGB image shown in the start-up window, `side` pixels across."""
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QImage, QPixmap
     from PySide6.QtWidgets import QApplication
 
-    pixels = found.pixels
+    image = _state["image"]
     rows, cols = pixels.shape[:2]
     fmt = QImage.Format.Format_RGB888 if pixels.ndim == 3 else QImage.Format.Format_Grayscale8
     qimage = QImage(pixels.data, cols, rows, pixels.strides[0], fmt).copy()  # owns its bytes
-    height = max(1, round(rows * found.pixel_aspect))
+    height = max(1, round(rows * pixel_aspect))
     scale = side / max(cols, height)
     pixmap = QPixmap.fromImage(qimage).scaled(max(1, round(cols * scale)), max(1, round(height * scale)),
                                               Qt.AspectRatioMode.IgnoreAspectRatio,
                                               Qt.TransformationMode.SmoothTransformation)  # fmt: skip
     image.setPixmap(pixmap)
-    image.setToolTip(found.caption)
+    image.setToolTip(caption)
     image.show()
     window = _state["splash"]
     window.adjustSize()
@@ -135,7 +184,6 @@ def show_first_image(path: str | None, side: int = 512) -> bool:
     app = QApplication.instance()
     if app is not None:
         app.processEvents()
-    return True
 
 
 def progress(message: str) -> None:
