@@ -62,10 +62,11 @@ def studies(out: Path) -> dict[str, Path]:
     return {"DICOM folder": dicom, "NIfTI file": nifti, "slide": case / "images" / "slide.tif"}
 
 
-def start(path: Path | str, home: Path) -> dict[str, float]:
+def start(path: Path | str, home: Path, extra: dict[str, str] | None = None) -> dict[str, float]:
     """One start: seconds to each start-up event (the terminal line, the window's first message, the first frame)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen", "MEDCOPILOT_STARTUP_PROBE": "1",
-           "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data")}  # fmt: skip
+           "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           **(extra or {})}  # fmt: skip
     t0 = time.perf_counter()
     command = [sys.executable, "-m", "copilot.cli", "gui", str(path), "--trace-dir", str(home / "trace")]
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -136,11 +137,12 @@ def pacs_rows(repeats: int, out: Path, events: tuple[str, ...]) -> None:
         for k in range(0, len(datasets), 40):
             PacsClient(pacs.dicomweb).store(datasets[k : k + 40], study)
         url = f"{pacs.dicomweb}/studies/{study}/series/{series}"
-        warm_home = out / "home-pacs-warm"
-        start(url, warm_home)  # fills the warm home's cache (and Orthanc's own), untimed
-        for label, homes in (("PACS series, cold cache", [out / f"home-pacs-{n}" for n in range(repeats)]),
-                             ("PACS series, warm cache", [warm_home] * repeats)):  # fmt: skip
-            runs = [start(url, home) for home in homes]
+        warm = {"MEDCOPILOT_PACS_CACHE": str(out / "pacs-cache-warm")}
+        start(url, out / "home-pacs-fill", warm)  # fills the warm cache (and Orthanc's own), untimed
+        for label, caches in (("PACS series, cold cache", [{"MEDCOPILOT_PACS_CACHE": str(out / f"pacs-cache-{n}")}
+                                                           for n in range(repeats)]),
+                              ("PACS series, warm cache", [warm] * repeats)):  # fmt: skip
+            runs = [start(url, out / f"home-pacs-{label[-10:-6]}-{n}", cache) for n, cache in enumerate(caches)]
             cols = [[r[event] for r in runs] for event in (*events, "first-frame cpu")]
             print(f"{label:26}" + "".join(f"{statistics.median(c):9.3f} / {p95(c):4.2f}" for c in cols))
 
