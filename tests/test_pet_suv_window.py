@@ -70,12 +70,16 @@ def test_the_pet_box_windows_the_pet_in_suv_and_the_panes_draw_its_colour_bar(
     assert all(a.isVisible() for a in win.pet_actions)
     state = win.model.session.snapshot()
     pet = state["foreground_volume"]
-    win.pet_box.textActivated.emit("SUV 0–6")
-    d = win.model.session.snapshot()["display"][pet]
-    calls = [e for e in win.model.timeline if e.handler == "wl"]
-    assert calls and calls[-1].actor == "clinician" and calls[-1].args["volume_id"] == pet
+    # the PET/CT hanging protocol shows the PET in SUV 0–6, by a system call
     qtbot.waitUntil(lambda: win.pet_bar is not None and win.pet_bar.title == "PET AC SUV 0–6", timeout=5000)
     assert win.pet_box.currentText() == "SUV 0–6"
+    assert [(e.actor, e.args["volume_id"]) for e in win.model.timeline if e.handler == "wl"] == [("system", pet)]
+    d = win.model.session.snapshot()["display"][pet]
+    win.pet_box.textActivated.emit("SUV 0–10")  # a preset chosen
+    calls = [e for e in win.model.timeline if e.handler == "wl"]
+    assert calls[-1].actor == "clinician" and calls[-1].args["volume_id"] == pet
+    qtbot.waitUntil(lambda: win.pet_bar is not None and win.pet_bar.title == "PET AC SUV 0–10", timeout=5000)
+    assert win.model.session.snapshot()["display"][pet]["window"] == pytest.approx(d["window"] * 10 / 6)
     edit = win.pet_box.lineEdit()
     assert edit is not None
     edit.setText("2-8")

@@ -1,6 +1,7 @@
 """Hanging protocols as data (`resources/hanging_protocols.json`): how a study is first shown, by the modalities of
-its open series — the layout, a window preset per modality, a fusion of a functional series over an anatomical
-one. Applied by the system through the audited handlers, so a trace shows exactly what was set up."""
+its open series — the layout, a window preset per modality, a PET's window in SUV, a fusion of a functional
+series over an anatomical one. Applied by the system through the audited handlers, so a trace shows exactly what
+was set up."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class HangingRule:
     layout: str | None = None
     presets: dict[str, str] = field(default_factory=dict)
     fusion: dict[str, Any] | None = None
+    suv_windows: dict[str, tuple[float, float]] = field(default_factory=dict)  # modality → SUVbw range shown
 
 
 def load_rules(data: dict[str, Any] | None = None) -> list[HangingRule]:
@@ -29,8 +31,14 @@ def load_rules(data: dict[str, Any] | None = None) -> list[HangingRule]:
     raw = data if data is not None else json.loads((resources_dir() / "hanging_protocols.json").read_text("utf-8"))
     rules = []
     for r in raw["rules"]:
+        try:
+            suv = {str(m): (float(lo), float(hi)) for m, (lo, hi) in dict(r.get("suv_windows", {})).items()}
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"hanging protocol {r['name']!r}: an SUV window is [low, high]") from exc
+        if any(not 0 <= lo < hi for lo, hi in suv.values()):
+            raise ValueError(f"hanging protocol {r['name']!r}: an SUV window runs from 0 or more, low before high")
         rule = HangingRule(r["name"], tuple(r["modalities"]), r.get("layout"), dict(r.get("presets", {})),
-                           r.get("fusion"))  # fmt: skip
+                           r.get("fusion"), suv)  # fmt: skip
         if rule.layout is not None and rule.layout not in LAYOUTS:
             raise ValueError(f"hanging protocol {rule.name!r}: unknown layout {rule.layout!r}")
         bad = [p for p in rule.presets.values() if p not in PRESET_NAMES]
@@ -63,7 +71,22 @@ def hang(session: Any, rules: list[HangingRule] | None = None) -> HangingRule | 
                                 "foreground_volume_ref": by_modality[rule.fusion["foreground"]],
                                 "foreground_opacity": float(rule.fusion.get("opacity", 0.5)), "size": 64},
                      actor="system")  # fmt: skip
+    for modality, (lo, hi) in rule.suv_windows.items():  # a PET in SUV, when its tags allow it
+        _suv_window(session, by_modality.get(modality), lo, hi)
     if rule.layout is not None:
         session.call("set_layout", {"layout": rule.layout, "size": 64}, actor="system")
     session.note("hanging_protocol", {"rule": rule.name})
     return rule
+
+
+def _suv_window(session: Any, vid: str | None, lo: float, hi: float) -> None:
+    """The PET `vid` windowed to SUVbw lo–hi by a system `wl` call (nothing when it is not shown or has no SUV)."""
+    from copilot.panel.pet_window import suv_factor, suv_window
+
+    data = session.scene_data() or {}
+    state = session.snapshot()
+    for key, volume in (("foreground_volume", data.get("foreground")), ("background_volume", data.get("volume"))):
+        if vid is not None and state.get(key) == vid and (factor := suv_factor(volume)) is not None:
+            window, level = suv_window(factor, lo, hi)
+            session.call("wl", {"window": window, "level": level, "volume_id": vid, "size": 64}, actor="system")
+            return
