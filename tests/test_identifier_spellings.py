@@ -119,3 +119,15 @@ def test_a_series_description_naming_the_patient_is_neither_drawn_nor_sent(tmp_p
         check_images(session, Redactor(study_identifiers(folder, {"volumes": ["."]}, "radiology")))  # not refused
     finally:
         session.close({"status": "test"})
+
+
+def test_what_goes_to_a_model_names_no_path_of_this_machine_nor_any_uid(study: Path) -> None:
+    from copilot.study.policies import redactor_for
+
+    class Case:
+        root, inputs = study, {"volumes": ["."]}
+
+    redactor = redactor_for(Case(), "radiology")
+    said = redactor.text("cannot open /srv/pacs/cache/ab12/cd34/00001.dcm; stored SEG 2.25.123456789012345 on "
+                         "https://pacs.example.org/dicom-web, offset 12.5 mm, T1/T2")  # fmt: skip
+    assert said == "cannot open [path]; stored SEG [uid] on https://pacs.example.org/dicom-web, offset 12.5 mm, T1/T2"

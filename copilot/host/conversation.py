@@ -79,8 +79,8 @@ def scrubbed(
             optin.ensure(url, tuple(optin.KINDS), None)  # asked on the host's own thread, before the turn
         agent = make()
         identifiers = facts_identifiers(facts())
-        if identifiers and hasattr(agent, "scrub"):
-            redactor = Redactor(identifiers)
+        if hasattr(agent, "scrub"):  # the banner's identifiers, and every UID and absolute path of this machine
+            redactor = Redactor(identifiers, paths=True)
             if url is not None and not optin.is_local(url) and ocr.available():
                 redactor.images = ocr.ImageGuard(redactor.found_in, note).data_url
             agent.scrub = redactor.scrub

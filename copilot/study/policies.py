@@ -55,8 +55,9 @@ def model_settings(spec: str, model: str | None = None, base_url: str | None = N
 
 
 def redactor_for(case: Any, kind: str) -> Redactor:
-    """The identifiers of a study's own files, ready to be removed from requests."""
-    return Redactor(study_identifiers(case.root, dict(case.inputs or {}), kind))
+    """The identifiers of a study's own files, ready to be removed from requests (with every UID and every
+    absolute path of this machine: a refusal or a result naming a file says where only by its name)."""
+    return Redactor(study_identifiers(case.root, dict(case.inputs or {}), kind), paths=True)  # no path of here
 
 
 def conversation(
