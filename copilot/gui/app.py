@@ -171,7 +171,6 @@ class MainWindow(QMainWindow):
             ("Store to PACS / Export…", lambda: store_results(self), None),
             ("Open stored report (SR)…", self._open_report_dialog, None),
             ("Open stored segmentation (SEG)…", self._open_seg_dialog, None),
-            ("Open stored segmentation (SEG)…", self._open_seg_dialog, None),
             ("Measurements and lesions", self._show_measurements, None),
         ):
             action = QAction(text, self)
@@ -299,11 +298,6 @@ class MainWindow(QMainWindow):
         from copilot.gui.measurements_dock import show_measurements
 
         show_measurements(self)
-
-    def _open_seg_dialog(self) -> None:
-        from copilot.gui.seg_dock import open_seg_dialog
-
-        open_seg_dialog(self)
 
     def _open_seg_dialog(self) -> None:
         from copilot.gui.seg_dock import open_seg_dialog
