@@ -54,6 +54,15 @@ def test_shapes_are_recorded_checked_and_stored(tmp_path: Path) -> None:
     spacing = abs(float(vol.ijk_to_ras[0, 0]))
     assert rec["voxels"] == pytest.approx(math.pi * 6.0 / spacing**2, rel=0.15)  # the pixels an ellipse covers
 
+    # drawn on the axial view: the two axes' ends (joined in pairs), the angle's arms, the ellipse's axes
+    from copilot.engine.geometry import SliceView
+    from copilot.panel.screen import slice_markers
+
+    marks = slice_markers(session.view_geometry("red", SliceView), (512, 512), 2.5, session.evidence(), None, None)
+    by_item = {n: [(m.end, m.label) for m in marks if m.index == n] for n in range(3)}
+    assert by_item[0] == [("a", "target 1 40.0 × 12.0 mm"), ("b", ""), ("a2", ""), ("b2", "")]
+    assert by_item[1][0] == ("a", "angle 45.0°") and [e for e, _ in by_item[1]] == ["a", "b", "a2", "b2"]
+    assert by_item[2][0] == ("a", f"block 18.8 mm², mean {value:g} HU")
     rows = measurement_rows(session.evidence())
     assert rows[:2] == [("target 1", "bidirectional", "40.0 × 12.0 mm"), ("angle 2", "angle", "45.0°")]
     assert rows[2][:2] == ("block", "ellipse") and f"mean {value:g} HU" in rows[2][2] and "area 18.8 mm²" in rows[2][2]

@@ -102,10 +102,10 @@ class PaneWidget(QWidget):
         lines = [Box(p0.x(), p0.y() - fm.ascent(), fm.horizontalAdvance(m.label), fm.height())
                  for m in frame.markers if m.kind == "line" for p0 in (line_label_at(m, s),)]  # fmt: skip
         boxes = dict(zip(map(id, pointed), self._label_boxes(pointed, lines, s, fm), strict=True))
-        ends: dict[int, list[Any]] = {}
-        for m in pointed:  # a distance's two ends, joined by its line
+        ends: dict[tuple[int, str], list[Any]] = {}
+        for m in pointed:  # a line's two ends (a distance; a bidirectional's or an angle's two), joined
             if m.index is not None and m.end:
-                ends.setdefault(m.index, []).append(m)
+                ends.setdefault((m.index, m.end[1:]), []).append(m)
         for pair in (e for e in ends.values() if len(e) == 2):
             p.setPen(QPen(EVIDENCE_COLOUR, 1.5))
             p.drawLine(QPointF(pair[0].coords[0] * s, pair[0].coords[1] * s),

@@ -319,8 +319,23 @@ def evidence_points_ras(evidence: list[dict[str, Any]], selected: int | None) ->
 
 
 def _evidence_ras(ev: dict[str, Any]) -> list[tuple[list[float], str, str]]:
-    """The RAS points of an item: (point, label, which end of a distance or "")."""
+    """The RAS points of an item: (point, label, which end of a line or ""). A line's ends are `a`/`b`, a second
+    line's `a2`/`b2` (a bidirectional's short axis, an angle's second arm), each pair joined where it is drawn."""
     out = []
+    kind, name = ev.get("kind"), ev.get("label") or ev.get("kind", "")
+    if kind == "bidirectional":
+        said = f"{name} {float(ev['long_mm']):.1f} × {float(ev['short_mm']):.1f} mm"
+        return [(ev[axis][end]["ras"], said, end + tag) for axis, tag in (("long", ""), ("short", "2"))
+                for end in ("a", "b")]  # fmt: skip
+    if kind == "angle":
+        a, v, b = (p["ras"] for p in ev["points"])
+        said = f"{name} {float(ev['angle_deg']):.1f}°"
+        return [(v, said, "a"), (a, said, "b"), (v, said, "a2"), (b, said, "b2")]
+    if kind == "ellipse":
+        means = (ev.get("values") or {}).get("mean")
+        said = f"{name} {float(ev['area_mm2']):.1f} mm²" + (f", mean {means:g} {ev.get('units') or ''}".rstrip()
+                                                          if means is not None else "")  # fmt: skip
+        return [(p, said, end) for p, end in zip(ev["axes_ras"], ("a", "b", "a2", "b2"), strict=True)]
     if "ras" in ev:
         out.append((ev["ras"], ev.get("label") or ev.get("kind", ""), ""))
     for end in ("a", "b"):
