@@ -52,11 +52,16 @@ def test_store_after_a_follow_up_holds_that_answer_only_and_is_not_repeated(tmp_
     assert len(points) == 1 and np.allclose(points[0].GraphicData, [-b[0], -b[1], b[2]], atol=1e-3)
     assert len(session.evidence()) == 2  # the restated point was not recorded a second time
 
+    first, outcomes = store_with(model, lambda shown: ("approve", ""), answer=0)  # the clinician picks answer 1
+    assert [o.ok for o in outcomes] == [True] and first.steps[0].args["evidence_ids"] == [1]
+    assert texts(pydicom.dcmread(path.parent / "clinician_report_2.dcm"))["Request"] == "Anything in the chest?"
+    assert "there is no answer 3" in plan_store(model, answer=2).problems[0]
+
     again, outcomes = store_with(model, lambda shown: ("approve", ""))
     session.close()
     assert outcomes == [] and not again.steps
     assert any("stored already as clinician_report.dcm" in p for p in again.problems), again.problems
-    assert sorted(p.name for p in path.parent.glob("*.dcm")) == ["clinician_report.dcm"]
+    assert sorted(p.name for p in path.parent.glob("*.dcm")) == ["clinician_report.dcm", "clinician_report_2.dcm"]
 
 
 def _items(ds: pydicom.Dataset) -> list[pydicom.Dataset]:
@@ -95,3 +100,19 @@ def _consent(session: Any, handler: str, args: dict[str, Any]) -> Any:
     plan = session.plan_write(handler, args, actor="clinician")
     assert plan is not None
     return consent(plan, args)
+
+
+def test_chat_store_n_stores_that_answer(tmp_path: Path) -> None:
+    """`/store 1` in `chat` after two questions plans the first question and its answer; a bad number is said."""
+    from tests.test_clinician_store import chat_lines
+
+    write_ct_series(tmp_path / "ct", 4)
+    fake = FakeOpenAI([{"content": "First answer."}, {"content": "Second answer."}])
+    try:
+        rc, out = chat_lines([str(tmp_path / "ct"), "--base-url", fake.base_url, "--trace-dir", str(tmp_path / "t")],
+                             ["First question?", "Second question?", "/store 1", "/approve", "/store one"])  # fmt: skip
+    finally:
+        fake.stop()
+    assert rc == 0, out
+    assert "question: «First question?»" in out and "answer: «First answer.»" in out and "Second question?»" not in out
+    assert "clinician_report.dcm: written" in out and "/store N the N-th answer" in out

@@ -122,29 +122,36 @@ def free_name(model: Any, stem: str) -> str:
         n += 1
 
 
-def answer_evidence_ids(model: Any, stated: list[int]) -> list[int] | None:
-    """The evidence of the last answer: the records made while its question ran and those its text states; None
-    when the host does not say where its answers began (then the report holds all the session's evidence)."""
+def answer_evidence_ids(model: Any, stated: list[int], answer: int = -1) -> list[int] | None:
+    """The evidence of one answer (the last by default): the records made while its question ran (before the next
+    question began) and those its text states; None when the host does not say where its answers began (then the
+    report holds all the session's evidence)."""
     starts = getattr(model, "answer_from", None)
     if not model.answered or not isinstance(starts, list) or len(starts) != len(model.answered):
         return None
-    since = {int(e.get("evidence_id") or 0) for e in model.session.evidence()} - set(range(starts[-1] + 1))
-    return sorted(since | set(stated))
+    n = answer % len(starts)
+    upto = starts[n + 1] if n + 1 < len(starts) else None
+    ids = {int(e.get("evidence_id") or 0) for e in model.session.evidence()}
+    during = {i for i in ids if i > starts[n] and (upto is None or i <= upto)}
+    return sorted(during | set(stated))
 
 
-def plan_store(model: Any) -> StorePlan:
+def plan_store(model: Any, answer: int = -1) -> StorePlan:
     """What the clinician's Store would write and where: the report (the last question and its answer, with that
-    answer's evidence) and a SEG per segment; nothing is written (nor traced when the study's kind offers no
-    export). What is stored already is said, not offered again."""
+    answer's evidence; `answer` picks another answer of the conversation, 0 the first) and a SEG per segment;
+    nothing is written (nor traced when the study's kind offers no export). What is stored already is said, not
+    offered again."""
     session = model.session
     if why := nothing_to_store(session):
         return StorePlan(problems=[why])
-    question, answer = model.answered[-1] if model.answered else ("", "")
+    if model.answered and not -len(model.answered) <= answer < len(model.answered):
+        return StorePlan(problems=[f"there is no answer {answer + 1}: the conversation has {len(model.answered)}"])
+    question, text = model.answered[answer] if model.answered else ("", "")
     stated: list[int] = []
-    take_answer_evidence(model, stated, {_where(item) for item in answer_evidence(answer, session.kind)})
+    take_answer_evidence(model, stated, {_where(item) for item in answer_evidence(text, session.kind)})
     store = StorePlan()
-    report = {"output_name": free_name(model, "clinician_report"), "question": question, "answer": answer}
-    if (ids := answer_evidence_ids(model, stated)) is not None:
+    report = {"output_name": free_name(model, "clinician_report"), "question": question, "answer": text}
+    if (ids := answer_evidence_ids(model, stated, answer)) is not None:
         report["evidence_ids"] = ids
     wanted: list[tuple[str, dict[str, Any]]] = [(REPORT, report)]
     for seg in session.snapshot().get("segments") or []:
@@ -180,10 +187,13 @@ def run_store(model: Any, store: StorePlan, decision: str, reason: str = "") -> 
     return [session.call(s.handler, s.args, actor="clinician", consent=c) for s, c in steps]
 
 
-def store_with(model: Any, confirm: Callable[[StorePlan], tuple[str, str]]) -> tuple[StorePlan, list[CallOutcome]]:
-    """The Store as a host runs it: plan, let `confirm` show the plan and return (approve | reject | stop, reason),
-    then write exactly that or nothing. Nothing to store: `confirm` is not asked."""
-    plan = plan_store(model)
+def store_with(
+    model: Any, confirm: Callable[[StorePlan], tuple[str, str]], answer: int = -1
+) -> tuple[StorePlan, list[CallOutcome]]:
+    """The Store as a host runs it: plan (for `answer`, the last by default), let `confirm` show the plan and return
+    (approve | reject | stop, reason), then write exactly that or nothing. Nothing to store: `confirm` is not
+    asked."""
+    plan = plan_store(model, answer)
     if not plan.steps:
         return plan, []
     decision, reason = confirm(plan)

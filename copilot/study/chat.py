@@ -354,16 +354,21 @@ def _interactive(model: Any, policy: Any, term: Terminal) -> int:
         if line.startswith("/report"):
             target = line.partition(" ")[2].strip() or str(Path(model.session.trace_dir or ".") / "report.html")
             term.say(f"report: {model.export_report(target)}")
-        elif line == "/store":
-            store_command(model, term)
+        elif line == "/store" or line.startswith("/store "):
+            which = line.removeprefix("/store").strip()
+            if which and not which.isdigit():
+                term.say("/store stores the last answer; /store N the N-th answer of the conversation")
+            else:
+                store_command(model, term, int(which) - 1 if which else -1)
         elif line.startswith("/"):
             term.say("commands: /report [FILE], /store, /quit; /approve, /reject REASON, /stop while a question runs")
         elif ask(model, policy, line, term) == "error":
             code = EXIT_SERVICE
 
 
-def store_command(model: Any, term: Terminal) -> None:
-    """`/store`: list what the clinician's Store would write and where, then write it on `/approve` only."""
+def store_command(model: Any, term: Terminal, answer: int = -1) -> None:
+    """`/store [N]`: list what the clinician's Store would write (the last answer, or the N-th) and where, then write
+    it on `/approve` only."""
     from copilot.panel.store import StorePlan, outcome_words, store_with
 
     def confirm(plan: StorePlan) -> tuple[str, str]:
@@ -377,7 +382,7 @@ def store_command(model: Any, term: Terminal) -> None:
         term.say("not stored")
         return "reject", answer.partition(" ")[2]
 
-    plan, outcomes = store_with(model, confirm)
+    plan, outcomes = store_with(model, confirm, answer)
     if not plan.steps:
         term.say("nothing to store: " + "; ".join(plan.problems))
     for out in outcomes:
