@@ -108,9 +108,14 @@ def _bench_run(ns: argparse.Namespace) -> int:
     from copilot.bench.report.run_report import summary
     from copilot.bench.scoring.rules import parse_rules
     from copilot.medflow.bench_run import BatchOutcome, run_batch
-    from copilot.medflow.runs import RunRefused, SchemaError
+    from copilot.medflow.runs import RunRefused, SchemaError, check_policy
 
     model_settings = _model_settings(ns)
+    try:
+        check_policy(ns.policy, ns.base_url)  # an unknown spec, no service, a rejected key: said before the preflight
+    except RunRefused as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
     if not ns.no_preflight and _refused_by_preflight(ns, model_settings):
         return 2
     outcome = BatchOutcome([])

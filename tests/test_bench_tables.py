@@ -151,7 +151,7 @@ def test_old_results_database_is_refused(tmp_path: Path) -> None:
         conn.execute(
             "CREATE TABLE results (case_id TEXT, policy TEXT, track TEXT, PRIMARY KEY (case_id, policy, track))"
         )
-    with pytest.raises(SchemaError, match=r"schema 1.*schema 4"):
+    with pytest.raises(SchemaError, match=r"schema 1.*schema 5"):
         ResultsDB(old)
     proc = subprocess.run([*CLI, "bench", "report", str(tmp_path), "--format", "csv"], capture_output=True, text=True)
     assert proc.returncode == 2 and "results schema 1" in proc.stderr
