@@ -21,8 +21,9 @@ SCOPE = "copilot.trace.otel"
 AGENT_NAME = "medcopilot"
 KIND_INTERNAL, KIND_CLIENT = 1, 3  # OTLP SpanKind
 STATUS_ERROR = 2  # OTLP StatusCode
-# the GenAI conventions' provider names for the model services' own names
-PROVIDER_NAMES = {"azure": "azure.ai.openai", "gemini": "gcp.gemini"}
+# the GenAI conventions' provider names, for traces recorded before `agent_start` carried the provider's own
+# (`provider_telemetry_name`, declared with each provider in copilot/llm/providers.py)
+RECORDED_BEFORE = {"azure": "azure.ai.openai", "gemini": "gcp.gemini"}
 REQUEST_ATTRS = {"temperature": "gen_ai.request.temperature", "max_tokens": "gen_ai.request.max_tokens",
                  "top_p": "gen_ai.request.top_p", "seed": "gen_ai.request.seed"}  # fmt: skip
 HEADER_ATTRS = {"module": "medcopilot.module", "kind": "medcopilot.kind", "track": "medcopilot.track",
@@ -180,7 +181,8 @@ class SpanBuilder:
     def _agent(self, event: Mapping[str, Any], root: Span) -> None:
         provider = str(event.get("provider") or "")
         self.model_name = str(event.get("model") or "")
-        self.model = {"gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider) or None,
+        named = event.get("provider_telemetry_name") or RECORDED_BEFORE.get(provider, provider)
+        self.model = {"gen_ai.provider.name": named or None,
                       "gen_ai.request.model": self.model_name or None}  # fmt: skip
         url = event.get("base_url")
         if isinstance(url, str) and url:
