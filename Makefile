@@ -119,6 +119,7 @@ screenshots: sysdeps $(STAMP)
 	QT_QPA_PLATFORM= xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/python -m tests.study_screenshots docs
 	QT_QPA_PLATFORM= xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/python -m tests.reading_screenshots docs
 	QT_QPA_PLATFORM= xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/python -m tests.banner_screenshot docs
+	QT_QPA_PLATFORM= xvfb-run -a -s "-screen 0 1600x900x24" $(BIN)/python -m tests.stored_screenshot docs
 	$(BIN)/python -m tests.qupath_jvm  # the host panels below: Slicer's (no Slicer needed) and QuPath's (fixture JVM)
 	MEDCOPILOT_SCREENSHOTS=docs QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests/test_slicer_panel.py \
 	  tests/test_qupath_host.py -k "panel"
