@@ -7,9 +7,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pydicom
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from copilot.pacs.auth import http_session
 from copilot.pacs.errors import PacsError, http_refusal
@@ -21,6 +19,9 @@ from copilot.pacs.query import name_forms, query_string, study_filters
 from copilot.pacs.transport import bound_posts, open_stream
 from copilot.pacs.urls import UID_RE, service_root
 
+if TYPE_CHECKING:
+    import pydicom
+
 T = TypeVar("T")
 RETRIES = 3  # a store: busy (429/503/504) or unreachable, tried three times in about 1.5 s
 STUDY_FIELDS = ("StudyDate", "StudyDescription", "PatientID", "ModalitiesInStudy",
@@ -30,10 +31,27 @@ JSON = "application/dicom+json"
 MULTIPART_DICOM = 'multipart/related; type="application/dicom"; transfer-syntax=*'
 
 
+TAGS = {  # the attributes read from QIDO answers (pydicom, and its import, only for any other)
+    "AccessionNumber": "00080050", "InstanceNumber": "00200013", "Modality": "00080060",
+    "NumberOfSeriesRelatedInstances": "00201209", "PatientID": "00100020", "PatientName": "00100010",
+    "SOPInstanceUID": "00080018", "SeriesDescription": "0008103E", "SeriesInstanceUID": "0020000E",
+    "SeriesNumber": "00200011", "StudyDate": "00080020", "StudyDescription": "00081030",
+    "StudyInstanceUID": "0020000D", "ModalitiesInStudy": "00080061", "NumberOfStudyRelatedSeries": "00201206",
+}  # fmt: skip
+
+
+def _tag(keyword: str) -> str:
+    if keyword in TAGS:
+        return TAGS[keyword]
+    import pydicom
+
+    return f"{pydicom.datadict.tag_for_keyword(keyword):08X}"
+
+
 def _value(item: dict[str, Any], keyword: str) -> Any:
     """The first value of a DICOM JSON attribute (None when absent or malformed); person names as their
     alphabetic form; text made printable."""
-    tag = f"{pydicom.datadict.tag_for_keyword(keyword):08X}"
+    tag = _tag(keyword)
     element = item.get(tag)
     values = element.get("Value") if isinstance(element, dict) else None
     first = values[0] if isinstance(values, list) and values else None
@@ -228,6 +246,8 @@ class PacsClient:
 
     def iter_series(self, study: str, series: str) -> Iterator[pydicom.Dataset]:
         """The instances of a series, read back from a private temporary folder (small series: checks, tests)."""
+        import pydicom
+
         from copilot.pacs.writer import SeriesWriter
 
         with tempfile.TemporaryDirectory(prefix="medcopilot-wado-") as tmp:

@@ -6,6 +6,7 @@ holds no entry marked complete), or `pacs_not_ready` when its timeout passes fir
 
 from __future__ import annotations
 
+import io
 import queue
 import threading
 import time
@@ -14,20 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pydicom
 
 from copilot.pacs.cache import PacsCache
 from copilot.pacs.errors import PacsError
 from copilot.pacs.fetch import LocalStudy, fetch
-from copilot.pacs.header import InstanceHeader
+from copilot.pacs.header import InstanceHeader, scan
 from copilot.pacs.limits import PacsLimits
 
 
 def _raw_pixels(ds: Any) -> np.ndarray | None:
     """The pixels of an uncompressed single-frame greyscale instance whose stored bits fill their allocation,
     straight from its bytes (pydicom's pixel handlers cost milliseconds a slice); None for anything else."""
+    from pydicom.uid import UID
+
     meta = getattr(ds, "file_meta", None)
-    syntax = pydicom.uid.UID(str(getattr(meta, "TransferSyntaxUID", "")))
+    syntax = UID(str(getattr(meta, "TransferSyntaxUID", "")))
     bits, stored = int(getattr(ds, "BitsAllocated", 0) or 0), int(getattr(ds, "BitsStored", 0) or 0)
     if not syntax or syntax.is_compressed or syntax.is_deflated or bits not in (8, 16) or stored != bits:
         return None
@@ -53,8 +55,8 @@ def _modality_values(ds: Any) -> np.ndarray | None:
     if pixels.ndim != 2:
         return None
     slope, intercept = float(getattr(ds, "RescaleSlope", 1) or 1), float(getattr(ds, "RescaleIntercept", 0) or 0)
-    if pixels.dtype.kind in "iu" and pixels.itemsize <= 2 and slope.is_integer() and intercept.is_integer() \
-            and abs(slope) * 65536 + abs(intercept) < 2**24:  # fmt: skip  (exact in float32 too)
+    exact = abs(slope) * 65536 + abs(intercept) < 2**24  # the values are exact in float32 too
+    if pixels.dtype.kind in "iu" and pixels.itemsize <= 2 and slope.is_integer() and intercept.is_integer() and exact:
         values = pixels.astype(np.int32)
         if slope != 1:
             values *= int(slope)
@@ -83,6 +85,17 @@ def _aspect(ds: Any) -> float:
         return rows / cols if rows > 0 and cols > 0 else 1.0
     except (AttributeError, TypeError, ValueError):
         return 1.0
+
+
+def _read(path: Path) -> Any:
+    """A cached instance for the stack: its header read at a glance when it is plain, else by pydicom."""
+    content = path.read_bytes()
+    header = scan(content)
+    if header is not None:
+        return header
+    import pydicom
+
+    return pydicom.dcmread(io.BytesIO(content))
 
 
 class SliceStack:
@@ -210,8 +223,8 @@ class ProgressiveStudy:
         """Arrived slices read into the stack off the retrieving threads (which go on reading the network)."""
         while (item := self._arrivals.get()) is not None:
             assert self.stack is not None
-            try:  # the dataset as read to check it, its pixel data still on disk, else the file read again
-                ds = item[2] if item[2] is not None else pydicom.dcmread(item[1])
+            try:  # the dataset as read to check it, else the file read again (at a glance when plain)
+                ds = item[2] if item[2] is not None else _read(item[1])
                 placed = self.stack.put(item[0], ds)
             except Exception:  # checked when written: only a file removed since could fail here
                 continue

@@ -13,9 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import pydicom
-from pydicom.dataelem import RawDataElement
-
 from copilot.pacs.errors import PacsError
 from copilot.pacs.header import scan
 from copilot.pacs.printable import printable
@@ -30,7 +27,10 @@ _INDEX = re.compile(r"^(\d{5,})\.dcm$")
 def held_instances(folder: Path) -> dict[str, Path]:
     """The SOP Instance UIDs of the instances a series folder already holds."""
     held: dict[str, Path] = {}
-    for path in sorted(folder.glob("*.dcm")) if folder.is_dir() else []:
+    paths = sorted(folder.glob("*.dcm")) if folder.is_dir() else []
+    if paths:
+        import pydicom  # only here (and for parts the header reader leaves): a fresh series shows sooner
+    for path in paths:
         try:
             ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["SOPInstanceUID"])
             held[str(ds.SOPInstanceUID)] = path
@@ -42,6 +42,9 @@ def held_instances(folder: Path) -> dict[str, Path]:
 def _pixels_cut_short(ds: Any, size: int) -> bool:
     """Whether an uncompressed instance's pixel data runs past the end of its `size` bytes (its framing was
     intact, its content cut). Encapsulated pixel data is not checked (its frames would have to be read)."""
+    import pydicom
+    from pydicom.dataelem import RawDataElement
+
     try:
         syntax = pydicom.uid.UID(str(getattr(ds.file_meta, "TransferSyntaxUID", "")))
         if not syntax or syntax.is_compressed or syntax.is_deflated:
@@ -52,6 +55,13 @@ def _pixels_cut_short(ds: Any, size: int) -> bool:
     if not isinstance(raw, RawDataElement) or raw.length == UNDEFINED or raw.value_tell is None:
         return False
     return bool(raw.value_tell + raw.length > size)
+
+
+def _read_full(path: Path, content: bytes | None) -> Any:
+    """A part read by pydicom: from its bytes when held, else from disk with values over 4 KiB left there."""
+    import pydicom
+
+    return pydicom.dcmread(io.BytesIO(content)) if content is not None else pydicom.dcmread(path, defer_size=4096)
 
 
 class PartFile:
@@ -112,12 +122,7 @@ class PartFile:
         is a DICOM file of the series."""
         header = scan(content) if content is not None else None  # the common kind, read at a glance
         try:  # read once, the preamble's DICM required; from memory, else from disk with big values left there
-            if header is not None:
-                ds: Any = header
-            elif content is not None:
-                ds = pydicom.dcmread(io.BytesIO(content))
-            else:
-                ds = pydicom.dcmread(path, defer_size=4096)
+            ds: Any = header if header is not None else _read_full(path, content)
             uid, series = str(ds.SOPInstanceUID), str(ds.SeriesInstanceUID)
         except Exception:
             ds, uid, series = None, "", ""
