@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, ImplicitVRLittle
 from copilot.pacs.errors import PacsError
 from copilot.pacs.header import InstanceHeader, scan
 from copilot.pacs.multipart import MultipartReader
-from copilot.pacs.progressive import SliceStack
+from copilot.pacs.progressive import SliceStack, _read
 from copilot.pacs.writer import SeriesWriter
 
 BOUNDARY = b"b0undary-XYZ"
@@ -208,3 +210,14 @@ def test_writer_keeps_checked_parts_over_its_own_leftover(tmp_path: Path) -> Non
     with pytest.raises(PacsError) as wrong:
         writer.end()
     assert wrong.value.code == "pacs_bad_answer" and writer.count == 1
+
+
+def test_the_first_slice_path_loads_without_pydicom(tmp_path: Path) -> None:
+    code = "import sys, copilot.pacs.progressive, copilot.pacs.fetch\nprint('pydicom' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "False"  # pydicom (a third of a second) loads only for what needs it
+    path = tmp_path / "00001.dcm"
+    path.write_bytes(encoded(instance()))
+    assert isinstance(_read(path), InstanceHeader)  # a cached plain instance, read at a glance
+    path.write_bytes(encoded(instance(BitsStored=12)))
+    assert isinstance(_read(path), pydicom.Dataset)
