@@ -15,15 +15,9 @@ from typing import Any
 from copilot.panel.folding import fold, fold_with_map
 from copilot.panel.identifiers import MIN_LENGTH
 from copilot.panel.spellings import flexible
+from copilot.tools.study_text import without_paths, without_uids
 
 REDACTED = "[redacted]"
-UID_REDACTED = "[uid]"
-# A DICOM UID (the study's, or one of an object just stored: a SEG's, an SR's): digits in three or more dotted
-# components, 14 characters or more ('2.25.1122…', '1.2.826.0.1.3680043…'); shorter dotted numbers stay.
-DICOM_UID = re.compile(r"(?<![\w.])[0-2](?:\.\d+){2,}(?![\w.])")
-PATH_REDACTED = "[path]"
-# An absolute path of this machine (two parts or more: '/srv/pacs/cache/…', '/home/me/studies/…'), not a URL's path.
-ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~\-])(?:~|/[\w.\-]+)(?:/[\w.\-]+)+/?")
 _BEFORE, _AFTER = r"(?<![^\W_])", r"(?![^\W_])"  # whole words: not inside a longer word or number ('doe' in 'does')
 
 
@@ -50,7 +44,7 @@ class Redactor:
     """Removes a study's identifiers from any JSON-like value (strings are scrubbed; image data URLs are kept)."""
 
     def __init__(self, identifiers: Iterable[str], uids: bool = True, paths: bool = False) -> None:
-        self.uids = uids  # every DICOM UID replaced too, of whatever object (`UID_REDACTED`)
+        self.uids = uids  # every DICOM UID replaced too, of whatever object (`[uid]`)
         self.paths = paths  # every absolute path of this machine replaced too (what goes to a model)
         self.identifiers = sorted({i for i in identifiers if len(i) >= MIN_LENGTH}, key=len, reverse=True)
         self._pattern = identifier_pattern(self.identifiers)
@@ -74,10 +68,10 @@ class Redactor:
     def text(self, value: str) -> str:
         if value.startswith("data:image/"):
             return self.images(value) if self.images is not None else value
-        if self.uids and "." in value:
-            value = DICOM_UID.sub(lambda m: UID_REDACTED if len(m.group(0)) >= 14 else m.group(0), value)
-        if self.paths and "/" in value:
-            value = ABSOLUTE_PATH.sub(PATH_REDACTED, value)
+        if self.uids:
+            value = without_uids(value)
+        if self.paths:
+            value = without_paths(value)
         if self._pattern is None:
             return value
         spans = self._spans(value)

@@ -19,6 +19,7 @@ from copilot.errors import HandlerError, MethodNotAllowed
 from copilot.server.limits import DEFAULT_LIMITS, Limits, parse_json_body
 from copilot.server.openapi import openapi_document
 from copilot.server.routes import API, ROUTES, error, find_route
+from copilot.tools.study_text import for_the_agent
 from copilot.trace.paging import page_params, read_page
 from copilot.trace.recorder import TRACE_FILE
 
@@ -51,8 +52,8 @@ def dispatch(
         body = error(exc.code, exc.message)
         body["error"]["allow"] = list(exc.allow)
         return exc.status, body
-    except HandlerError as exc:
-        return exc.status, error(exc.code, exc.message)
+    except HandlerError as exc:  # a refusal names no UID and no path of this machine (the agent reads it)
+        return exc.status, error(exc.code, str(for_the_agent(exc.message)))
 
 
 @dataclass(frozen=True)
@@ -137,4 +138,7 @@ def _call(
         hint = f" Run it as a job: POST {API}/jobs/{name}" if has_jobs else ""
         return 422, error("call_timeout", f"{name} ran longer than {limit:g} s, the limit of a synchronous call; "
                                           f"nothing changed.{hint}")  # fmt: skip
-    return outcome.status, outcome.envelope()
+    envelope = outcome.envelope()
+    if not outcome.ok:  # a refusal names no UID and no path of this machine (the agent reads it)
+        envelope = for_the_agent(envelope)
+    return outcome.status, envelope

@@ -24,6 +24,7 @@ from typing import Any
 import mcp.types as types
 
 from copilot.tools.registry import HandlerSpec
+from copilot.tools.study_text import for_the_agent
 from copilot.trace.outcome import CallOutcome, EncodedImage
 
 MAX_RESULT_CHARS = 1_048_576
@@ -72,8 +73,9 @@ def _refusal(image: EncodedImage, encoded: int, used: int, max_chars: int) -> st
 
 
 def content(outcome: CallOutcome, max_chars: int = MAX_RESULT_CHARS) -> list[Any]:
-    """The result's content items: the envelope (image metadata and hashes, no pixels), then the images that fit."""
-    text = json.dumps(outcome.envelope(with_images=False))
+    """The result's content items: the envelope (image metadata and hashes, no pixels; no UID nor path of this
+    machine: a study is named by its pseudonymous reference), then the images that fit."""
+    text = json.dumps(for_the_agent(outcome.envelope(with_images=False)))
     items: list[Any] = [types.TextContent(type="text", text=text)]
     used = len(text) + 2 * _ITEM_CHARS + _NOTE_CHARS
     notes: list[str] = []

@@ -6,6 +6,7 @@ so it cannot close the element, and cut to a length limit.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -43,4 +44,37 @@ def printable(value: object) -> object:
         return {printable(k): printable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [printable(v) for v in value]
+    return value
+
+
+UID_REDACTED = "[uid]"
+# A DICOM UID (the study's, or one of an object just stored: a SEG's, an SR's): digits in three or more dotted
+# components, 14 characters or more ('2.25.1122…', '1.2.826.0.1.3680043…'); shorter dotted numbers stay.
+DICOM_UID = re.compile(r"(?<![\w.])[0-2](?:\.\d+){2,}(?![\w.])")
+PATH_REDACTED = "[path]"
+# An absolute path of this machine (two parts or more: '/srv/pacs/cache/…', '/home/me/studies/…'), not a URL's path.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~\-])(?:~|/[\w.\-]+)(?:/[\w.\-]+)+/?")
+
+
+def without_uids(text: str) -> str:
+    """The text with every DICOM UID replaced by `[uid]`."""
+    if "." not in text:
+        return text
+    return DICOM_UID.sub(lambda m: UID_REDACTED if len(m.group(0)) >= 14 else m.group(0), text)
+
+
+def without_paths(text: str) -> str:
+    """The text with every absolute path of this machine replaced by `[path]`."""
+    return ABSOLUTE_PATH.sub(PATH_REDACTED, text) if "/" in text else text
+
+
+def for_the_agent(value: object) -> object:
+    """What an agent is told (a refusal, a tool result): no DICOM UID and no path of this machine in any string, so
+    a study is named only by its pseudonymous reference; image data URLs untouched."""
+    if isinstance(value, str):
+        return value if value.startswith("data:image/") else without_paths(without_uids(value))
+    if isinstance(value, dict):
+        return {k: for_the_agent(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [for_the_agent(v) for v in value]
     return value
