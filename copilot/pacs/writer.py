@@ -93,21 +93,27 @@ class PartFile:
 
     def data(self, chunk: bytes | memoryview) -> None:
         assert self._fh is not None
-        self.take(len(chunk))  # before the write: nothing lands past the bound
+        self.take(len(chunk))  # before it is held or written: nothing lands past the bound
         self._bytes += len(chunk)
-        self._fh.write(chunk)
-        if self._pieces is not None:
-            self._pieces.append(chunk)
-            if self._bytes > IN_MEMORY:
-                self._pieces = None
+        if self._pieces is None:
+            self._fh.write(chunk)
+            return
+        self._pieces.append(chunk)  # written at once when the part is complete
+        if self._bytes > IN_MEMORY:  # too large to hold: streamed to its file from here on
+            for piece in self._pieces:
+                self._fh.write(piece)
+            self._pieces = None
 
     def _close(self) -> str:
         """The SOP Instance UID of the complete part (checked)."""
         assert self._fh is not None and self._tmp is not None
+        pieces, self._pieces = self._pieces, None
+        content = b"".join(pieces) if pieces is not None else None
+        if content is not None:
+            self._fh.write(content)  # one write for a part held whole
         self._fh.close()
         self._fh = None
-        pieces, self._pieces = self._pieces, None
-        return self._check(self._tmp, b"".join(pieces) if pieces is not None else None)
+        return self._check(self._tmp, content)
 
     def _keep(self, final: Path) -> None:
         """The checked part becomes `final` (where its dataset's deferred values are read from)."""
