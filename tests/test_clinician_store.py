@@ -315,9 +315,12 @@ def test_an_answer_without_evidence_is_stored_as_text_alone(tmp_path: Path) -> N
     assert_valid_dicom(tmp_path / "t" / "derived" / "clinician_report.dcm")
 
 
-def test_a_slide_has_nothing_to_store_and_the_store_writes_nothing(tmp_path: Path) -> None:
-    """A pathology session (a generated slide): its handlers export nothing, so the host panel's Store is off with
-    the reason, and pressing it anyway asks nothing, calls nothing and traces no write."""
+def test_a_slides_store_writes_its_evidence_as_annotations(tmp_path: Path) -> None:
+    """A pathology session (a generated slide): the Store is on; with no slide evidence yet it says so, asks nothing
+    and writes nothing; once a view is recorded, the approved Store writes GeoJSON annotations beside the session
+    (a slide file, not a DICOM slide), traced as the clinician's write."""
+    import json
+
     import numpy as np
 
     from copilot.cases.pack import CasePack
@@ -332,17 +335,19 @@ def test_a_slide_has_nothing_to_store_and_the_store_writes_nothing(tmp_path: Pat
     session = open_study(study_for(str(tmp_path / "slide.tif")), tmp_path / "t")
     own = CasePack(Path("."), "qupath-image", "host_pathology", {}, {}, "pathology")
     conv = HostConversation(session, own, lambda: None, budget=1)
-    why = "pathology studies offer no export to a PACS or files (no report or segmentation writer)"
     state = panel_state(conv)
-    assert nothing_to_store(session) == why and state.store_note == why and not state.can_store
-    before = len(session.trace_events())
+    assert nothing_to_store(session) == "" and state.store_note == "" and state.can_store
     asked: list[StorePlan] = []
 
     def dialog(plan: StorePlan) -> tuple[str, str]:
         asked.append(plan)
         return "approve", ""
 
-    assert host_store(conv, dialog) == [f"nothing to store: {why}"]
-    assert asked == [] and len(session.trace_events()) == before
+    assert host_store(conv, dialog) == ["nothing to store: the slide annotations: no slide point or recorded view to "
+                                        "store yet"] and asked == []  # fmt: skip
+    assert not [e for e in session.trace_events() if e["type"] == "write_attempt"]
+    assert session.call("record_view_evidence", {"label": "tumour", "x": 400, "y": 600}, actor="clinician").ok
+    assert host_store(conv, dialog) == ["clinician_annotations.geojson: written"]
+    written = json.loads((tmp_path / "t" / "derived" / "clinician_annotations.geojson").read_text())
+    assert len(asked) == 1 and written["type"] == "FeatureCollection" and written["features"]
     session.close()
-    assert not (tmp_path / "t" / "derived").exists() or not list((tmp_path / "t" / "derived").iterdir())

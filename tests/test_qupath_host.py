@@ -252,20 +252,25 @@ def test_the_pathologists_side_panel_drives_the_conversation(
         panel.evidence_list.itemClicked.emit(panel.evidence_list.item(1))  # click: QuPath centres on the point
         assert (viewer.viewport.cx, viewer.viewport.cy) == pytest.approx(POINTS[1], abs=0.5)
 
-        # Store: a slide's handlers export nothing, so the button says so, stays off, and writes nothing if pressed
-        why = "pathology studies offer no export to a PACS or files (no report or segmentation writer)"
-        assert panel.store_button.text() == "Nothing to store for this study" and not panel.store_button.isEnabled()
-        assert panel.store_button.toolTip().startswith(f"Nothing to store for this study: {why}.")
+        # Store: a slide's evidence as annotations (GeoJSON beside a slide file), after the clinician approves the plan
+        assert panel.store_button.text() == "Store to PACS / Export…" and panel.store_button.isEnabled()
         asked: list[Any] = []
 
         def dialog(plan: Any) -> tuple[str, str]:
             asked.append(plan)
             return "approve", ""
 
-        assert panel.store(ask=dialog) == [f"nothing to store: {why}"]
-        assert asked == [] and panel.store_said.text() == f"nothing to store: {why}"
+        assert panel.store(ask=dialog) == ["nothing to store: the slide annotations: no slide point or recorded view "
+                                           "to store yet"] and asked == []  # the answer's points live in QuPath only
+        assert host.session.call("record_view_evidence", {"label": "tumour edge", "x": 500, "y": 500},
+                                 actor="clinician").ok  # fmt: skip
+        said = panel.store(ask=dialog)
+        assert len(asked) == 1 and [s.handler for s in asked[0].steps] == ["export_slide_annotations"], said
+        assert said == ["clinician_annotations.geojson: written"], said
         events = host.session.trace_events()
-        assert not [e for e in events if e["type"] == "write_attempt" or str(e.get("handler", "")).startswith("export")]
+        attempts = [e for e in events if e["type"] == "write_attempt"]
+        assert [(e["handler"], e["decision"], e["actor"]) for e in attempts] == [
+            ("export_slide_annotations", "approved", "clinician")]  # fmt: skip
         host.close()
     finally:
         fake.stop()

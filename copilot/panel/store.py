@@ -1,6 +1,6 @@
 """The clinician's Store (Qt-free): the session's evidence with the last question and its answer as a measurement
 report (Comprehensive 3D SR), and each segment as a DICOM SEG, back to the study's PACS (or as files when the
-study did not come from one).
+study did not come from one); on a slide, its evidence as microscopy bulk annotations (GeoJSON for a slide file).
 
 The same audited calls as a model's export: `plan_store` takes the answer's evidence into the session as the
 clinician's records and asks each export's planner what it would write and where; the host shows those plans;
@@ -20,14 +20,15 @@ from copilot.trace.outcome import CallOutcome
 
 REPORT = "export_evidence_sr"
 SEG = "export_dicom_seg"
+SLIDE_ANNOTATIONS = "export_slide_annotations"
 
 
 def nothing_to_store(session: Any) -> str:
     """Why the Store has nothing to offer on this session's study ('' when it can export): a kind whose handlers
-    hold neither the report nor the SEG export (a slide's pathology handlers) writes nothing outside the session."""
-    if any(session.writes(name) for name in (REPORT, SEG)):
+    holds no export of the Store's (report, SEG, slide annotations) writes nothing outside the session."""
+    if any(session.writes(name) for name in (REPORT, SEG, SLIDE_ANNOTATIONS)):
         return ""
-    return f"{session.kind} studies offer no export to a PACS or files (no report or segmentation writer)"
+    return f"{session.kind} studies offer no export to a PACS or files (no report, segmentation or annotation writer)"
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,9 @@ def plan_store(model: Any, answer: int = -1) -> StorePlan:
     report = {"output_name": free_name(model, "clinician_report"), "question": question, "answer": text}
     if (ids := answer_evidence_ids(model, stated, answer)) is not None:
         report["evidence_ids"] = ids
-    wanted: list[tuple[str, dict[str, Any]]] = [(REPORT, report)]
+    wanted: list[tuple[str, dict[str, Any]]] = [(REPORT, report)] if session.writes(REPORT) else []
+    if session.writes(SLIDE_ANNOTATIONS):  # a slide: its points and recorded views' regions, as annotations
+        wanted.append((SLIDE_ANNOTATIONS, {"output_name": free_name(model, "clinician_annotations")}))
     for seg in session.snapshot().get("segments") or []:
         stem = re.sub(r"[^A-Za-z0-9_-]+", "_", str(seg["name"])).strip("_")[:40] or "segment"
         wanted.append((SEG, {"segment": seg["id"], "output_name": free_name(model, f"{stem}_seg")}))
@@ -169,7 +172,8 @@ def plan_store(model: Any, answer: int = -1) -> StorePlan:
 def _why(session: Any, handler: str, args: dict[str, Any]) -> str:
     """Why an export cannot be planned: the call's own refusal (traced like any refused call; nothing written)."""
     out = session.call(handler, args, actor="clinician")
-    what = "the report" if handler == REPORT else f"segment {args.get('segment')}"
+    named = {REPORT: "the report", SLIDE_ANNOTATIONS: "the slide annotations"}
+    what = named.get(handler, f"segment {args.get('segment')}")
     return f"{what}: {(out.error or {}).get('message', 'refused')}"
 
 

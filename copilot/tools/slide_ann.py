@@ -119,7 +119,8 @@ def _plan(ctx: SlideContext, output_name: str) -> tuple[Path, pydicom.Dataset | 
         raise HandlerError("no_evidence", "no slide point or recorded view to store yet")
     if ctx.output_dir is None:
         raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
-    _, source = _slide(ctx)
+    # a slide a host shows (QuPath's open image) is not a case input: its evidence goes out as GeoJSON
+    source = _slide(ctx)[1] if ctx.case_inputs.get("slide") else None
     out = ctx.output_dir / f"{output_name}.{'dcm' if source is not None else 'geojson'}"
     if out.exists():
         raise HandlerError("name_taken", f"{out.name} exists already")
