@@ -82,4 +82,6 @@ def test_the_side_panels_store_shows_the_plan_and_writes_only_what_was_approved(
     assert all(e["actor"] == "clinician" for e in attempts)
     assert attempts[0]["destinations"] == attempts[1]["destinations"] and str(report) in plan
     assert next(e for e in events if e["type"] == "clinician_rejection")["reason"] == "not yet"
-    assert sorted(p.name for p in (tmp_path / "t" / "derived").iterdir()) == ["clinician_report.dcm"]
+    # one object written (the approved one), beside the session's book of tracked lesions and of what it stored
+    assert sorted(p.name for p in (tmp_path / "t" / "derived").iterdir()) == [
+        "clinician_report.dcm", "lesions.json", "stored.json"]  # fmt: skip

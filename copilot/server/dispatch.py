@@ -49,9 +49,9 @@ def dispatch(
         request = Request(params, session, body, jobs, limits, actor, timeout, query)
         return ANSWERS[route.operation](request)
     except MethodNotAllowed as exc:  # the methods the path takes travel with the refusal (the Allow header)
-        body = error(exc.code, exc.message)
-        body["error"]["allow"] = list(exc.allow)
-        return exc.status, body
+        refusal = error(exc.code, exc.message)
+        refusal["error"]["allow"] = list(exc.allow)
+        return exc.status, refusal
     except HandlerError as exc:  # a refusal names no UID and no path of this machine (the agent reads it)
         return exc.status, error(exc.code, str(for_the_agent(exc.message)))
 
