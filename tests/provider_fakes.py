@@ -501,7 +501,8 @@ class JsonForStream(FakeOpenAI):
             return super()._next(body)
         with self._lock:
             self.requests.append(body)
-            assert isinstance(self.script, list)
+            if callable(self.script):
+                return self.script(body)
             return self.script[min(self._n, len(self.script) - 1)]
 
 

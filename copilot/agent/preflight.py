@@ -35,7 +35,8 @@ def check_policy_settings(settings: AgentSettings, cases: int = 1, rounds: int =
     if protocol == "text":
         spec, wire = connect(spec, min(settings.timeout_s, 60.0), settings.stream, tool_protocol="text",
                              wire=settings.wire)  # fmt: skip
-    images = settings.max_images or profile.max_images
+    # the images a run's largest request keeps: the opening views and each round's, up to the budget
+    images = min(settings.max_images or profile.max_images, IMAGES_PER_ROUND * (rounds + 1))
     per_request_images = min(images, IMAGES_PER_ROUND * 2)
     listed = listed_context(getattr(wire, "inner", wire), spec.model)
     needed = context_needed(images, rounds, profile.tokens_per_image)

@@ -12,7 +12,7 @@ from copilot.llm.profiles import profile_for
 from copilot.llm.providers import PROVIDERS
 from copilot.llm.spec import ModelSpec, SpecError
 from copilot.llm.text_tools import TextTools
-from copilot.llm.types import ModelError
+from copilot.llm.types import ModelError, image_limit_of
 from copilot.trace.redact import redact_text
 
 IMAGE_BUDGET_SETTING = "MEDCOPILOT_KEEP_IMAGES"
@@ -79,8 +79,10 @@ def explain(error: ModelError, spec: ModelSpec, wire: ChatModel | None = None) -
             f"images with {IMAGE_BUDGET_SETTING} (images kept per conversation, default 3) or ask a new question"
         )
     if error.kind == "image_limit":
+        limit = image_limit_of(str(error))
+        fewer = f"--max-images {limit}" if limit else "a lower --max-images"
         return (f"{where} takes fewer images per request than the conversation needs (HTTP {error.status}): start it "
-                "with more (vLLM: --limit-mm-per-prompt '{\"image\": 8}') or lower MEDCOPILOT_MAX_IMAGES")  # fmt: skip
+                f"with more (vLLM: --limit-mm-per-prompt '{{\"image\": 8}}') or run with {fewer}")  # fmt: skip
     if error.kind == "tools_unsupported":
         return (f"{where} serves no tool calls (HTTP {error.status}): start it with its tool parser (vLLM: "
                 "--enable-auto-tool-choice --tool-call-parser PARSER, docs/models.md) or run with --tool-protocol text")

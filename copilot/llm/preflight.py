@@ -66,9 +66,15 @@ def run_checks(spec: ModelSpec, wire: ChatModel, profile: ModelProfile, tool_pro
                reasoning: str | None = None) -> Preflight:  # fmt: skip
     """Tools, `images` images in one request, streaming, and the context a run needs."""
     report = Preflight(profile)
+    stream_before = getattr(wire, "stream", True)
 
     def ask(request: ChatRequest) -> Any:
-        reply = wire.complete(request, None)
+        try:
+            reply = wire.complete(request, None)
+        except ModelError as exc:
+            if exc.kind != "malformed":
+                raise
+            reply = wire.complete(request, None)  # once more: a stream answered whole is asked for whole now
         report.usage = report.usage + reply.usage
         return reply
 
@@ -84,23 +90,18 @@ def run_checks(spec: ModelSpec, wire: ChatModel, profile: ModelProfile, tool_pro
     n = max(1, images)
     parts: list[dict[str, Any]] = [{"type": "text", "text": "How many images are there? Answer with a number."}]
     parts += [{"type": "image_url", "image_url": {"url": tiny_png(40 + 20 * k)}} for k in range(n)]
-    stream_before = getattr(wire, "stream", True)
     try:
         before = report.usage.input_tokens
-        try:
-            ask(ChatRequest([{"role": "user", "content": parts}], [], None, 16, reasoning))
-        except ModelError as exc:
-            if exc.kind != "malformed":
-                raise
-            ask(ChatRequest([{"role": "user", "content": parts}], [], None, 16, reasoning))  # now a whole reply
+        ask(ChatRequest([{"role": "user", "content": parts}], [], None, 16, reasoning))
         measured = report.usage.input_tokens - before
         report.tokens_per_image = measured / n if measured else None
         report.checks.append(Check("images", True, f"{n} images in one request accepted"))
     except ModelError as exc:
         report.checks.append(Check("images", False, f"{n} images per request refused: {explain(exc, spec)}"))
     streams = getattr(wire, "stream", True)
-    report.checks.append(Check("streaming", True, "streamed replies read" if streams and stream_before
-                               else "the service does not stream: whole replies are asked for"))  # fmt: skip
+    report.checks.append(Check("streaming", True, "streamed replies read" if streams and stream_before else
+                               "the service answers a stream with whole replies: runs ask for whole replies "
+                               "(MEDCOPILOT_STREAM=0)"))  # fmt: skip
     context = listed_context or profile.context_tokens
     if context_needed is not None and context is not None and context_needed > context:
         report.checks.append(Check("context", False, f"a run needs about {context_needed} tokens per request; the "
