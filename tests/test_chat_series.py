@@ -64,3 +64,21 @@ def test_hanging_rules_are_data_checked_when_read() -> None:
     assert matching_rule(["CT"], rules).name == "CT" and matching_rule(["US"], rules) is None
     with pytest.raises(ValueError, match="unknown layout"):
         load_rules({"rules": [{"name": "x", "modalities": ["CT"], "layout": "nine_up"}]})
+
+
+def test_chat_takes_the_model_options(petct: Path, tmp_path: Path) -> None:
+    """`chat --tool-protocol text --max-images 2`: the request offers no native tools, declares them in the system
+    prompt and carries at most two images; the trace header records what was sent."""
+    fake = FakeOpenAI([{"content": "The PET shows one focus."}])
+    try:
+        rc = main(["chat", str(petct), "--series", "2,3", "--ask", "Any uptake?", "--base-url", fake.base_url,
+                   "--trace-dir", str(tmp_path / "t"), "--tool-protocol", "text", "--max-images", "2"])  # fmt: skip
+    finally:
+        fake.stop()
+    assert rc == 0 and len(fake.requests) == 1
+    body = fake.requests[0]
+    images = sum(1 for m in body["messages"] if isinstance(m.get("content"), list)
+                 for p in m["content"] if p.get("type") == "image_url")  # fmt: skip
+    assert "tools" not in body and "<tool_call>" in body["messages"][0]["content"] and images <= 2
+    start = next(e for e in _events(tmp_path / "t") if e["type"] == "agent_start")
+    assert start["request"]["tool_protocol"] == "text" and start["request"]["max_images"] == 2

@@ -42,6 +42,10 @@ def add_parser(sub: Any) -> None:
     chat.add_argument("--approve", action="store_true", help="ask the clinician before each proposed action")
     chat.add_argument("--track", choices=["A", "B"], default="A", help="B: the model may also run the operators")
     chat.add_argument("--budget", type=int, default=20, help="tool-calling rounds per question")
+    chat.add_argument("--reasoning", default=None, help="a level of the model's reasoning control (its profile's)")
+    chat.add_argument("--tool-protocol", choices=["native", "text"], default=None,
+                      help="tool calls natively or in text (default: the model's profile)")  # fmt: skip
+    chat.add_argument("--max-images", type=int, default=None, help="images per request (default: the profile's)")
     chat.set_defaults(func=run_chat)
 
 
@@ -277,7 +281,8 @@ def run_chat(ns: argparse.Namespace, term: Terminal | None = None) -> int:
     term = term or Terminal()
     study = resolve_study(ns.study, ns.series)
     problem = policy_problem(ns.policy, study)
-    settings = model_settings(ns.policy, ns.model, ns.base_url) if is_model(ns.policy) else None
+    options = {k: v for k in ("reasoning", "tool_protocol", "max_images") if (v := getattr(ns, k, None)) is not None}
+    settings = model_settings(ns.policy, ns.model, ns.base_url, **options) if is_model(ns.policy) else None
     if problem is None and settings is not None:
         problem = service_problem(settings)
     if problem:
