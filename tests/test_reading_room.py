@@ -302,3 +302,29 @@ def test_labels_keep_clear_of_labels_drawn_elsewhere() -> None:
     key_slice = Box(6.0, 88.0, 120.0, 13.0)  # a key-slice line's label, where the pane writes it
     [box] = place_labels([(60.0, 100.0)], ["focus"], 300.0, 300.0, fixed=[key_slice])
     assert box is not None and not box.overlaps(key_slice)
+
+
+def test_a_ct_priors_window_follows_the_current_and_an_mr_keeps_its_own(tmp_path: Path) -> None:
+    """Two CTs: after approval the prior shows the current's window (system calls in its trace), and every later
+    change of the current's window too, until the link is turned off. Two MRs: the prior keeps its own window."""
+    from copilot.panel.prior import PriorComparison
+
+    for name, linked in (("ct_head.nii.gz", True), ("head.nii.gz", False)):
+        now = open_study(study_for(str(phantom(tmp_path / name / "now" / name))), tmp_path / name / "t")
+        prior = open_study(study_for(str(phantom(tmp_path / name / "prior" / name, (2, 0, 1)))),
+                           tmp_path / name / "p")  # fmt: skip
+        comparison = PriorComparison(now, prior)
+        try:
+            own = (prior.scene_data() or {})["window"]
+            comparison.propose()
+            comparison.approve()
+            assert now.call("wl", {"window": 80.0, "level": 40.0}, actor="clinician").ok
+            shown = prior.scene_data() or {}
+            assert ((shown["window"], shown["level"]) == (80.0, 40.0)) is linked
+            assert linked or shown["window"] == own
+            comparison.link_window = False
+            assert now.call("wl", {"window": 1500.0, "level": -600.0}, actor="clinician").ok
+            assert (prior.scene_data() or {})["window"] == (80.0 if linked else own)
+        finally:
+            comparison.close()
+            now.close({"status": "test"})

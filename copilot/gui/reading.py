@@ -32,6 +32,12 @@ def install(window: Any) -> None:
         action = QAction(text, window)
         action.triggered.connect(slot)
         file.insertAction(first, action) if first is not None else file.addAction(action)
+    window.link_window_action = QAction("Link window/level with the prior", window)
+    window.link_window_action.setCheckable(True)
+    window.link_window_action.setChecked(True)
+    window.link_window_action.setToolTip("a CT prior is windowed as the current study (MR keeps its own)")
+    window.link_window_action.toggled.connect(lambda on: _link_window(window, on))
+    edit.addAction(window.link_window_action)
     window.ruler_action = QAction("Ruler", window)
     window.ruler_action.setCheckable(True)
     window.ruler_action.setToolTip("left-drag on a slice view measures a distance, listed as your evidence")
@@ -64,6 +70,15 @@ def undo_last(window: Any, actor: str | None = None) -> None:
         window.statusBar().showMessage(str(exc), 5000)
         return
     window.statusBar().showMessage(f"undone: {step.title()}", 5000)
+
+
+def _link_window(window: Any, on: bool) -> None:
+    """The clinician's toggle: the prior's window/level follows the current's (at once when turned on)."""
+    prior = getattr(window, "prior", None)
+    if prior is not None:
+        prior.link_window = on
+        if on:
+            prior.follow_window()
 
 
 def _prior_dialog(window: Any) -> None:
@@ -144,6 +159,7 @@ def open_prior(
         comparison.close()
         return False
     window.prior, window.prior_screen = comparison, Screen(prior)
+    comparison.link_window = window.link_window_action.isChecked() if hasattr(window, "link_window_action") else True
     comparison.approve()
     window.layout_box.addItem(PRIOR_TITLE, PRIOR_LAYOUT)
     window.set_layout(PRIOR_LAYOUT)

@@ -6,7 +6,7 @@ as they were (no study is loaded into the other's scene, nothing of one reaches 
 registration is the Track B operator's (Mattes MI, rigid), run on the two background volumes; the proposal, the
 clinician's decision and the matrix are traced in both sessions. Once approved, every change of the current
 views moves the prior's planes through the same RAS point (mapped by the registration), by system calls traced
-in the prior's session.
+in the prior's session; so does the window/level of a CT (`link_window`, on by default; the desktop's toggle).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from copilot.trace.outcome import CallOutcome
 
 VIEWS = ("red", "yellow", "green")
 RECENTRE_MM = 1.0  # the prior's pictures are recentred when the current's centre moved more than this
+# modalities whose voxel values mean the same in two studies (Hounsfield units): their window is linked; an MR's
+# intensities are the scanner's own, so a prior MR keeps its own window
+LINKED_MODALITIES = ("CT",)
 
 
 def _rounded(ras: Any) -> list[float]:
@@ -76,6 +79,7 @@ class PriorComparison:
         self.proposal: Registration | None = None
         self.approved: Registration | None = None
         self._following = threading.local()
+        self.link_window = True  # the prior's window/level follows the current's (a CT pair: the same HU window)
         self._unsubscribe = current.subscribe(self._on_current, first=True)  # before the screens render
 
     def propose(self) -> Registration:
@@ -142,7 +146,22 @@ class PriorComparison:
             if abs(offset - float(planes[view]["offset"])) > 1e-4:
                 out.append(self.prior.call("set_slice_offset", {"view": view, "offset": offset, "size": 64},
                                            actor="system"))  # fmt: skip
+        out += self.follow_window()
         return out
+
+    def follow_window(self) -> list[CallOutcome]:
+        """The prior's background windowed as the current's, when `link_window` is on and both are CT (a system
+        call in the prior's session); nothing otherwise."""
+        now, then = self.current.scene_data() or {}, self.prior.scene_data() or {}
+        fixed, moving = now.get("volume"), then.get("volume")
+        if not self.link_window or fixed is None or moving is None:
+            return []
+        if fixed.modality != moving.modality or fixed.modality not in LINKED_MODALITIES:
+            return []
+        window, level = float(now["window"]), float(now["level"])
+        if abs(window - float(then["window"])) < 1e-6 and abs(level - float(then["level"])) < 1e-6:
+            return []
+        return [self.prior.call("wl", {"window": window, "level": level, "size": 64}, actor="system")]
 
     def _on_current(self, outcome: CallOutcome, args: Any, actor: str) -> None:
         if self.approved is None or not outcome.ok or getattr(self._following, "busy", False):
