@@ -16,10 +16,7 @@ from typing import Any
 import openai
 
 from copilot.llm.convert import new_call_id, own_items, parts_of, system_text
-from copilot.llm.inflight import InFlight
-from copilot.llm.openai_wire import NOT_A_STREAM, _error, sdk_client
-from copilot.llm.profiles import profile_for
-from copilot.llm.spec import ModelSpec
+from copilot.llm.openai_wire import NOT_A_STREAM, OpenAIChat, _error
 from copilot.llm.types import ChatRequest, Message, ModelError, Reply, ToolCall, Usage
 
 WIRE = "openai-responses"
@@ -90,29 +87,11 @@ def reply_of(response: Any, chunks: int) -> Reply:
                  {"wire": WIRE, "items": items}, getattr(response, "model", None))  # fmt: skip
 
 
-class OpenAIResponses:
-    """GPT-5.x and o-series models through the Responses API, reasoning carried across tool calls."""
+class OpenAIResponses(OpenAIChat):
+    """GPT-5.x and o-series models through the Responses API, reasoning carried across tool calls (the client,
+    model listing and Stop are the chat-completions wire's)."""
 
     wire = WIRE
-
-    def __init__(self, spec: ModelSpec, timeout_s: float, stream: bool = True, client: Any = None) -> None:
-        self.spec, self.stream = spec, stream
-        self.profile = profile_for(spec.provider, spec.model)
-        self.client = client or sdk_client(spec, timeout_s)
-        self.inflight = InFlight()
-
-    @property
-    def base_url(self) -> str:
-        return str(getattr(self.client, "base_url", "") or self.spec.base_url or "")
-
-    def list_models(self) -> list[str]:
-        try:
-            return sorted(m.id for m in self.client.models.list())
-        except openai.OpenAIError as exc:
-            raise _error(exc) from exc
-
-    def abort(self) -> None:
-        self.inflight.abort()
 
     def kwargs(self, request: ChatRequest) -> dict[str, Any]:
         """The request's parameters (what is recorded as sent, too)."""
