@@ -185,36 +185,32 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class HandlerServer:
-    """uvicorn serving one session; bound when made, so `url` is known before `serve_forever`."""
+class BoundServer:
+    """uvicorn on a socket bound when made (so `url` is known before `serve_forever`), under the product's limits
+    (the host it was bound to answers as an allowed Host); `serve` and `mcp --http` are both one."""
 
-    def __init__(
-        self,
-        address: tuple[str, int],
-        session: Session,
-        token: str,
-        slicer_compat: bool = False,
-        limits: Limits = DEFAULT_LIMITS,
-    ) -> None:
-        host = address[0]
+    path = ""  # what `url` ends with
+    graceful_s = 5  # how long shutdown waits for requests in flight
+    token: str  # set by the subclass before `_listen`
+    limits: Limits
+
+    def _limits(self, host: str, limits: Limits) -> None:
         extra = () if host in ("", "0.0.0.0", "::") or host in limits.allowed_hosts else (host.lower(),)
         self.limits = replace(limits, allowed_hosts=(*limits.allowed_hosts, *extra))
-        self.session, self.token, self.slicer_compat = session, token, slicer_compat
-        register_secret(token)  # cut out of every trace event, wherever a client puts it
-        self.compat = SlicerCompat(session)
-        self.jobs = JobManager(session, max_active=limits.max_jobs, kept=limits.kept_jobs)
-        self.socket = _bind(host, address[1])
+
+    def _listen(self, app: Any, host: str, port: int) -> None:
+        self.socket = _bind(host, port)
         self.server_address = self.socket.getsockname()
         config = uvicorn.Config(
-            HandlerApp(self),
+            app,
             lifespan="off",
             log_level="error",
             log_config=None,  # records reach the process's handlers (one line each: copilot.oneline)
             access_log=False,
             http=protocol_for(self),
-            limit_concurrency=limits.max_connections,
-            timeout_keep_alive=limits.keep_alive_s,
-            timeout_graceful_shutdown=5,
+            limit_concurrency=self.limits.max_connections,
+            timeout_keep_alive=self.limits.keep_alive_s,
+            timeout_graceful_shutdown=self.graceful_s,
             server_header=False,
         )
         self._uvicorn = uvicorn.Server(config)
@@ -223,13 +219,16 @@ class HandlerServer:
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return f"http://[{host}]:{port}{self.path}" if ":" in host else f"http://{host}:{port}{self.path}"
+
+    def _run(self) -> None:
+        self._uvicorn.run(sockets=[self.socket])
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Serve until `shutdown()` (or SIGINT/SIGTERM when run in the main thread)."""
         self._stopped.clear()
         try:
-            self._uvicorn.run(sockets=[self.socket])
+            self._run()
         finally:
             self._stopped.set()
 
@@ -240,6 +239,25 @@ class HandlerServer:
 
     def server_close(self) -> None:
         self.socket.close()
+
+
+class HandlerServer(BoundServer):
+    """uvicorn serving one session's handlers (`serve`)."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        session: Session,
+        token: str,
+        slicer_compat: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self._limits(address[0], limits)
+        self.session, self.token, self.slicer_compat = session, token, slicer_compat
+        register_secret(token)  # cut out of every trace event, wherever a client puts it
+        self.compat = SlicerCompat(session)
+        self.jobs = JobManager(session, max_active=limits.max_jobs, kept=limits.kept_jobs)
+        self._listen(HandlerApp(self), address[0], address[1])
 
 
 def make_server(

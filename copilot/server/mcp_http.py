@@ -11,12 +11,9 @@ the request-header deadline and the fairness rules are the same uvicorn protocol
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
-import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
@@ -24,12 +21,12 @@ from starlette.responses import Response
 
 from copilot.errors import HandlerError
 from copilot.server.fairness import token_matches
-from copilot.server.http import _bind
+from copilot.server.http import BoundServer
 from copilot.server.limits import DEFAULT_LIMITS, Limits, check_host, check_origin, content_length
 from copilot.server.mcp_content import MAX_RESULT_CHARS
 from copilot.server.mcp_guard import screen
 from copilot.server.mcp_server import build_server
-from copilot.server.protocol import error_body, protocol_for
+from copilot.server.protocol import error_body
 from copilot.session import Session
 from copilot.trace.redact import register_secret
 
@@ -120,8 +117,11 @@ class McpApp:
         await self.server.manager.handle_request(scope, receive, send)
 
 
-class McpHttpServer:
-    """uvicorn serving one session's MCP server; bound when made, so `url` is known before `serve_forever`."""
+class McpHttpServer(BoundServer):
+    """uvicorn serving one session's MCP server (`mcp --http`)."""
+
+    path = PATH
+    graceful_s = 2  # a client's open GET stream is not waited for longer
 
     def __init__(
         self,
@@ -134,8 +134,7 @@ class McpHttpServer:
     ) -> None:
         if not token:
             raise ValueError("a bearer token is required")
-        extra = () if host in ("", "0.0.0.0", "::") or host in limits.allowed_hosts else (host.lower(),)
-        self.limits = replace(limits, allowed_hosts=(*limits.allowed_hosts, *extra))
+        self._limits(host, limits)
         self.session, self.token = session, token
         register_secret(token)  # cut out of every trace event, wherever a client puts it
         self.manager = StreamableHTTPSessionManager(
@@ -144,44 +143,11 @@ class McpHttpServer:
             max_request_body_size=limits.max_body,
             max_sessions=limits.max_connections,
         )
-        self.socket = _bind(host, port)
-        self.server_address = self.socket.getsockname()
-        config = uvicorn.Config(
-            McpApp(self),
-            lifespan="off",
-            log_level="error",
-            log_config=None,
-            access_log=False,
-            http=protocol_for(self),
-            limit_concurrency=limits.max_connections,
-            timeout_keep_alive=limits.keep_alive_s,
-            timeout_graceful_shutdown=2,  # a client's open GET stream is not waited for longer
-            server_header=False,
-        )
-        self._uvicorn = uvicorn.Server(config)
-        self._stopped = threading.Event()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://[{host}]:{port}{PATH}" if ":" in host else f"http://{host}:{port}{PATH}"
+        self._listen(McpApp(self), host, port)
 
     async def _serve(self) -> None:
         async with self.manager.run():
             await self._uvicorn.serve(sockets=[self.socket])
 
-    def serve_forever(self) -> None:
-        """Serve until `shutdown()` (or SIGINT/SIGTERM when run in the main thread)."""
-        self._stopped.clear()
-        try:
-            asyncio.run(self._serve())
-        finally:
-            self._stopped.set()
-
-    def shutdown(self) -> None:
-        """Stop serving and wait until the server loop has ended."""
-        self._uvicorn.should_exit = True
-        self._stopped.wait(15)
-
-    def server_close(self) -> None:
-        self.socket.close()
+    def _run(self) -> None:
+        asyncio.run(self._serve())
