@@ -27,7 +27,7 @@ from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.seg_sources import seg_sources
 from copilot.tools.stored import check_not_stored, remember
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted, save_dicom
+from copilot.tools.writes import WritePlan, file_destination, output_file, pacs_destination, quoted, save_dicom
 
 
 @handler(**OPERATOR)
@@ -64,12 +64,7 @@ def _seg_source(ctx: RadiologyContext, segment: str, output_name: str) -> tuple[
     source = ctx.viewer.volume(sg.source)
     if not Path(source.source).exists() or "SeriesInstanceUID" not in source.metadata:
         raise HandlerError("not_dicom", f"{source.name} was not loaded from a DICOM series; nothing to reference")
-    if ctx.output_dir is None:
-        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
-    out = ctx.output_dir / f"{output_name}.dcm"
-    if out.exists():
-        raise HandlerError("name_taken", f"{out.name} exists already")
-    return sid, sg, source, out
+    return sid, sg, source, output_file(ctx.output_dir, output_name)
 
 
 def _seg_digest(sg: Any, source: Any) -> str:

@@ -13,7 +13,6 @@ container (TID 1500 allows TEXT there), so the care team reads them beside the m
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import pydicom
@@ -33,7 +32,7 @@ from copilot.tools.sr_content import Content, build_content, content_digest
 from copilot.tools.sr_quantities import ras_to_lps
 from copilot.tools.stored import check_not_stored, remember
 from copilot.tools.tracking import LesionBook
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination, quoted, save_dicom
+from copilot.tools.writes import WritePlan, file_destination, output_file, pacs_destination, quoted, save_dicom
 
 __all__ = ["build_evidence_sr", "export_evidence_sr", "plan_evidence_sr", "ras_to_lps"]
 
@@ -167,22 +166,12 @@ def _lesion_book(ctx: RadiologyContext, sources: list[pydicom.Dataset]) -> Lesio
     return book
 
 
-def _output_file(ctx: RadiologyContext, output_name: str) -> Path:
-    """The file an export writes in the session's derived folder (refused when there is none, or it exists)."""
-    if ctx.output_dir is None:
-        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
-    out = ctx.output_dir / f"{output_name}.dcm"
-    if out.exists():
-        raise HandlerError("name_taken", f"{out.name} exists already")
-    return out
-
-
 def plan_evidence_sr(
     ctx: RadiologyContext, output_name: str, question: str = "", answer: str = "", evidence_ids: list[int] | None = None
 ) -> WritePlan:
     """What `export_evidence_sr` would write (the report's groups and labels, its text, its study) and where,
     writing nothing; refused when the same content is stored already."""
-    out = _output_file(ctx, output_name)
+    out = output_file(ctx.output_dir, output_name)
     content = _checked_content(ctx, bool(question.strip() or answer.strip()), None, evidence_ids)
     check_not_stored(ctx.output_dir, content_digest(content, question, answer), "a measurement report")
     sources, counts, labels = content.sources, content.counts, content.labels
@@ -212,7 +201,7 @@ def export_evidence_sr(
     """Write the session's evidence (key slices, points, distances, measurements; or the records numbered) as a
     DICOM measurement report referencing the source images, with the question and answer as its text; a labelled
     finding keeps its lesion's tracking UID; stored to the study's PACS when it came from one."""
-    out = _output_file(ctx, output_name)
+    out = output_file(ctx.output_dir, output_name)
     first = _checked_content(ctx, bool(question.strip() or answer.strip()), None, evidence_ids)
     digest = content_digest(first, question, answer)
     check_not_stored(ctx.output_dir, digest, "a measurement report")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from copilot.tools.operators import OPERATOR, NewName
 from copilot.tools.radiology import handler
 from copilot.tools.registry import HandlerOutput, RadiologyContext
 from copilot.tools.stored import check_not_stored, remember
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination
+from copilot.tools.writes import WritePlan, file_destination, output_file, pacs_destination
 
 Note = Annotated[str, Field(max_length=1024, description="The note the key images carry ('' for none).")]
 OF_INTEREST = ("113000", "DCM", "Of Interest")
@@ -84,20 +83,11 @@ def _digest(images: list[pydicom.Dataset], note: str) -> str:
     return hashlib.sha256(json.dumps(["kos", *body]).encode()).hexdigest()
 
 
-def _out(ctx: RadiologyContext, output_name: str) -> Path:
-    if ctx.output_dir is None:
-        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
-    out = ctx.output_dir / f"{output_name}.dcm"
-    if out.exists():
-        raise HandlerError("name_taken", f"{out.name} exists already")
-    return out
-
-
 def plan_key_images(
     ctx: RadiologyContext, output_name: str, note: str = "", evidence_ids: list[int] | None = None
 ) -> WritePlan:
     """What `export_key_images` would write (which key images, the note) and where, writing nothing."""
-    out = _out(ctx, output_name)
+    out = output_file(ctx.output_dir, output_name)
     images, labels = key_images(ctx, evidence_ids)
     check_not_stored(ctx.output_dir, _digest(images, note), "a key object selection")
     study = str(images[0].StudyInstanceUID)
@@ -114,7 +104,7 @@ def export_key_images(
 ) -> HandlerOutput:
     """Mark the images of the session's key slices (or the numbered ones) as the study's key images: a DICOM Key
     Object Selection with the note, stored to the study's PACS when it came from one."""
-    out = _out(ctx, output_name)
+    out = output_file(ctx.output_dir, output_name)
     images, _ = key_images(ctx, evidence_ids)
     digest = _digest(images, note)
     check_not_stored(ctx.output_dir, digest, "a key object selection")

@@ -32,7 +32,7 @@ from copilot.tools.response_measures import Measured, earlier_time_points, measu
 from copilot.tools.sr_quantities import ras_to_lps
 from copilot.tools.stored import check_not_stored, remember
 from copilot.tools.tracking import LesionBook, name_key
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination
+from copilot.tools.writes import WritePlan, file_destination, output_file, pacs_destination
 
 Criteria = Annotated[Literal["recist", "rano"], Field(description="'recist' (RECIST 1.1) or 'rano' (RANO 2.0).")]
 Names = Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=20)]
@@ -179,21 +179,12 @@ def _digest(found: dict[str, Any], criteria: str) -> str:
     return hashlib.sha256(json.dumps(body, default=str).encode()).hexdigest()
 
 
-def _out(ctx: RadiologyContext, output_name: str) -> Any:
-    if ctx.output_dir is None:
-        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
-    out = ctx.output_dir / f"{output_name}.dcm"
-    if out.exists():
-        raise HandlerError("name_taken", f"{out.name} exists already")
-    return out
-
-
 def plan_response_sr(ctx: RadiologyContext, criteria: str, output_name: str, time_point: str = "",
                      nodes: list[str] | None = None, new_lesions: list[str] | None = None, non_target: str = "none",
                      steroids: bool = False, steroids_increased: bool = False,
                      clinically_worse: bool = False) -> WritePlan:  # fmt: skip
     """What `export_response_sr` would write (the response and its lesions) and where, writing nothing."""
-    out = _out(ctx, output_name)
+    out = output_file(ctx.output_dir, output_name)
     clinical = {"steroids": steroids, "steroids_increased": steroids_increased, "clinically_worse": clinically_worse}
     found = assess(ctx, criteria, time_point, nodes or [], new_lesions or [], non_target, clinical)
     check_not_stored(ctx.output_dir, _digest(found, criteria), "a response report")
@@ -218,7 +209,7 @@ def export_response_sr(
 ) -> HandlerOutput:
     """Write this time point's lesions (distances labelled with each lesion's name: long, then short axis) and the
     RECIST 1.1 or RANO 2.0 response against the patient's earlier response reports as a DICOM report."""
-    out = _out(ctx, output_name)
+    out = output_file(ctx.output_dir, output_name)
     clinical = {"steroids": steroids, "steroids_increased": steroids_increased, "clinically_worse": clinically_worse}
     found = assess(ctx, criteria, time_point, nodes or [], new_lesions or [], non_target, clinical)
     digest = _digest(found, criteria)

@@ -25,7 +25,7 @@ from copilot.tools.args import resolve_case_path
 from copilot.tools.operators import NewName
 from copilot.tools.pathology import handler
 from copilot.tools.registry import HandlerOutput, SlideContext
-from copilot.tools.writes import WritePlan, file_destination, pacs_destination
+from copilot.tools.writes import WritePlan, file_destination, output_file, pacs_destination
 
 Point = tuple[float, float, str]  # level-0 x, y and a label
 Region = tuple[list[tuple[float, float]], str]  # a closed outline's corners and a label
@@ -117,13 +117,9 @@ def _plan(ctx: SlideContext, output_name: str) -> tuple[Path, pydicom.Dataset | 
     points, regions = slide_items(ctx.evidence)
     if not points and not regions:
         raise HandlerError("no_evidence", "no slide point or recorded view to store yet")
-    if ctx.output_dir is None:
-        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
     # a slide a host shows (QuPath's open image) is not a case input: its evidence goes out as GeoJSON
     source = _slide(ctx)[1] if ctx.case_inputs.get("slide") else None
-    out = ctx.output_dir / f"{output_name}.{'dcm' if source is not None else 'geojson'}"
-    if out.exists():
-        raise HandlerError("name_taken", f"{out.name} exists already")
+    out = output_file(ctx.output_dir, output_name, ".dcm" if source is not None else ".geojson")
     return out, source, points, regions
 
 

@@ -157,6 +157,17 @@ def rejected(name: str, reason: str) -> CallOutcome:
     return CallOutcome(name, False, 403, error={"code": "rejected_by_clinician", "message": message})
 
 
+def output_file(output_dir: Path | None, output_name: str, suffix: str = ".dcm") -> Path:
+    """The file an export writes in the session's derived folder; refused by name when the session has none
+    (`no_output`) or the file exists already (`name_taken`)."""
+    if output_dir is None:
+        raise HandlerError("no_output", "this session has no output folder (start it with a trace directory)")
+    out = output_dir / f"{output_name}{suffix}"
+    if out.exists():
+        raise HandlerError("name_taken", f"{out.name} exists already")
+    return out
+
+
 def file_destination(path: Path) -> str:
     """A file a call would write, as a destination (`file:` URI of its absolute path)."""
     return Path(path).resolve().as_uri()
