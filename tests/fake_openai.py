@@ -215,7 +215,13 @@ class FakeAnthropic(FakeOpenAI):
         start = {**done, "content": [], "stop_reason": None, "usage": {"input_tokens": 1000, "output_tokens": 1}}
         out: list[Event] = [("message_start", {"type": "message_start", "message": start})]
         for n, block in enumerate(done["content"]):
-            if block["type"] == "text":
+            if block["type"] == "thinking":  # extended thinking: the text, then its signature, as deltas
+                empty = {"type": "thinking", "thinking": "", "signature": ""}
+                out.append(("content_block_start", {"type": "content_block_start", "index": n, "content_block": empty}))
+                out += [("content_block_delta", {"type": "content_block_delta", "index": n, "delta": d}) for d in (
+                    {"type": "thinking_delta", "thinking": block["thinking"]},
+                    {"type": "signature_delta", "signature": block["signature"]})]  # fmt: skip
+            elif block["type"] == "text":
                 out.append(("content_block_start", {"type": "content_block_start", "index": n,
                                                     "content_block": {"type": "text", "text": ""}}))  # fmt: skip
                 out += [("content_block_delta", {"type": "content_block_delta", "index": n,

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fake_openai import Event, FakeAnthropic, FakeGemini, FakeOpenAI, Step, pieces
+from tests.fake_openai import Event, FakeAnthropic, FakeGemini, FakeOpenAI, Step, images_in, pieces
 
 
 def _refusal(message: str, status: int = 400) -> Step:
@@ -333,92 +332,6 @@ class ThinkingAnthropic(FakeAnthropic, Enforcing):
         done["model"] = "claude-opus-4-7-20260401"
         return done
 
-    def whole(self, body: dict[str, Any], step: Step) -> dict[str, Any]:
-        return self._message(body, step)
-
-    def events(self, body: dict[str, Any], step: Step) -> list[Event]:
-        done = self._message(body, step)
-        start = {**done, "content": [], "stop_reason": None, "usage": {"input_tokens": 1000, "output_tokens": 1}}
-        out: list[Event] = [("message_start", {"type": "message_start", "message": start})]
-        for n, block in enumerate(done["content"]):
-            if block["type"] == "thinking":
-                out.append(
-                    (
-                        "content_block_start",
-                        {
-                            "type": "content_block_start",
-                            "index": n,
-                            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                        },
-                    )
-                )
-                out.append(
-                    (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": n,
-                            "delta": {"type": "thinking_delta", "thinking": block["thinking"]},
-                        },
-                    )
-                )
-                out.append(
-                    (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": n,
-                            "delta": {"type": "signature_delta", "signature": block["signature"]},
-                        },
-                    )
-                )
-            elif block["type"] == "text":
-                out.append(
-                    (
-                        "content_block_start",
-                        {"type": "content_block_start", "index": n, "content_block": {"type": "text", "text": ""}},
-                    )
-                )
-                out += [
-                    (
-                        "content_block_delta",
-                        {"type": "content_block_delta", "index": n, "delta": {"type": "text_delta", "text": p}},
-                    )
-                    for p in pieces(block["text"], int(step.get("chunks", 4)))
-                ]
-            else:
-                out.append(
-                    (
-                        "content_block_start",
-                        {"type": "content_block_start", "index": n, "content_block": {**block, "input": {}}},
-                    )
-                )
-                out.append(
-                    (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": n,
-                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
-                        },
-                    )
-                )
-            out.append(("content_block_stop", {"type": "content_block_stop", "index": n}))
-        stop = {"stop_reason": done["stop_reason"], "stop_sequence": None}
-        out.append(("message_delta", {"type": "message_delta", "usage": {"output_tokens": 50}, "delta": stop}))
-        out.append(("message_stop", {"type": "message_stop"}))
-        return out
-
-
-def _images(body: dict[str, Any]) -> int:
-    return sum(
-        1
-        for m in body.get("messages") or []
-        if isinstance(m.get("content"), list)
-        for p in m["content"]
-        if p.get("type") == "image_url"
-    )
-
 
 def _chars(body: dict[str, Any]) -> int:
     n = 0
@@ -461,7 +374,7 @@ class FakeVLLM(Enforcing):
     def check(self, body: dict[str, Any], path: str) -> Step | None:
         if body.get("tools") and not self.tool_parser:
             return _refusal('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
-        images = _images(body)
+        images = images_in(body)
         if self.image_limit is not None and images > self.image_limit:
             return _refusal(f"At most {self.image_limit} image(s) may be provided in one request.")
         tokens = _chars(body) // 4 + images * self.tokens_per_image + int(body.get("max_tokens") or 0)
