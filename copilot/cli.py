@@ -124,7 +124,7 @@ def _bench_run(ns: argparse.Namespace) -> int:
             ns.cases, ns.policy, ns.out, workers=ns.workers, scheduler=ns.scheduler, track=ns.track,
             budget=ns.budget, repeats=ns.repeats, model=ns.model, seed=ns.seed, ops=ns.ops,
             backend=ns.backend, protocol=ns.protocol, outcome=outcome, rules=parse_rules(ns.rule),
-            base_url=ns.base_url, model_settings=model_settings,
+            base_url=ns.base_url, model_settings=model_settings, policy_checked=True,
         )  # fmt: skip
     except (SchemaError, RunRefused) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -417,14 +416,3 @@ class JsonForStream(FakeOpenAI):
             if callable(self.script):
                 return self.script(body)
             return self.script[min(self._n, len(self.script) - 1)]
-
-
-def system_text(body: dict[str, Any]) -> str:
-    return "\n".join(
-        m["content"]
-        for m in body.get("messages") or []
-        if m.get("role") == "system" and isinstance(m.get("content"), str)
-    )
-
-
-TOOL_BLOCK = re.compile(r"<tool_call>")

@@ -8,12 +8,11 @@ the conversation the agent keeps is never changed, only what one request carries
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from copilot.llm.convert import parts_of
-from copilot.llm.types import PROVIDER_STATE, Message
+from copilot.llm.types import Message
 
 CHARS_PER_TOKEN = 4  # a rough count for text, enough to stay clear of a context limit with a margin
 
@@ -91,9 +90,3 @@ def fit(messages: list[Message], budget: ImageBudget) -> Fitted:
             kept_parts.append({"type": "text", "text": note})
             out[n] = {**out[n], "content": kept_parts}
     return Fitted(out, keep, total - keep, text + keep * budget.tokens_per_image)
-
-
-def request_bytes(messages: list[Message]) -> int:
-    """The size of the messages as JSON, the services' own forms of turns left out (for a size limit's check)."""
-    plain = [{k: v for k, v in m.items() if k != PROVIDER_STATE} for m in messages]
-    return len(json.dumps(plain))

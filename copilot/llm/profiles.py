@@ -83,10 +83,6 @@ def _table(override: str | None) -> tuple[str, ModelProfile, tuple[tuple[tuple[s
     return version, _entry(data["default"], version), rows
 
 
-def profiles_version() -> str:
-    return _table(os.environ.get(PROFILES_SETTING) or None)[0]
-
-
 def all_profiles() -> list[ModelProfile]:
     return [p for _, _, p in _table(os.environ.get(PROFILES_SETTING) or None)[2]]
 

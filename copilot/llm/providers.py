@@ -113,11 +113,6 @@ def register(provider: Provider) -> None:
     plugins.declare(PROVIDERS_GROUP, provider.name)
 
 
-def hosted_names() -> tuple[str, ...]:
-    """The providers that are vendors' services (their models closed unless a table declares them open)."""
-    return tuple(name for name, p in PROVIDERS.items() if p.hosted)
-
-
 OPENAI = Provider(
     "openai", "openai-chat", "copilot.llm.openai_wire:OpenAIChat", ("OPENAI_API_KEY",), "OPENAI_BASE_URL",
     "https://api.openai.com/v1", "gpt-5.4-mini", False,

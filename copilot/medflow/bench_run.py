@@ -214,6 +214,7 @@ def run_batch(
     base_url: str | None = None,
     rules: Any = None,
     model_settings: dict[str, Any] | None = None,
+    policy_checked: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every not-yet-finished episode (cases × repeats); returns all rows of this configuration.
 
@@ -222,7 +223,8 @@ def run_batch(
     rows by the model configuration it runs under."""
     if protocol not in PROTOCOLS:
         raise RunRefused(f"unknown protocol {protocol!r}; one of {', '.join(PROTOCOLS)}")
-    check_policy(policy, base_url)
+    if not policy_checked:  # `bench run` checks it before its preflight
+        check_policy(policy, base_url)
     from copilot.tools.operation_sets import unavailable
 
     if track == "B" and (reason := unavailable(ops or "all")):  # what cannot be scored does not start
